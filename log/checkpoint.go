@@ -1,0 +1,264 @@
+package log
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Checkpoint file names at the root of each log dir, and per partition.
+const (
+	RecoveryPointCheckpointFile  = "recovery-point-offset-checkpoint"
+	ReplicationCheckpointFile    = "replication-offset-checkpoint"
+	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
+	CleanShutdownFile            = ".kafka_cleanshutdown"
+	LeaderEpochCheckpointFile    = "leader-epoch-checkpoint"
+	PartitionMetadataFile        = "partition.metadata"
+)
+
+// WriteOffsetCheckpoint writes a per-partition offset checkpoint in
+// Kafka's format (OffsetCheckpointFile):
+//
+//	0
+//	<count>
+//	<topic> <partition> <offset>
+//	...
+//
+// atomically (temporary file, fsync, rename, fsync of the dir).
+func WriteOffsetCheckpoint(fsys FS, path string, offsets map[TopicPartition]int64) error {
+	tps := make([]TopicPartition, 0, len(offsets))
+	for tp := range offsets {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(tps))
+	for _, tp := range tps {
+		fmt.Fprintf(&b, "%s %d %d\n", tp.Topic, tp.Partition, offsets[tp])
+	}
+	return writeFileAtomic(fsys, path, b.Bytes())
+}
+
+// ReadOffsetCheckpoint reads a file written by WriteOffsetCheckpoint. A
+// missing file is an empty map and no error.
+func ReadOffsetCheckpoint(fsys FS, path string) (map[TopicPartition]int64, error) {
+	b, err := readFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[TopicPartition]int64{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	lines, err := checkpointLines(b, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[TopicPartition]int64, len(lines))
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("checkpoint %s line %d: %q is not \"topic partition offset\"", path, i+3, l)
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("checkpoint %s line %d: malformed %q", path, i+3, l)
+		}
+		out[TopicPartition{Topic: f[0], Partition: int32(p)}] = off
+	}
+	return out, nil
+}
+
+// checkpointLines checks the version (0) and count lines of a checkpoint
+// and returns the entry lines.
+func checkpointLines(b []byte, path string) ([]string, error) {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) < 2 {
+		return nil, fmt.Errorf("checkpoint %s: missing version or count line", path)
+	}
+	if strings.TrimSpace(lines[0]) != "0" {
+		return nil, fmt.Errorf("checkpoint %s: unsupported version %q", path, lines[0])
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
+	if err != nil || n != len(lines)-2 {
+		return nil, fmt.Errorf("checkpoint %s: count line %q does not match %d entries", path, lines[1], len(lines)-2)
+	}
+	return lines[2:], nil
+}
+
+// EpochEntry is a leader epoch and the first offset written in it.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// leaderEpochCache is a partition's leader-epoch-checkpoint (Kafka's
+// LeaderEpochFileCache), kept simple: entries are added when a batch
+// arrives with a new epoch and the file rewritten. Guarded by Log.mu.
+type leaderEpochCache struct {
+	fsys    FS
+	path    string
+	entries []EpochEntry
+}
+
+func loadLeaderEpochCache(fsys FS, dir string) (*leaderEpochCache, error) {
+	c := &leaderEpochCache{fsys: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
+	b, err := readFile(fsys, c.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	lines, err := checkpointLines(b, c.path)
+	if err != nil {
+		return c, err
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			return c, fmt.Errorf("%s: malformed line %q", c.path, l)
+		}
+		e, err1 := strconv.ParseInt(f[0], 10, 32)
+		o, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return c, fmt.Errorf("%s: malformed line %q", c.path, l)
+		}
+		c.entries = append(c.entries, EpochEntry{Epoch: int32(e), StartOffset: o})
+	}
+	return c, nil
+}
+
+func (c *leaderEpochCache) write() error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(c.entries))
+	for _, e := range c.entries {
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return writeFileAtomic(c.fsys, c.path, b.Bytes())
+}
+
+func (c *leaderEpochCache) latestEpoch() int32 {
+	if len(c.entries) == 0 {
+		return -1
+	}
+	return c.entries[len(c.entries)-1].Epoch
+}
+
+// assign records that epoch starts at offset.
+func (c *leaderEpochCache) assign(epoch int32, offset int64) error {
+	if epoch <= c.latestEpoch() {
+		return nil
+	}
+	c.entries = append(c.entries, EpochEntry{Epoch: epoch, StartOffset: offset})
+	return c.write()
+}
+
+// epochForOffset is the epoch in which offset was written, or -1.
+func (c *leaderEpochCache) epochForOffset(offset int64) int32 {
+	ep := int32(-1)
+	for _, e := range c.entries {
+		if e.StartOffset > offset {
+			break
+		}
+		ep = e.Epoch
+	}
+	return ep
+}
+
+// truncateFromEnd drops epochs starting at or after endOffset (the log was
+// truncated there).
+func (c *leaderEpochCache) truncateFromEnd(endOffset int64) error {
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].StartOffset >= endOffset {
+		n--
+	}
+	if n == len(c.entries) {
+		return nil
+	}
+	c.entries = c.entries[:n]
+	return c.write()
+}
+
+// truncateFromStart drops epochs wholly below startOffset and moves the
+// first remaining one's start up to it.
+func (c *leaderEpochCache) truncateFromStart(startOffset int64) error {
+	i := 0
+	for i+1 < len(c.entries) && c.entries[i+1].StartOffset <= startOffset {
+		i++
+	}
+	if i == 0 && (len(c.entries) == 0 || c.entries[0].StartOffset >= startOffset) {
+		return nil
+	}
+	c.entries = append([]EpochEntry(nil), c.entries[i:]...)
+	if c.entries[0].StartOffset < startOffset {
+		c.entries[0].StartOffset = startOffset
+	}
+	return c.write()
+}
+
+// UUIDString formats a topic ID as Kafka does (Uuid.toString): URL-safe
+// base64 without padding.
+func UUIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// ParseUUID parses UUIDString's format.
+func ParseUUID(s string) ([16]byte, error) {
+	var id [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return id, fmt.Errorf("malformed topic id %q", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// writePartitionMetadata writes partition.metadata in Kafka's format.
+func writePartitionMetadata(fsys FS, dir string, id [16]byte) error {
+	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", UUIDString(id))
+	return writeFileAtomic(fsys, filepath.Join(dir, PartitionMetadataFile), []byte(data))
+}
+
+// readPartitionMetadata reads partition.metadata; ok is false if missing.
+func readPartitionMetadata(fsys FS, dir string) (id [16]byte, ok bool, err error) {
+	path := filepath.Join(dir, PartitionMetadataFile)
+	b, err := readFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, err
+	}
+	var version string
+	var idStr string
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, found := strings.Cut(l, ":")
+		if !found {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "version":
+			version = strings.TrimSpace(v)
+		case "topic_id":
+			idStr = strings.TrimSpace(v)
+		}
+	}
+	if version != "0" {
+		return id, false, fmt.Errorf("%s: unsupported version %q", path, version)
+	}
+	id, err = ParseUUID(idStr)
+	if err != nil {
+		return id, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return id, true, nil
+}

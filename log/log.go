@@ -1,0 +1,453 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// String is Kafka's "topic-partition".
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// Log is one partition's log (Kafka's UnifiedLog): an ordered list of
+// segments, the last one active (appended to).
+//
+// Locks (see doc.go): mu serialises writers (Append, roll, flush
+// bookkeeping, retention, config); segMu guards what readers see (the
+// segment list, each segment's committed size and in-memory indexes, log
+// start, log end, high watermark, size). Order: mu before segMu. Readers
+// take only segMu.RLock, briefly, and do their I/O without locks.
+type Log struct {
+	tp     TopicPartition
+	fsys   FS
+	logger *slog.Logger
+	now    func() time.Time
+	bg     *background
+	// scheduleDelete runs fn after delay (file.delete.delay.ms); nil: now.
+	scheduleDelete func(delay time.Duration, fn func())
+
+	mu            sync.Mutex
+	dir           string // partition dir; also read under segMu
+	cfg           Config
+	topicID       [16]byte
+	pstate        producerStateManager
+	epochs        *leaderEpochCache
+	recoveryPoint int64
+	lastFlush     time.Time
+	failed        error // set after an I/O error that left the log unusable
+	closed        bool
+	deleted       bool
+
+	segMu    sync.RWMutex
+	segs     []*Segment
+	leo      int64
+	logStart int64
+	hw       int64
+	size     int64
+}
+
+// TopicPartition returns the partition.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Dir returns the partition's directory.
+func (l *Log) Dir() string {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.dir
+}
+
+// TopicID returns the topic ID stored in partition.metadata (zero if none).
+func (l *Log) TopicID() [16]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.topicID
+}
+
+// Config returns the log's config.
+func (l *Log) Config() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg
+}
+
+// SetConfig changes the log's config (AlterConfigs on its topic). A new
+// segment.index.bytes applies to segments created after.
+func (l *Log) SetConfig(cfg Config) {
+	l.mu.Lock()
+	l.cfg = cfg.withDefaults()
+	l.mu.Unlock()
+}
+
+// HighWatermark returns the high watermark.
+func (l *Log) HighWatermark() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.hw
+}
+
+// UpdateHighWatermark sets the high watermark, clamped to [log start, log
+// end], and returns it.
+func (l *Log) UpdateHighWatermark(hw int64) int64 {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	hw = min(max(hw, l.logStart), l.leo)
+	l.hw = hw
+	return hw
+}
+
+// LogStartOffset returns the log start offset.
+func (l *Log) LogStartOffset() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.logStart
+}
+
+// LogEndOffset returns the log end offset (the next offset to assign).
+func (l *Log) LogEndOffset() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.leo
+}
+
+// Size returns the log's size in bytes.
+func (l *Log) Size() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.size
+}
+
+// NumSegments returns the number of segments.
+func (l *Log) NumSegments() int {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return len(l.segs)
+}
+
+// RecoveryPoint returns the offset below which everything was fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recoveryPoint
+}
+
+// SegmentBaseOffsets returns the base offsets of the segments, in order.
+func (l *Log) SegmentBaseOffsets() []int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	out := make([]int64, len(l.segs))
+	for i, s := range l.segs {
+		out[i] = s.baseOffset
+	}
+	return out
+}
+
+// LatestEpoch returns the latest leader epoch in the log, or -1.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.latestEpoch()
+}
+
+func (l *Log) active() *Segment { return l.segs[len(l.segs)-1] }
+
+// usable returns an error if the log cannot be written.
+func (l *Log) usable() error {
+	switch {
+	case l.deleted:
+		return fmt.Errorf("%w: log %s was deleted", kerr.UnknownTopicOrPartition, l.tp)
+	case l.closed:
+		return fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
+	case l.failed != nil:
+		return fmt.Errorf("%w: log %s is offline after an I/O error: %v", kerr.KafkaStorageError, l.tp, l.failed)
+	}
+	return nil
+}
+
+// AppendInfo describes an append.
+type AppendInfo struct {
+	FirstOffset    int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless LogAppendTime
+	LogStartOffset int64
+	NumRecords     int
+	ValidBytes     int
+	MaxTimestamp   int64
+	// Duplicate: the batch was a retry of one already in the log
+	// (idempotent producer); the offsets are the original batch's.
+	Duplicate bool
+}
+
+// Append validates records (one or more magic-v2 batches, as a producer
+// sent them), assigns offsets and appends them (Kafka's appendAsLeader).
+// The high watermark is not moved: the caller does (UpdateHighWatermark).
+func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	l.mu.Lock()
+	info, flush, err := l.appendLocked(records, leaderEpoch)
+	l.mu.Unlock()
+	if err == nil && flush {
+		if ferr := l.Flush(); ferr != nil {
+			l.logger.Warn("flush after flush.messages failed", "partition", l.tp.String(), "err", ferr)
+		}
+	}
+	return info, err
+}
+
+func (l *Log) appendLocked(records []byte, leaderEpoch int32) (AppendInfo, bool, error) {
+	if err := l.usable(); err != nil {
+		return AppendInfo{}, false, err
+	}
+	now := l.now()
+	l.segMu.RLock()
+	leo, logStart := l.leo, l.logStart
+	l.segMu.RUnlock()
+	res, err := ValidateAndAssignOffsets(records, leo, leaderEpoch, now, l.cfg)
+	if err != nil {
+		return AppendInfo{}, false, err
+	}
+	info := AppendInfo{
+		FirstOffset: res.FirstOffset, LastOffset: res.LastOffset, LogAppendTime: res.LogAppendTime,
+		LogStartOffset: logStart, NumRecords: res.NumRecords, ValidBytes: len(res.Records),
+		MaxTimestamp: res.MaxTimestamp,
+	}
+	if len(res.Records) == 0 || len(res.Batches) == 0 {
+		return info, false, nil
+	}
+	if len(res.Records) > int(l.cfg.SegmentBytes) {
+		return AppendInfo{}, false, fmt.Errorf("%w: %d bytes of batches exceed segment.bytes %d", kerr.RecordListTooLarge, len(res.Records), l.cfg.SegmentBytes)
+	}
+	if dup, ok, err := l.pstate.prepare(res.Batches); err != nil {
+		return AppendInfo{}, false, err
+	} else if ok {
+		return AppendInfo{
+			FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
+			LogStartOffset: logStart, NumRecords: int(dup.lastOffset - dup.firstOffset + 1),
+			MaxTimestamp: dup.timestamp, Duplicate: true,
+		}, false, nil
+	}
+
+	seg := l.active()
+	if l.shouldRoll(seg, &res, now) {
+		if seg, err = l.roll(now); err != nil {
+			return AppendInfo{}, false, err
+		}
+	}
+	pos := seg.size
+	if n, err := seg.log.WriteAt(res.Records, pos); err != nil {
+		if n > 0 {
+			// Drop the torn bytes so the file ends at the last whole
+			// batch; if that fails too the log is unusable.
+			if terr := seg.log.Truncate(pos); terr != nil {
+				l.failed = errors.Join(err, terr)
+			}
+		}
+		return AppendInfo{}, false, fmt.Errorf("%w: appending to %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+	}
+
+	interval := l.cfg.IndexIntervalBytes
+	l.segMu.Lock()
+	for i := range res.Batches {
+		b := &res.Batches[i]
+		seg.indexBatch(b.LastOffset, b.MaxTimestamp, pos+int64(b.Pos), b.Size, interval)
+	}
+	seg.size += int64(len(res.Records))
+	seg.nextOffset = res.LastOffset + 1
+	l.size += int64(len(res.Records))
+	l.leo = res.LastOffset + 1
+	l.segMu.Unlock()
+
+	l.pstate.commit(res.Batches)
+	if leaderEpoch >= 0 && leaderEpoch > l.epochs.latestEpoch() {
+		if err := l.epochs.assign(leaderEpoch, res.FirstOffset); err != nil {
+			l.logger.Warn("writing leader-epoch-checkpoint failed", "partition", l.tp.String(), "err", err)
+		}
+	}
+	flush := l.cfg.FlushIntervalMessages < math.MaxInt64 && res.LastOffset+1-l.recoveryPoint >= l.cfg.FlushIntervalMessages
+	return info, flush, nil
+}
+
+// shouldRoll is Kafka's LogSegment.shouldRoll.
+func (l *Log) shouldRoll(seg *Segment, res *ValidationResult, now time.Time) bool {
+	if seg.size == 0 {
+		return false // never roll an empty segment
+	}
+	size := int64(len(res.Records))
+	if seg.size > int64(l.cfg.SegmentBytes)-size {
+		return true
+	}
+	if seg.offIdx.IsFull() || seg.timeIdx.IsFull() {
+		return true
+	}
+	if res.LastOffset-seg.baseOffset > math.MaxInt32 {
+		return true
+	}
+	// time waited: by the first batch's timestamp if it has one, else by
+	// the segment's creation time.
+	var waited int64
+	if seg.firstBatchTs >= 0 {
+		waited = res.MaxTimestamp - seg.firstBatchTs
+	} else {
+		waited = now.Sub(seg.created).Milliseconds()
+	}
+	return waited > l.cfg.SegmentMs-seg.rollJitterMs
+}
+
+// Roll closes the active segment to appends and starts a new one at the log
+// end, unless the active segment is empty.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	_, err := l.roll(l.now())
+	return err
+}
+
+// roll starts a new segment at the log end; l.mu held.
+func (l *Log) roll(now time.Time) (*Segment, error) {
+	old := l.active()
+	if old.size == 0 {
+		return old, nil
+	}
+	l.segMu.Lock()
+	old.finalTimeIndexEntry()
+	base := l.leo
+	l.segMu.Unlock()
+	if err := old.trimIndexes(); err != nil {
+		return nil, fmt.Errorf("%w: trimming indexes of %s: %v", kerr.KafkaStorageError, old.logPath(), err)
+	}
+	seg, err := createSegment(l.fsys, l.dir, base, l.cfg, now)
+	if err != nil {
+		return nil, fmt.Errorf("%w: rolling %s: %v", kerr.KafkaStorageError, l.tp, err)
+	}
+	l.segMu.Lock()
+	l.segs = append(l.segs, seg)
+	l.segMu.Unlock()
+	l.logger.Debug("rolled segment", "partition", l.tp.String(), "base_offset", base)
+	// Flush the old segment in the background, as Kafka schedules it.
+	if l.bg != nil {
+		l.bg.Go(func(<-chan struct{}) {
+			if err := l.flushTo(base); err != nil {
+				l.logger.Warn("flush after roll failed", "partition", l.tp.String(), "err", err)
+			}
+		})
+	}
+	return seg, nil
+}
+
+// Flush fsyncs everything up to the log end and moves the recovery point.
+func (l *Log) Flush() error {
+	return l.flushTo(l.LogEndOffset())
+}
+
+// flushTo fsyncs the segments holding offsets below offset and moves the
+// recovery point there (Kafka's flush(offset)). The fsyncs run without
+// locks.
+func (l *Log) flushTo(offset int64) error {
+	l.mu.Lock()
+	if offset <= l.recoveryPoint || l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	var todo []*Segment
+	var errs []error
+	for _, s := range l.segs {
+		if s.baseOffset >= offset {
+			break
+		}
+		if s.nextOffset > l.recoveryPoint || s == l.active() {
+			if err := s.flushIndexes(); err != nil {
+				errs = append(errs, err)
+			}
+			todo = append(todo, s)
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range todo {
+		if err := s.sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: flushing %s: %v", kerr.KafkaStorageError, l.tp, err)
+	}
+	l.mu.Lock()
+	if offset > l.recoveryPoint {
+		l.recoveryPoint = offset
+	}
+	l.lastFlush = l.now()
+	l.mu.Unlock()
+	return nil
+}
+
+// timeSinceLastFlush is used by the flush scheduler (flush.ms).
+func (l *Log) timeSinceLastFlush(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return now.Sub(l.lastFlush)
+}
+
+// Close trims the indexes and closes the files. It does not fsync (the
+// Manager flushes first). Idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	l.segMu.Lock()
+	segs := l.segs
+	if len(segs) > 0 {
+		segs[len(segs)-1].finalTimeIndexEntry()
+	}
+	l.segMu.Unlock()
+	for i, s := range segs {
+		if !l.deleted && l.failed == nil {
+			if err := s.trimIndexes(); err != nil {
+				errs = append(errs, err)
+			}
+			if i == len(segs)-1 {
+				// The active segment's indexes changed since the last
+				// flush (final time index entry, trim): make them durable
+				// before the clean shutdown marker is written.
+				if err := s.offIdx.file.Sync(); err != nil {
+					errs = append(errs, err)
+				}
+				if err := s.timeIdx.file.Sync(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			// Drop anything past the committed size (a failed write).
+			if st, err := s.log.Stat(); err == nil && st.Size() > s.size {
+				if err := s.log.Truncate(s.size); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if err := s.closeFiles(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// segmentFloor returns the index of the last segment whose base offset is
+// <= offset, or -1. segMu held.
+func (l *Log) segmentFloor(offset int64) int {
+	return sort.Search(len(l.segs), func(i int) bool { return l.segs[i].baseOffset > offset }) - 1
+}

@@ -1,0 +1,290 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// logParams is what loadLog needs (Kafka's LogLoader arguments).
+type logParams struct {
+	dir    string
+	tp     TopicPartition
+	cfg    Config
+	fsys   FS
+	logger *slog.Logger
+	now    func() time.Time
+	bg     *background
+	// scheduleDelete runs fn after delay; nil: run it at once.
+	scheduleDelete func(delay time.Duration, fn func())
+
+	hadCleanShutdown bool
+	recoveryPoint    int64 // from the checkpoint, 0 if none
+	logStartOffset   int64 // from the checkpoint, -1 if none
+	highWatermark    int64 // from the checkpoint, -1 if none
+	topicID          [16]byte
+}
+
+// LoadResult says what loading one log did.
+type LoadResult struct {
+	TopicPartition
+	// RecoveredSegments is the number of segments scanned and checked
+	// batch by batch (their indexes rebuilt).
+	RecoveredSegments int
+	// TruncatedBytes were dropped from the log: torn or corrupt batches
+	// and the segments after them.
+	TruncatedBytes int64
+	// DeletedSegments were removed because they followed a truncation.
+	DeletedSegments int
+}
+
+// loadLog opens (creating if needed) the log in p.dir, running recovery on
+// the segments past the recovery point unless the last shutdown was clean
+// (Kafka's LogLoader.load).
+func loadLog(p logParams) (l *Log, res LoadResult, err error) {
+	if p.logger == nil {
+		p.logger = slog.Default()
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.fsys == nil {
+		p.fsys = OSFS{}
+	}
+	p.cfg = p.cfg.withDefaults()
+	res.TopicPartition = p.tp
+	l = &Log{
+		tp: p.tp, fsys: p.fsys, logger: p.logger, now: p.now, bg: p.bg,
+		scheduleDelete: p.scheduleDelete, dir: p.dir, cfg: p.cfg,
+		pstate: newProducerStateManager(),
+	}
+	now := p.now()
+	l.lastFlush = now
+	if err := p.fsys.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, res, err
+	}
+	defer func() {
+		if err != nil {
+			for _, s := range l.segs {
+				s.closeFiles()
+			}
+		}
+	}()
+
+	entries, err := p.fsys.ReadDir(p.dir)
+	if err != nil {
+		return nil, res, err
+	}
+	var bases []int64
+	logFiles := map[int64]bool{}
+	var indexFiles []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		full := filepath.Join(p.dir, name)
+		switch {
+		case strings.HasSuffix(name, DeletedFileSuffix), strings.HasSuffix(name, CleanedFileSuffix),
+			strings.HasSuffix(name, SwapFileSuffix), strings.HasSuffix(name, ".tmp"):
+			// Leftovers of an unfinished delete, clean or checkpoint.
+			if err := p.fsys.Remove(full); err != nil && !os.IsNotExist(err) {
+				return nil, res, err
+			}
+		case strings.HasSuffix(name, LogFileSuffix):
+			if off, ok := offsetFromFileName(name); ok && name == FilenamePrefixFromOffset(off)+LogFileSuffix {
+				bases = append(bases, off)
+				logFiles[off] = true
+			}
+		case strings.HasSuffix(name, IndexFileSuffix), strings.HasSuffix(name, TimeIndexFileSuffix),
+			strings.HasSuffix(name, TxnIndexFileSuffix):
+			indexFiles = append(indexFiles, name)
+		}
+	}
+	for _, name := range indexFiles {
+		if off, ok := offsetFromFileName(name); ok && !logFiles[off] {
+			// Orphan index: Kafka deletes it.
+			if err := p.fsys.Remove(filepath.Join(p.dir, name)); err != nil && !os.IsNotExist(err) {
+				return nil, res, err
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	var needRecovery []bool
+	for _, base := range bases {
+		s, indexErr, err := openSegment(p.fsys, p.dir, base, p.cfg, now)
+		if err != nil {
+			return nil, res, fmt.Errorf("opening segment %d of %s: %w", base, p.tp, err)
+		}
+		if indexErr != nil {
+			p.logger.Warn("rebuilding corrupt or missing index", "partition", p.tp.String(), "base_offset", base, "reason", indexErr)
+		}
+		l.segs = append(l.segs, s)
+		needRecovery = append(needRecovery, indexErr != nil)
+	}
+	if !p.hadCleanShutdown && len(l.segs) > 0 {
+		// Every segment from the one holding the recovery point on.
+		from := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].baseOffset > p.recoveryPoint })-1, 0)
+		for i := from; i < len(l.segs); i++ {
+			needRecovery[i] = true
+		}
+	}
+	for i := 0; i < len(l.segs); i++ {
+		s := l.segs[i]
+		last := i == len(l.segs)-1
+		if !needRecovery[i] {
+			if !last {
+				continue
+			}
+			if err := s.loadTail(); err == nil {
+				continue
+			} else {
+				p.logger.Warn("active segment does not match its index; recovering it", "partition", p.tp.String(), "base_offset", s.baseOffset, "err", err)
+			}
+		}
+		truncated, err := s.recover(p.cfg.IndexIntervalBytes)
+		if err != nil {
+			return nil, res, fmt.Errorf("recovering segment %d of %s: %w", s.baseOffset, p.tp, err)
+		}
+		res.RecoveredSegments++
+		res.TruncatedBytes += truncated
+		if truncated > 0 && !last {
+			// Everything after a corrupt batch goes (Kafka's recoverLog).
+			for _, t := range l.segs[i+1:] {
+				res.TruncatedBytes += t.size
+				res.DeletedSegments++
+				if err := deleteSegmentFilesNow(p.fsys, t); err != nil {
+					return nil, res, err
+				}
+			}
+			l.segs = l.segs[:i+1]
+			needRecovery = needRecovery[:i+1]
+		}
+	}
+	if res.TruncatedBytes > 0 {
+		p.logger.Warn("truncated log during recovery", "partition", p.tp.String(),
+			"bytes_dropped", res.TruncatedBytes, "segments_deleted", res.DeletedSegments)
+	}
+	// A crash can leave an empty new segment after a segment whose
+	// un-synced tail was lost; it would advertise offsets that hold
+	// nothing, so it goes (non-empty later segments stay: Kafka allows
+	// offset gaps).
+	for n := len(l.segs); n > 1 && needRecovery[n-2] && l.segs[n-1].size == 0 && l.segs[n-1].baseOffset > l.segs[n-2].nextOffset; n = len(l.segs) {
+		p.logger.Warn("deleting empty segment after a gap", "partition", p.tp.String(), "base_offset", l.segs[n-1].baseOffset, "previous_end", l.segs[n-2].nextOffset)
+		if err := deleteSegmentFilesNow(p.fsys, l.segs[n-1]); err != nil {
+			return nil, res, err
+		}
+		l.segs = l.segs[:n-1]
+		needRecovery = needRecovery[:n-1]
+	}
+	// Non-active segments end where the next begins.
+	for i := 0; i+1 < len(l.segs); i++ {
+		if l.segs[i].nextOffset == l.segs[i].baseOffset && l.segs[i].size > 0 {
+			l.segs[i].nextOffset = l.segs[i+1].baseOffset
+		}
+	}
+
+	logStart := p.logStartOffset
+	if len(l.segs) > 0 {
+		logStart = max(logStart, l.segs[0].baseOffset)
+		if leo := l.segs[len(l.segs)-1].nextOffset; logStart > leo {
+			// Everything was deleted (DeleteRecords past the end of what
+			// survived): start over at the log start.
+			p.logger.Warn("log start offset is past the log end; deleting all segments", "partition", p.tp.String(), "log_start_offset", logStart, "log_end_offset", leo)
+			for _, s := range l.segs {
+				if err := deleteSegmentFilesNow(p.fsys, s); err != nil {
+					return nil, res, err
+				}
+			}
+			l.segs = nil
+		}
+	}
+	logStart = max(logStart, 0)
+	if len(l.segs) == 0 {
+		s, err := createSegment(p.fsys, p.dir, logStart, p.cfg, now)
+		if err != nil {
+			return nil, res, err
+		}
+		l.segs = []*Segment{s}
+	} else if err := l.active().preallocateIndexes(p.cfg.SegmentIndexBytes); err != nil {
+		return nil, res, err
+	}
+	for _, s := range l.segs {
+		l.size += s.size
+	}
+	l.leo = l.active().nextOffset
+	l.logStart = logStart
+	l.hw = min(max(p.highWatermark, logStart), l.leo)
+	if p.hadCleanShutdown {
+		l.recoveryPoint = min(p.recoveryPoint, l.leo)
+	} else {
+		// The recovered data is checked; make it durable so the recovery
+		// point can move to the end.
+		for _, s := range l.segs {
+			if s.nextOffset > p.recoveryPoint || s == l.active() {
+				if err := s.sync(); err != nil {
+					return nil, res, err
+				}
+			}
+		}
+		l.recoveryPoint = l.leo
+	}
+
+	// Producer state from the batch headers of the last two segments.
+	buf := make([]byte, BatchHeaderSize)
+	for _, s := range l.segs[max(len(l.segs)-2, 0):] {
+		for pos := int64(0); pos < s.size; {
+			h, err := s.readHeader(pos, buf)
+			if err != nil {
+				return nil, res, fmt.Errorf("rebuilding producer state of %s: %w", p.tp, err)
+			}
+			l.pstate.replay(&h)
+			pos += int64(h.TotalSize())
+		}
+	}
+
+	l.epochs, err = loadLeaderEpochCache(p.fsys, p.dir)
+	if err != nil {
+		p.logger.Warn("ignoring malformed leader-epoch-checkpoint", "partition", p.tp.String(), "err", err)
+		l.epochs.entries = nil
+	}
+	if err := l.epochs.truncateFromEnd(l.leo); err != nil {
+		return nil, res, err
+	}
+	if err := l.epochs.truncateFromStart(l.logStart); err != nil {
+		return nil, res, err
+	}
+
+	id, ok, err := readPartitionMetadata(p.fsys, p.dir)
+	switch {
+	case err != nil:
+		p.logger.Warn("ignoring malformed partition.metadata", "partition", p.tp.String(), "err", err)
+	case ok:
+		l.topicID = id
+	}
+	if !ok && p.topicID != ([16]byte{}) {
+		if err := writePartitionMetadata(p.fsys, p.dir, p.topicID); err != nil {
+			return nil, res, err
+		}
+		l.topicID = p.topicID
+	}
+	return l, res, nil
+}
+
+// deleteSegmentFilesNow removes a segment's files at once (load time, no
+// readers).
+func deleteSegmentFilesNow(fsys FS, s *Segment) error {
+	errs := []error{s.closeFiles()}
+	for _, path := range s.paths() {
+		if err := fsys.Remove(path); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

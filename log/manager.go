@@ -1,0 +1,647 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ManagerConfig configures a Manager (Kafka's LogManager).
+type ManagerConfig struct {
+	Dirs   []string     // log.dirs
+	FS     FS           // nil: the OS
+	Logger *slog.Logger // nil: slog.Default()
+	Now    func() time.Time
+	// ConfigFor resolves the Config of a topic found on disk at start-up
+	// (its overrides plus broker defaults). Nil: DefaultConfig.
+	ConfigFor func(topic string) Config
+	// TopicIDFor returns the topic ID the cluster knows for a topic, so
+	// a log left over from a deleted and re-created topic is not reused.
+	// Nil: accept whatever is on disk.
+	TopicIDFor func(topic string) ([16]byte, bool)
+
+	RecoveryThreadsPerDataDir          int           // num.recovery.threads.per.data.dir, default 2
+	RetentionCheckInterval             time.Duration // log.retention.check.interval.ms, default 5m
+	FlushSchedulerInterval             time.Duration // log.flush.scheduler.interval.ms, default MaxInt64
+	FlushOffsetCheckpointInterval      time.Duration // log.flush.offset.checkpoint.interval.ms, default 60s
+	FlushStartOffsetCheckpointInterval time.Duration // log.flush.start.offset.checkpoint.interval.ms, default 60s
+
+	// Registerer receives per-partition metrics (kafka_log_log_*). Nil: none.
+	Registerer prometheus.Registerer
+}
+
+func (c ManagerConfig) withDefaults() ManagerConfig {
+	if c.FS == nil {
+		c.FS = OSFS{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.ConfigFor == nil {
+		c.ConfigFor = func(string) Config { return DefaultConfig() }
+	}
+	if c.RecoveryThreadsPerDataDir <= 0 {
+		c.RecoveryThreadsPerDataDir = 2
+	}
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.FlushSchedulerInterval <= 0 {
+		c.FlushSchedulerInterval = math.MaxInt64
+	}
+	if c.FlushOffsetCheckpointInterval <= 0 {
+		c.FlushOffsetCheckpointInterval = time.Minute
+	}
+	if c.FlushStartOffsetCheckpointInterval <= 0 {
+		c.FlushStartOffsetCheckpointInterval = time.Minute
+	}
+	return c
+}
+
+// deleteCheckInterval is how often due file deletions are run.
+const deleteCheckInterval = time.Second
+
+// Manager owns every partition log in log.dirs (Kafka's LogManager).
+//
+// Lock order: Manager.mu before Log.mu before Log.segMu; logDir.ckptMu is
+// taken with no other lock held.
+type Manager struct {
+	cfg     ManagerConfig
+	fsys    FS
+	logger  *slog.Logger
+	bg      *background
+	deletes deleteQueue
+	metrics *logCollector
+
+	mu      sync.RWMutex
+	logs    map[TopicPartition]*Log
+	dirs    []*logDir
+	started bool
+	closed  bool
+	// closing is set once Close began: deletions then run at once. Atomic
+	// so that Logs (holding Log.mu) never take Manager.mu.
+	closing atomic.Bool
+
+	closeOnce sync.Once
+	closeErr  error
+	loads     []DirLoadResult
+}
+
+type logDir struct {
+	path   string
+	err    error // non-nil: offline
+	ckptMu sync.Mutex
+}
+
+// DirLoadResult says what loading one log dir did.
+type DirLoadResult struct {
+	Dir string
+	// CleanShutdown: the dir had .kafka_cleanshutdown, recovery was skipped.
+	CleanShutdown     bool
+	Logs              int
+	RecoveredSegments int
+	TruncatedBytes    int64
+	Err               error
+	Results           []LoadResult
+}
+
+// NewManager loads every log found in the dirs, running recovery where the
+// last shutdown was not clean. A dir that cannot be loaded is offline
+// (DirInfos reports it); if every dir is, NewManager fails.
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	cfg = cfg.withDefaults()
+	m := &Manager{
+		cfg: cfg, fsys: cfg.FS, logger: cfg.Logger, bg: newBackground(),
+		logs: make(map[TopicPartition]*Log),
+	}
+	if len(cfg.Dirs) == 0 {
+		return nil, errors.New("log: no log.dirs")
+	}
+	online := 0
+	for _, path := range cfg.Dirs {
+		d := &logDir{path: filepath.Clean(path)}
+		m.dirs = append(m.dirs, d)
+		res := m.loadDir(d)
+		m.loads = append(m.loads, res)
+		if res.Err != nil {
+			d.err = res.Err
+			m.logger.Error("log dir is offline: loading failed", "dir", d.path, "err", res.Err)
+			continue
+		}
+		online++
+	}
+	if online == 0 {
+		m.closeLogs()
+		return nil, fmt.Errorf("%w: no log dir could be loaded: %v", kerr.KafkaStorageError, m.loads[0].Err)
+	}
+	if cfg.Registerer != nil {
+		m.metrics = newLogCollector(m)
+		if err := cfg.Registerer.Register(m.metrics); err != nil {
+			m.closeLogs()
+			return nil, fmt.Errorf("log: registering metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// LoadResults says, per log dir, what start-up did.
+func (m *Manager) LoadResults() []DirLoadResult { return m.loads }
+
+func (m *Manager) closeLogs() {
+	for _, l := range m.logs {
+		l.Close()
+	}
+}
+
+// parseTopicPartitionDir parses "<topic>-<partition>".
+func parseTopicPartitionDir(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	tp := TopicPartition{Topic: name[:i], Partition: int32(p)}
+	return tp, validTopic(tp.Topic) == nil
+}
+
+// validTopic checks Kafka's topic name rules.
+func validTopic(t string) error {
+	if t == "" || t == "." || t == ".." || len(t) > 249 {
+		return fmt.Errorf("%w: illegal topic name %q", kerr.InvalidTopicException, t)
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: illegal character %q in topic name %q", kerr.InvalidTopicException, c, t)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
+	res.Dir = d.path
+	fsys := m.fsys
+	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
+		res.Err = err
+		return res
+	}
+	marker := filepath.Join(d.path, CleanShutdownFile)
+	clean, err := exists(fsys, marker)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	res.CleanShutdown = clean
+	readCkpt := func(name string) map[TopicPartition]int64 {
+		c, err := ReadOffsetCheckpoint(fsys, filepath.Join(d.path, name))
+		if err != nil {
+			m.logger.Warn("ignoring malformed checkpoint", "dir", d.path, "file", name, "err", err)
+			if name == RecoveryPointCheckpointFile {
+				clean = false // recover everything
+			}
+			return map[TopicPartition]int64{}
+		}
+		return c
+	}
+	rps := readCkpt(RecoveryPointCheckpointFile)
+	starts := readCkpt(LogStartOffsetCheckpointFile)
+	hws := readCkpt(ReplicationCheckpointFile)
+
+	entries, err := fsys.ReadDir(d.path)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	type job struct {
+		tp  TopicPartition
+		dir string
+	}
+	var jobs []job
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		full := filepath.Join(d.path, name)
+		switch {
+		case strings.HasSuffix(name, "-delete"):
+			m.logger.Info("removing log left by an unfinished delete", "dir", full)
+			if err := fsys.RemoveAll(full); err != nil {
+				m.logger.Warn("removing deleted log failed", "dir", full, "err", err)
+			}
+			continue
+		case strings.HasSuffix(name, "-stray"), strings.HasSuffix(name, "-future"):
+			continue
+		}
+		tp, ok := parseTopicPartitionDir(name)
+		if !ok {
+			continue
+		}
+		if m.cfg.TopicIDFor != nil {
+			if want, known := m.cfg.TopicIDFor(tp.Topic); known {
+				if have, ok, err := readPartitionMetadata(fsys, full); err == nil && ok && have != want {
+					stray := full + "." + UUIDString(have) + "-stray"
+					m.logger.Warn("log belongs to an older topic of the same name; renaming it stray", "dir", full, "stray", stray)
+					if err := fsys.Rename(full, stray); err != nil {
+						m.logger.Warn("renaming stray log failed", "dir", full, "err", err)
+					}
+					continue
+				}
+			}
+		}
+		jobs = append(jobs, job{tp, full})
+	}
+
+	results := make([]LoadResult, len(jobs))
+	logs := make([]*Log, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, m.cfg.RecoveryThreadsPerDataDir)
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p := logParams{
+				dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
+				logger: m.logger, now: m.cfg.Now, bg: m.bg, scheduleDelete: m.scheduleDelete,
+				hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
+			}
+			if v, ok := rps[j.tp]; ok {
+				p.recoveryPoint = v
+			}
+			if v, ok := starts[j.tp]; ok {
+				p.logStartOffset = v
+			}
+			if v, ok := hws[j.tp]; ok {
+				p.highWatermark = v
+			}
+			logs[i], results[i], errs[i] = loadLog(p)
+		}()
+	}
+	wg.Wait()
+
+	m.mu.Lock()
+	var loadErr error
+	for i, l := range logs {
+		if errs[i] != nil {
+			loadErr = errors.Join(loadErr, fmt.Errorf("loading %s: %w", jobs[i].dir, errs[i]))
+			continue
+		}
+		if other, dup := m.logs[l.tp]; dup {
+			loadErr = errors.Join(loadErr, fmt.Errorf("duplicate log directories for %s: %s and %s", l.tp, other.dir, l.dir))
+			l.Close()
+			continue
+		}
+		m.logs[l.tp] = l
+		res.Logs++
+		res.RecoveredSegments += results[i].RecoveredSegments
+		res.TruncatedBytes += results[i].TruncatedBytes
+	}
+	m.mu.Unlock()
+	res.Results = results
+	if loadErr != nil {
+		res.Err = loadErr
+		return res
+	}
+	if res.CleanShutdown {
+		if err := fsys.Remove(marker); err != nil && !os.IsNotExist(err) {
+			res.Err = err
+			return res
+		}
+		if err := fsys.SyncDir(d.path); err != nil {
+			res.Err = err
+			return res
+		}
+		m.logger.Info("loaded log dir after a clean shutdown: recovery skipped", "dir", d.path, "logs", res.Logs)
+	} else {
+		m.logger.Info("loaded log dir after an unclean shutdown: recovery ran", "dir", d.path, "logs", res.Logs,
+			"recovered_segments", res.RecoveredSegments, "truncated_bytes", res.TruncatedBytes)
+	}
+	return res
+}
+
+// scheduleDelete runs fn once delay has passed on the injected clock.
+func (m *Manager) scheduleDelete(delay time.Duration, fn func()) {
+	if m.closing.Load() {
+		fn()
+		return
+	}
+	m.deletes.add(m.cfg.Now().Add(delay), fn)
+}
+
+// Start starts retention, flush and checkpoint goroutines. Idempotent.
+func (m *Manager) Start() {
+	m.mu.Lock()
+	if m.started || m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.started = true
+	m.mu.Unlock()
+	m.bg.Every(m.cfg.RetentionCheckInterval, m.cleanupLogs)
+	if m.cfg.FlushSchedulerInterval < math.MaxInt64 {
+		m.bg.Every(m.cfg.FlushSchedulerInterval, m.flushDirtyLogs)
+	}
+	m.bg.Every(m.cfg.FlushOffsetCheckpointInterval, func() {
+		m.checkpoints(RecoveryPointCheckpointFile, ReplicationCheckpointFile)
+	})
+	m.bg.Every(m.cfg.FlushStartOffsetCheckpointInterval, func() { m.checkpoints(LogStartOffsetCheckpointFile) })
+	m.bg.Every(deleteCheckInterval, func() { m.deletes.runDue(m.cfg.Now(), false) })
+}
+
+// cleanupLogs applies retention to every log (Kafka's cleanupLogs).
+func (m *Manager) cleanupLogs() {
+	for _, l := range m.Logs() {
+		if n, err := l.DeleteOldSegments(); err != nil {
+			m.logger.Warn("retention failed", "partition", l.tp.String(), "err", err)
+		} else if n > 0 {
+			m.logger.Info("retention deleted segments", "partition", l.tp.String(), "segments", n, "log_start_offset", l.LogStartOffset())
+		}
+	}
+}
+
+// flushDirtyLogs flushes logs whose last flush is older than flush.ms.
+func (m *Manager) flushDirtyLogs() {
+	now := m.cfg.Now()
+	for _, l := range m.Logs() {
+		ms := l.Config().FlushIntervalMs
+		if ms < math.MaxInt64 && l.timeSinceLastFlush(now) >= time.Duration(ms)*time.Millisecond {
+			if err := l.Flush(); err != nil {
+				m.logger.Warn("flush failed", "partition", l.tp.String(), "err", err)
+			}
+		}
+	}
+}
+
+// CheckpointAll writes the recovery point, high watermark and log start
+// checkpoints of every online dir.
+func (m *Manager) CheckpointAll() error {
+	return m.checkpoints(RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile)
+}
+
+func (m *Manager) checkpoints(files ...string) error {
+	var errs []error
+	for _, d := range m.dirs {
+		if d.err != nil {
+			continue
+		}
+		if err := m.checkpointDir(d, files...); err != nil {
+			m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) logsIn(d *logDir) []*Log {
+	var out []*Log
+	for _, l := range m.Logs() {
+		if filepath.Dir(l.Dir()) == d.path {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (m *Manager) checkpointDir(d *logDir, files ...string) error {
+	logs := m.logsIn(d)
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	for _, f := range files {
+		offs := make(map[TopicPartition]int64, len(logs))
+		for _, l := range logs {
+			switch f {
+			case RecoveryPointCheckpointFile:
+				offs[l.tp] = l.RecoveryPoint()
+			case ReplicationCheckpointFile:
+				offs[l.tp] = l.HighWatermark()
+			case LogStartOffsetCheckpointFile:
+				offs[l.tp] = l.LogStartOffset()
+			}
+		}
+		if err := WriteOffsetCheckpoint(m.fsys, filepath.Join(d.path, f), offs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops background work, flushes, writes checkpoints and the clean
+// shutdown marker (in each dir where all of that succeeded). Idempotent.
+func (m *Manager) Close() error {
+	m.closeOnce.Do(func() {
+		m.bg.Stop()
+		m.mu.Lock()
+		m.closed = true
+		m.mu.Unlock()
+		m.closing.Store(true)
+		var errs []error
+		for _, d := range m.dirs {
+			if d.err != nil {
+				continue
+			}
+			ok := true
+			logs := m.logsIn(d)
+			for _, l := range logs {
+				if err := l.Flush(); err != nil {
+					errs = append(errs, err)
+					ok = false
+				}
+			}
+			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
+				errs = append(errs, err)
+				ok = false
+			}
+			for _, l := range logs {
+				if err := l.Close(); err != nil {
+					errs = append(errs, err)
+					ok = false
+				}
+			}
+			if ok {
+				if err := writeFileAtomic(m.fsys, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		m.deletes.runDue(time.Time{}, true)
+		if m.metrics != nil {
+			m.cfg.Registerer.Unregister(m.metrics)
+		}
+		m.closeErr = errors.Join(errs...)
+	})
+	return m.closeErr
+}
+
+// GetLog returns the log of tp, or nil.
+func (m *Manager) GetLog(tp TopicPartition) *Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.logs[tp]
+}
+
+// GetOrCreateLog returns the log of tp, creating it in the dir with the
+// fewest partitions. An existing log with another (non-zero) topic ID is an
+// error wrapping kerr.InconsistentTopicID.
+func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("%w: log manager is closed", kerr.KafkaStorageError)
+	}
+	if l := m.logs[tp]; l != nil {
+		if have := l.TopicID(); topicID != ([16]byte{}) && have != ([16]byte{}) && have != topicID {
+			return nil, fmt.Errorf("%w: log %s has topic id %s, not %s", kerr.InconsistentTopicID, tp, UUIDString(have), UUIDString(topicID))
+		}
+		return l, nil
+	}
+	if err := validTopic(tp.Topic); err != nil {
+		return nil, err
+	}
+	if tp.Partition < 0 {
+		return nil, fmt.Errorf("%w: partition %d", kerr.InvalidPartitions, tp.Partition)
+	}
+	counts := map[string]int{}
+	for _, l := range m.logs {
+		counts[filepath.Dir(l.Dir())]++
+	}
+	var best *logDir
+	for _, d := range m.dirs {
+		if d.err == nil && (best == nil || counts[d.path] < counts[best.path]) {
+			best = d
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%w: no online log dir", kerr.KafkaStorageError)
+	}
+	l, _, err := loadLog(logParams{
+		dir: filepath.Join(best.path, tp.String()), tp: tp, cfg: cfg, fsys: m.fsys,
+		logger: m.logger, now: m.cfg.Now, bg: m.bg, scheduleDelete: m.scheduleDelete,
+		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: topicID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: creating log %s: %v", kerr.KafkaStorageError, tp, err)
+	}
+	m.logs[tp] = l
+	m.logger.Info("created log", "partition", tp.String(), "dir", l.dir)
+	return l, nil
+}
+
+// DeleteLog removes tp's log: its dir is renamed
+// "<topic>-<partition>.<uuid>-delete" at once, and closed and removed after
+// file.delete.delay.ms (readers may still be sending from it).
+func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.mu.Lock()
+	l := m.logs[tp]
+	if l == nil {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: no log for %s", kerr.UnknownTopicOrPartition, tp)
+	}
+	delete(m.logs, tp)
+	m.mu.Unlock()
+
+	l.mu.Lock()
+	l.deleted = true
+	old := l.Dir()
+	var id [16]byte
+	for i := range id {
+		id[i] = byte(rand.Uint32())
+	}
+	newDir := fmt.Sprintf("%s.%x-delete", old, id)
+	err := m.fsys.Rename(old, newDir)
+	if err == nil {
+		l.segMu.Lock()
+		l.dir = newDir
+		l.segMu.Unlock()
+		err = m.fsys.SyncDir(filepath.Dir(old))
+	}
+	delay := time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: renaming %s for deletion: %v", kerr.KafkaStorageError, old, err)
+	}
+	for _, d := range m.dirs {
+		if d.path == filepath.Dir(old) && d.err == nil {
+			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
+				m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
+			}
+		}
+	}
+	m.scheduleDelete(delay, func() {
+		l.Close()
+		if err := m.fsys.RemoveAll(newDir); err != nil {
+			m.logger.Warn("removing deleted log failed", "dir", newDir, "err", err)
+		}
+	})
+	m.logger.Info("deleted log", "partition", tp.String(), "dir", newDir)
+	return nil
+}
+
+// Logs returns every log, sorted by topic and partition.
+func (m *Manager) Logs() []*Log {
+	m.mu.RLock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].tp, out[j].tp
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
+}
+
+// DirInfo describes one log dir for DescribeLogDirs.
+type DirInfo struct {
+	Path        string
+	Err         error // non-nil for an offline dir
+	TotalBytes  int64
+	UsableBytes int64
+	Partitions  []PartitionDirInfo
+}
+
+// PartitionDirInfo is one partition in a DirInfo.
+type PartitionDirInfo struct {
+	TopicPartition
+	Size int64
+}
+
+// DirInfos describes every log dir.
+func (m *Manager) DirInfos() []DirInfo {
+	var out []DirInfo
+	for _, d := range m.dirs {
+		di := DirInfo{Path: d.path, Err: d.err, TotalBytes: -1, UsableBytes: -1}
+		if d.err == nil {
+			di.TotalBytes, di.UsableBytes = diskSpace(d.path)
+			for _, l := range m.logsIn(d) {
+				di.Partitions = append(di.Partitions, PartitionDirInfo{TopicPartition: l.tp, Size: l.Size()})
+			}
+		}
+		out = append(out, di)
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// FileSlice is a range of a segment file. Its bytes are whole batches.
+type FileSlice struct {
+	File *os.File
+	Pos  int64
+	Size int64
+
+	ra io.ReaderAt // used when File is nil (an FS without *os.File)
+}
+
+func (fs FileSlice) readerAt() io.ReaderAt {
+	if fs.File != nil {
+		return fs.File
+	}
+	return fs.ra
+}
+
+// ReadInto appends the slice's bytes to dst (pread: no shared file
+// position) and returns the extended slice.
+func (fs FileSlice) ReadInto(dst []byte) ([]byte, error) {
+	if fs.Size == 0 {
+		return dst, nil
+	}
+	n := len(dst)
+	dst = append(dst, make([]byte, fs.Size)...)
+	r := fs.readerAt()
+	if r == nil {
+		return dst[:n], errors.New("log: file slice has no file")
+	}
+	m, err := r.ReadAt(dst[n:], fs.Pos)
+	if int64(m) == fs.Size {
+		err = nil
+	} else if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return dst[:n+m], err
+}
+
+// WriteTo writes the slice to w. If w is a *net.TCPConn the bytes go by
+// sendfile(2) at an explicit file offset, so concurrent readers of one
+// file never share a file position; otherwise by io.Copy from a section
+// reader.
+func (fs FileSlice) WriteTo(w io.Writer) (int64, error) {
+	if fs.Size == 0 {
+		return 0, nil
+	}
+	if tc, ok := w.(*net.TCPConn); ok && fs.File != nil {
+		if n, handled, err := sendFile(tc, fs.File, fs.Pos, fs.Size); handled {
+			return n, err
+		}
+	}
+	r := fs.readerAt()
+	if r == nil {
+		return 0, errors.New("log: file slice has no file")
+	}
+	return io.Copy(w, io.NewSectionReader(r, fs.Pos, fs.Size))
+}
+
+// FetchData is the result of a read.
+type FetchData struct {
+	Records FileSlice
+	// FirstBatchOffset is the base offset of the first batch returned (-1
+	// if none).
+	FirstBatchOffset int64
+}
+
+func offsetOutOfRange(tp TopicPartition, offset, start, end int64) error {
+	return fmt.Errorf("%w: offset %d of %s is outside [%d, %d]", kerr.OffsetOutOfRange, offset, tp, start, end)
+}
+
+func (s *Segment) slice(pos, size int64) FileSlice {
+	fs := FileSlice{File: s.osf, Pos: pos, Size: size}
+	if s.osf == nil {
+		fs.ra = s.log
+	}
+	return fs
+}
+
+// Read reads whole batches starting at the batch that holds offset, at most
+// maxBytes (but the first batch whole if minOneMessage, KIP-74), never a
+// batch reaching maxOffset (exclusive; the high watermark for consumers).
+// Offset below the log start or above the log end: an error wrapping
+// kerr.OffsetOutOfRange; offset at the log end: an empty slice.
+//
+// Safe concurrently with appends: it sees only committed batches. It holds
+// segMu.RLock only to find the segment and position; the header scan runs
+// without locks.
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage bool) (FetchData, error) {
+	buf := make([]byte, BatchHeaderSize)
+	for {
+		l.segMu.RLock()
+		start, end := l.logStart, l.leo
+		if offset < start || offset > end {
+			l.segMu.RUnlock()
+			return FetchData{FirstBatchOffset: -1}, offsetOutOfRange(l.tp, offset, start, end)
+		}
+		if len(l.segs) == 0 {
+			l.segMu.RUnlock()
+			return FetchData{FirstBatchOffset: -1}, fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
+		}
+		i := max(l.segmentFloor(offset), 0)
+		seg := l.segs[i]
+		if offset == end || offset >= maxOffset {
+			act := l.active()
+			empty := act.slice(act.size, 0)
+			l.segMu.RUnlock()
+			return FetchData{Records: empty, FirstBatchOffset: -1}, nil
+		}
+		committed := seg.size
+		startPos := int64(seg.offIdx.Lookup(offset).Position)
+		var next *Segment
+		if i+1 < len(l.segs) {
+			next = l.segs[i+1]
+		}
+		l.segMu.RUnlock()
+
+		pos, h, found, err := seg.findBatch(offset, startPos, committed, buf)
+		if err != nil {
+			return FetchData{FirstBatchOffset: -1}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+		}
+		if !found {
+			if next == nil {
+				// Raced with nothing to read: the segment ends before offset.
+				return FetchData{Records: seg.slice(committed, 0), FirstBatchOffset: -1}, nil
+			}
+			offset = max(offset, next.baseOffset)
+			continue
+		}
+		if h.LastOffset() >= maxOffset {
+			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1}, nil
+		}
+		size := int64(h.TotalSize())
+		if size > int64(maxBytes) && !minOneMessage {
+			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1}, nil
+		}
+		// Extend with whole batches while they fit and stay below maxOffset.
+		for p := pos + size; p < committed && size < int64(maxBytes); {
+			nh, err := seg.readHeader(p, buf)
+			if err != nil {
+				break
+			}
+			ns := int64(nh.TotalSize())
+			if size+ns > int64(maxBytes) || nh.LastOffset() >= maxOffset || p+ns > committed {
+				break
+			}
+			size += ns
+			p += ns
+		}
+		return FetchData{Records: seg.slice(pos, size), FirstBatchOffset: h.BaseOffset}, nil
+	}
+}
