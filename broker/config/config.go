@@ -1,0 +1,496 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moldau/moldau/log"
+)
+
+// Listener is one entry of listeners or advertised.listeners.
+type Listener struct {
+	Name string // e.g. PLAINTEXT (upper case, as Kafka normalises it)
+	Host string // "" binds every interface
+	Port int
+}
+
+// String formats the listener as NAME://host:port.
+func (l Listener) String() string {
+	return l.Name + "://" + net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
+}
+
+// KafkaConfig is the broker's configuration (Kafka's KafkaConfig): the
+// static properties, typed, plus the dynamic broker configs set with
+// AlterConfigs, which win over the file. Safe for concurrent use.
+//
+// The exported fields are the static configuration and never change after
+// Load. Values that may be changed dynamically are read through GetInt,
+// GetLong, GetBool, GetString, GetList and LogConfig.
+type KafkaConfig struct {
+	NodeID                           int32             // node.id (broker.id is a synonym)
+	Listeners                        []Listener        // listeners, default PLAINTEXT://localhost:9092; without controller listeners
+	AdvertisedListeners              []Listener        // advertised.listeners, default: listeners
+	ListenerSecurityProtocolMap      map[string]string // listener.security.protocol.map
+	LogDirs                          []string          // log.dirs (log.dir)
+	MetadataLogDir                   string            // metadata.log.dir, default first of log.dirs
+	NumNetworkThreads                int               // num.network.threads, 3
+	NumIOThreads                     int               // num.io.threads, 8
+	QueuedMaxRequests                int               // queued.max.requests, 500
+	SocketRequestMaxBytes            int32             // socket.request.max.bytes, 104857600
+	SocketSendBufferBytes            int               // socket.send.buffer.bytes, 102400 (-1: OS default)
+	SocketReceiveBufferBytes         int               // socket.receive.buffer.bytes, 102400
+	ConnectionsMaxIdle               time.Duration     // connections.max.idle.ms, 600000
+	NumPartitions                    int32             // num.partitions, 1
+	DefaultReplicationFactor         int16             // default.replication.factor, 1
+	AutoCreateTopicsEnable           bool              // auto.create.topics.enable, true
+	DeleteTopicEnable                bool              // delete.topic.enable, true
+	OffsetsTopicNumPartitions        int32             // offsets.topic.num.partitions, 50
+	TransactionStateLogNumPartitions int32             // transaction.state.log.num.partitions, 50
+	FetchMaxBytes                    int32             // fetch.max.bytes, 57671680
+	MessageMaxBytes                  int32             // message.max.bytes, 1048588 (static value; dynamic: GetInt)
+	RackID                           string            // broker.rack
+	MetricsListener                  string            // moldau.metrics.listener: host:port for /metrics and /debug/pprof, "" off
+
+	NumRecoveryThreadsPerDataDir          int           // num.recovery.threads.per.data.dir, 2
+	LogRetentionCheckInterval             time.Duration // log.retention.check.interval.ms, 300000
+	LogFlushSchedulerInterval             time.Duration // log.flush.scheduler.interval.ms
+	LogFlushOffsetCheckpointInterval      time.Duration // log.flush.offset.checkpoint.interval.ms, 60000
+	LogFlushStartOffsetCheckpointInterval time.Duration // log.flush.start.offset.checkpoint.interval.ms, 60000
+
+	ProcessRoles            []string   // process.roles, default broker,controller
+	ControllerListenerNames []string   // controller.listener.names
+	ControllerListeners     []Listener // listeners named in controller.listener.names: not served yet
+	InterBrokerListenerName string     // inter.broker.listener.name (resolved)
+	SocketListenBacklogSize int        // socket.listen.backlog.size, 50
+	MaxConnections          int        // max.connections
+	MaxConnectionsPerIP     int        // max.connections.per.ip
+
+	MinInSyncReplicas                    int32         // min.insync.replicas (static value)
+	ReplicaLagTimeMax                    time.Duration // replica.lag.time.max.ms, 30000
+	OffsetsTopicReplicationFactor        int16         // offsets.topic.replication.factor, 3
+	TransactionStateLogReplicationFactor int16         // transaction.state.log.replication.factor, 3
+	GroupInitialRebalanceDelay           time.Duration // group.initial.rebalance.delay.ms, 3000
+	GroupMinSessionTimeout               time.Duration // group.min.session.timeout.ms, 6000
+	GroupMaxSessionTimeout               time.Duration // group.max.session.timeout.ms, 1800000
+	OffsetsRetention                     time.Duration // offsets.retention.minutes, 10080
+	LogCleanerEnable                     bool          // log.cleaner.enable, true
+
+	// Source is the properties file read ("" when none).
+	Source string
+
+	// static holds the file and the overrides, raw, by key (unknown
+	// keys included, as Kafka's originals).
+	static map[string]string
+
+	mu         sync.RWMutex
+	dynBroker  map[string]string // resource "<node.id>"
+	dynDefault map[string]string // resource ""
+}
+
+var (
+	brokerIndex = func() map[string]*Def {
+		m := make(map[string]*Def, len(brokerDefs))
+		for _, d := range brokerDefs {
+			if m[d.Name] != nil {
+				panic("config: duplicate definition " + d.Name)
+			}
+			m[d.Name] = d
+		}
+		return m
+	}()
+	topicIndex = func() map[string]*TopicDef {
+		m := make(map[string]*TopicDef, len(topicDefs))
+		for _, d := range topicDefs {
+			m[d.Name] = d
+			for _, s := range d.synonyms {
+				if brokerIndex[s.name] == nil {
+					panic("config: topic config " + d.Name + " has undefined synonym " + s.name)
+				}
+			}
+		}
+		return m
+	}()
+)
+
+// BrokerDefs returns the broker config definitions, sorted by name.
+func BrokerDefs() []*Def {
+	defs := slices.Clone(brokerDefs)
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	return defs
+}
+
+// TopicDefs returns the topic config definitions, sorted by name.
+func TopicDefs() []*TopicDef { return slices.Clone(topicDefs) }
+
+// BrokerDef returns the definition of a broker config.
+func BrokerDef(name string) (*Def, bool) { d, ok := brokerIndex[name]; return d, ok }
+
+// TopicDef returns the definition of a topic config.
+func LookupTopicDef(name string) (*TopicDef, bool) { d, ok := topicIndex[name]; return d, ok }
+
+// Load reads a server.properties file (path "" means none: all defaults)
+// and applies overrides ("key=value"). It returns warnings for unknown keys.
+// A bad value is an error naming the key, the value and what was expected.
+func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
+	static := make(map[string]string)
+	var warnings []string
+	where := make(map[string]string)
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading configuration: %w", err)
+		}
+		props, err := ParseProperties(string(b))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", path, err)
+		}
+		for _, p := range props {
+			static[p.Key] = p.Value
+			where[p.Key] = fmt.Sprintf("%s:%d", path, p.Line)
+		}
+	}
+	for _, o := range overrides {
+		k, v, ok := strings.Cut(o, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, nil, fmt.Errorf("invalid override %q: expected key=value", o)
+		}
+		static[k] = v
+		where[k] = "override"
+	}
+	keys := make([]string, 0, len(static))
+	for k := range static {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := brokerIndex[k]
+		if d == nil {
+			warnings = append(warnings, fmt.Sprintf("unknown configuration %q (%s) is ignored", k, where[k]))
+			continue
+		}
+		if _, err := d.Parse(static[k]); err != nil {
+			return nil, warnings, err
+		}
+	}
+	c := &KafkaConfig{Source: path, static: static}
+	w, err := c.fill()
+	warnings = append(warnings, w...)
+	if err != nil {
+		return nil, warnings, err
+	}
+	return c, warnings, nil
+}
+
+// Default returns the configuration with every default, as Load("", nil).
+func Default() *KafkaConfig {
+	c, _, err := Load("", nil)
+	if err != nil {
+		panic("config: defaults do not load: " + err.Error())
+	}
+	return c
+}
+
+// staticValue resolves a broker key from the static layer and defaults.
+func (c *KafkaConfig) staticValue(name string) any {
+	d := brokerIndex[name]
+	if s, ok := c.static[name]; ok {
+		if v, err := d.Parse(s); err == nil {
+			return v
+		}
+	}
+	if d.Default == nil {
+		return nil
+	}
+	v, _ := parseType(d.Type, *d.Default)
+	return v
+}
+
+func (c *KafkaConfig) isSet(name string) bool { _, ok := c.static[name]; return ok }
+
+// fill sets the typed fields from the static layer and checks the rules
+// that span keys.
+func (c *KafkaConfig) fill() (warnings []string, err error) {
+	i32 := func(k string) int32 { return c.staticValue(k).(int32) }
+	i64 := func(k string) int64 { return c.staticValue(k).(int64) }
+	ms32 := func(k string) time.Duration { return time.Duration(i32(k)) * time.Millisecond }
+	ms64 := func(k string) time.Duration {
+		v := i64(k)
+		if v > int64(time.Duration(1<<63-1)/time.Millisecond) {
+			return time.Duration(1<<63 - 1)
+		}
+		return time.Duration(v) * time.Millisecond
+	}
+	str := func(k string) string { s, _ := c.staticValue(k).(string); return s }
+	bad := func(k, expected string) error {
+		return &ValueError{Name: k, Value: strings.TrimSpace(str(k)), Expected: expected}
+	}
+
+	// process.roles
+	c.ProcessRoles = c.staticValue("process.roles").([]string)
+	seen := map[string]bool{}
+	for _, r := range c.ProcessRoles {
+		if seen[r] {
+			return nil, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "each role at most once"}
+		}
+		seen[r] = true
+	}
+	if !seen["broker"] {
+		return nil, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker or broker,controller (Moldau runs a combined node; a controller-only node is not supported)"}
+	}
+
+	// node.id / broker.id
+	c.NodeID = i32("node.id")
+	if brokerID := i32("broker.id"); brokerID >= 0 {
+		switch {
+		case !c.isSet("node.id"):
+			c.NodeID = brokerID
+		case brokerID != c.NodeID:
+			return nil, &ValueError{Name: "broker.id", Value: strconv.Itoa(int(brokerID)), Expected: fmt.Sprintf("the same value as node.id (%d), or unset", c.NodeID)}
+		}
+	}
+
+	// Listeners.
+	all, err := parseListeners("listeners", str("listeners"))
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, bad("listeners", "at least one listener NAME://host:port")
+	}
+	c.ListenerSecurityProtocolMap, err = parseProtocolMap(str("listener.security.protocol.map"))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range strings.Split(str("controller.listener.names"), ",") {
+		if n = strings.ToUpper(strings.TrimSpace(n)); n != "" {
+			c.ControllerListenerNames = append(c.ControllerListenerNames, n)
+		}
+	}
+	for _, l := range all {
+		proto, ok := c.ListenerSecurityProtocolMap[l.Name]
+		if !ok {
+			return nil, &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("listener names present in listener.security.protocol.map (no protocol for %s)", l.Name)}
+		}
+		if slices.Contains(c.ControllerListenerNames, l.Name) {
+			c.ControllerListeners = append(c.ControllerListeners, l)
+			warnings = append(warnings, fmt.Sprintf("controller listener %s is not served: Moldau has no separate KRaft controller quorum yet", l))
+			continue
+		}
+		if proto != "PLAINTEXT" {
+			return nil, &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
+		}
+		c.Listeners = append(c.Listeners, l)
+	}
+	if len(c.Listeners) == 0 {
+		return nil, bad("listeners", "at least one listener that is not a controller listener")
+	}
+	if c.isSet("advertised.listeners") && strings.TrimSpace(str("advertised.listeners")) != "" {
+		adv, err := parseListeners("advertised.listeners", str("advertised.listeners"))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range adv {
+			if !slices.ContainsFunc(c.Listeners, func(l Listener) bool { return l.Name == a.Name }) {
+				return nil, bad("advertised.listeners", "listener names that are among the (broker) listeners: "+a.Name+" is not")
+			}
+			if ip := net.ParseIP(a.Host); ip != nil && ip.IsUnspecified() {
+				return nil, bad("advertised.listeners", "routable hosts: "+a.Host+" is the unspecified address")
+			}
+		}
+		c.AdvertisedListeners = adv
+	} else {
+		c.AdvertisedListeners = slices.Clone(c.Listeners)
+	}
+	ibl := strings.ToUpper(strings.TrimSpace(str("inter.broker.listener.name")))
+	if ibl != "" {
+		if c.isSet("security.inter.broker.protocol") {
+			return nil, bad("inter.broker.listener.name", "only one of inter.broker.listener.name and security.inter.broker.protocol to be set")
+		}
+		if !slices.ContainsFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == ibl }) {
+			return nil, bad("inter.broker.listener.name", "a listener name defined in advertised.listeners")
+		}
+		c.InterBrokerListenerName = ibl
+	} else {
+		c.InterBrokerListenerName = c.AdvertisedListeners[0].Name
+		if p := str("security.inter.broker.protocol"); slices.ContainsFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == p }) {
+			c.InterBrokerListenerName = p
+		}
+	}
+
+	// Log dirs.
+	dirs := str("log.dirs")
+	if !c.isSet("log.dirs") || strings.TrimSpace(dirs) == "" {
+		dirs = str("log.dir")
+	}
+	for _, d := range strings.Split(dirs, ",") {
+		if d = strings.TrimSpace(d); d != "" && !slices.Contains(c.LogDirs, d) {
+			c.LogDirs = append(c.LogDirs, d)
+		}
+	}
+	if len(c.LogDirs) == 0 {
+		return nil, bad("log.dirs", "at least one directory")
+	}
+	c.MetadataLogDir = strings.TrimSpace(str("metadata.log.dir"))
+	if c.MetadataLogDir == "" {
+		c.MetadataLogDir = c.LogDirs[0]
+	}
+
+	// Metrics listener.
+	c.MetricsListener = strings.TrimSpace(str("moldau.metrics.listener"))
+	if c.MetricsListener != "" {
+		_, port, err := net.SplitHostPort(c.MetricsListener)
+		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 0 || p > 65535 {
+			return nil, bad("moldau.metrics.listener", "host:port with a port in [0, 65535], or empty to disable")
+		}
+	}
+
+	c.NumNetworkThreads = int(i32("num.network.threads"))
+	c.NumIOThreads = int(i32("num.io.threads"))
+	c.QueuedMaxRequests = int(i32("queued.max.requests"))
+	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
+	c.SocketSendBufferBytes = int(i32("socket.send.buffer.bytes"))
+	c.SocketReceiveBufferBytes = int(i32("socket.receive.buffer.bytes"))
+	c.SocketListenBacklogSize = int(i32("socket.listen.backlog.size"))
+	c.MaxConnections = int(i32("max.connections"))
+	c.MaxConnectionsPerIP = int(i32("max.connections.per.ip"))
+	c.ConnectionsMaxIdle = ms64("connections.max.idle.ms")
+	c.NumPartitions = i32("num.partitions")
+	rf := i32("default.replication.factor")
+	if rf < 1 || rf > 32767 {
+		return nil, bad("default.replication.factor", "an integer in [1, 32767]")
+	}
+	c.DefaultReplicationFactor = int16(rf)
+	c.AutoCreateTopicsEnable = c.staticValue("auto.create.topics.enable").(bool)
+	c.DeleteTopicEnable = c.staticValue("delete.topic.enable").(bool)
+	c.OffsetsTopicNumPartitions = i32("offsets.topic.num.partitions")
+	c.TransactionStateLogNumPartitions = i32("transaction.state.log.num.partitions")
+	c.FetchMaxBytes = i32("fetch.max.bytes")
+	c.MessageMaxBytes = i32("message.max.bytes")
+	c.RackID = strings.TrimSpace(str("broker.rack"))
+	c.NumRecoveryThreadsPerDataDir = int(i32("num.recovery.threads.per.data.dir"))
+	c.LogRetentionCheckInterval = ms64("log.retention.check.interval.ms")
+	c.LogFlushSchedulerInterval = ms64("log.flush.scheduler.interval.ms")
+	c.LogFlushOffsetCheckpointInterval = ms32("log.flush.offset.checkpoint.interval.ms")
+	c.LogFlushStartOffsetCheckpointInterval = ms32("log.flush.start.offset.checkpoint.interval.ms")
+	c.MinInSyncReplicas = i32("min.insync.replicas")
+	c.ReplicaLagTimeMax = ms64("replica.lag.time.max.ms")
+	c.OffsetsTopicReplicationFactor = c.staticValue("offsets.topic.replication.factor").(int16)
+	c.TransactionStateLogReplicationFactor = c.staticValue("transaction.state.log.replication.factor").(int16)
+	c.GroupInitialRebalanceDelay = ms32("group.initial.rebalance.delay.ms")
+	c.GroupMinSessionTimeout = ms32("group.min.session.timeout.ms")
+	c.GroupMaxSessionTimeout = ms32("group.max.session.timeout.ms")
+	c.OffsetsRetention = time.Duration(i32("offsets.retention.minutes")) * time.Minute
+	c.LogCleanerEnable = c.staticValue("log.cleaner.enable").(bool)
+	return warnings, nil
+}
+
+// listenerRE is Kafka's EndPoint regex: NAME://host:port, with an IPv6
+// host in brackets.
+var listenerRE = regexp.MustCompile(`^([^:/\s]+)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$`)
+
+func parseListeners(key, s string) ([]Listener, error) {
+	var out []Listener
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		m := listenerRE.FindStringSubmatch(part)
+		if m == nil {
+			return nil, &ValueError{Name: key, Value: s, Expected: "a comma-separated list of NAME://host:port (" + part + " is not)"}
+		}
+		port, err := strconv.Atoi(m[3])
+		if err != nil || port < 0 || port > 65535 {
+			return nil, &ValueError{Name: key, Value: s, Expected: "ports in [0, 65535] (" + part + ")"}
+		}
+		l := Listener{Name: strings.ToUpper(m[1]), Host: m[2], Port: port}
+		for _, o := range out {
+			if o.Name == l.Name {
+				return nil, &ValueError{Name: key, Value: s, Expected: "unique listener names (" + l.Name + " appears twice)"}
+			}
+			if port != 0 && o.Port == port && o.Host == l.Host {
+				return nil, &ValueError{Name: key, Value: s, Expected: "a different host:port per listener (" + part + ")"}
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+func parseProtocolMap(s string) (map[string]string, error) {
+	m := make(map[string]string)
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, proto, ok := strings.Cut(part, ":")
+		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
+		if !ok || name == "" || !slices.Contains(securityProtocols, proto) {
+			return nil, &ValueError{Name: "listener.security.protocol.map", Value: s, Expected: "NAME:PROTOCOL,... with PROTOCOL one of " + strings.Join(securityProtocols, ", ")}
+		}
+		m[name] = proto
+	}
+	return m, nil
+}
+
+// Advertised returns the advertised listeners as clients should see them:
+// an empty host becomes the machine's host name (as Kafka advertises the
+// canonical host name), and port 0 becomes the port actually bound, which
+// boundPort reports for a listener name (nil: leave 0).
+func (c *KafkaConfig) Advertised(boundPort func(listener string) int) []Listener {
+	out := slices.Clone(c.AdvertisedListeners)
+	for i := range out {
+		if out[i].Host == "" {
+			h, err := os.Hostname()
+			if err != nil || h == "" {
+				h = "localhost"
+			}
+			out[i].Host = h
+		}
+		if out[i].Port == 0 && boundPort != nil {
+			out[i].Port = boundPort(out[i].Name)
+		}
+	}
+	return out
+}
+
+// LogConfig resolves a topic's log.Config from its overrides and the
+// broker's defaults (static and dynamic).
+func (c *KafkaConfig) LogConfig(topicOverrides map[string]string) log.Config {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v := func(name string) any { val, _, _ := c.topicValueLocked(name, topicOverrides); return val }
+	lc := log.Config{
+		SegmentBytes:                v("segment.bytes").(int32),
+		SegmentMs:                   v("segment.ms").(int64),
+		SegmentJitterMs:             v("segment.jitter.ms").(int64),
+		SegmentIndexBytes:           v("segment.index.bytes").(int32),
+		IndexIntervalBytes:          v("index.interval.bytes").(int32),
+		FlushIntervalMessages:       v("flush.messages").(int64),
+		FlushIntervalMs:             v("flush.ms").(int64),
+		RetentionMs:                 v("retention.ms").(int64),
+		RetentionBytes:              v("retention.bytes").(int64),
+		FileDeleteDelayMs:           v("file.delete.delay.ms").(int64),
+		MaxMessageBytes:             v("max.message.bytes").(int32),
+		MessageTimestampType:        v("message.timestamp.type").(string),
+		MessageTimestampBeforeMaxMs: v("message.timestamp.before.max.ms").(int64),
+		MessageTimestampAfterMaxMs:  v("message.timestamp.after.max.ms").(int64),
+		CompressionType:             strings.ToLower(v("compression.type").(string)),
+		CleanupPolicy:               slices.Clone(v("cleanup.policy").([]string)),
+		MinInSyncReplicas:           v("min.insync.replicas").(int32),
+		Preallocate:                 v("preallocate").(bool),
+	}
+	return lc
+}

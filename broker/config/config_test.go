@@ -1,0 +1,321 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func TestParseProperties(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       map[string]string
+	}{
+		{"equals", "a=b\n", map[string]string{"a": "b"}},
+		{"colon", "a: b", map[string]string{"a": "b"}},
+		{"space separator", "a   b c", map[string]string{"a": "b c"}},
+		{"spaces around equals", "  a  =  b  ", map[string]string{"a": "b  "}},
+		{"comments", "# c\n! c\n  # indented\na=1", map[string]string{"a": "1"}},
+		{"blank lines", "\n\n\t\na=1\n\n", map[string]string{"a": "1"}},
+		{"empty value", "a=\nb", map[string]string{"a": "", "b": ""}},
+		{"continuation", "a=one,\\\n    two,\\\n  three", map[string]string{"a": "one,two,three"}},
+		{"escaped backslash is not continuation", "a=x\\\\\nb=y", map[string]string{"a": `x\`, "b": "y"}},
+		{"escapes", `a=tab\there\u0041\=`, map[string]string{"a": "tab\thereA="}},
+		{"escaped separator in key", `a\=b=c`, map[string]string{"a=b": "c"}},
+		{"crlf", "a=1\r\nb=2\r\n", map[string]string{"a": "1", "b": "2"}},
+		{"later wins", "a=1\na=2", map[string]string{"a": "2"}},
+		{"equals in value", "a=b=c", map[string]string{"a": "b=c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props, err := ParseProperties(tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, p := range props {
+				got[p.Key] = p.Value
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := Default()
+	if c.NodeID != 1 || len(c.Listeners) != 1 || c.Listeners[0] != (Listener{"PLAINTEXT", "localhost", 9092}) {
+		t.Fatalf("node %d listeners %v", c.NodeID, c.Listeners)
+	}
+	if !reflect.DeepEqual(c.LogDirs, []string{"./moldau-data"}) || c.MetadataLogDir != "./moldau-data" {
+		t.Fatalf("log dirs %v %q", c.LogDirs, c.MetadataLogDir)
+	}
+	if c.NumIOThreads != 8 || c.NumNetworkThreads != 3 || c.QueuedMaxRequests != 500 || c.SocketRequestMaxBytes != 104857600 ||
+		c.NumPartitions != 1 || c.DefaultReplicationFactor != 1 || !c.AutoCreateTopicsEnable || !c.DeleteTopicEnable ||
+		c.OffsetsTopicNumPartitions != 50 || c.OffsetsTopicReplicationFactor != 3 || c.FetchMaxBytes != 57671680 ||
+		c.MessageMaxBytes != 1048588 || c.MetricsListener != "localhost:9404" || c.ConnectionsMaxIdle.Milliseconds() != 600000 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	lc := c.LogConfig(nil)
+	if lc.RetentionMs != 7*24*3600*1000 || lc.SegmentMs != 7*24*3600*1000 || lc.SegmentBytes != 1<<30 ||
+		lc.MaxMessageBytes != 1048588 || lc.FlushIntervalMs != 1<<63-1 || lc.MessageTimestampType != "CreateTime" ||
+		!reflect.DeepEqual(lc.CleanupPolicy, []string{"delete"}) || lc.MessageTimestampAfterMaxMs != 3600000 {
+		t.Fatalf("log config: %+v", lc)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		overrides []string
+		want      string
+	}{
+		{[]string{"num.io.threads=abc"}, `invalid value "abc" for configuration num.io.threads: expected an integer >= 1`},
+		{[]string{"num.io.threads=0"}, `invalid value "0" for configuration num.io.threads: expected an integer >= 1`},
+		{[]string{"auto.create.topics.enable=yes"}, `invalid value "yes" for configuration auto.create.topics.enable: expected true or false`},
+		{[]string{"log.message.timestamp.type=Now"}, `expected one of: CreateTime, LogAppendTime`},
+		{[]string{"log.cleanup.policy=delete,forever"}, `expected a comma-separated list of: compact, delete`},
+		{[]string{"listeners=localhost:9092"}, `configuration listeners: expected a comma-separated list of NAME://host:port`},
+		{[]string{"listeners=PLAINTEXT://:9092,plaintext://:9093"}, `unique listener names (PLAINTEXT appears twice)`},
+		{[]string{"listeners=PLAINTEXT://:70000"}, `ports in [0, 65535]`},
+		{[]string{"listeners=SSL://:9093"}, `listener SSL uses security protocol SSL`},
+		{[]string{"listeners=FOO://:9093"}, `no protocol for FOO`},
+		{[]string{"advertised.listeners=OTHER://h:1"}, `OTHER is not`},
+		{[]string{"advertised.listeners=PLAINTEXT://0.0.0.0:9092"}, `unspecified address`},
+		{[]string{"node.id=2", "broker.id=3"}, `broker.id`},
+		{[]string{"process.roles=controller"}, `process.roles`},
+		{[]string{"moldau.metrics.listener=nope"}, `moldau.metrics.listener`},
+		{[]string{"novalue"}, `expected key=value`},
+	} {
+		_, _, err := Load("", tc.overrides)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.overrides, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: multi-line error %q", tc.overrides, err)
+		}
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.properties")
+	text := `# Kafka-style config
+process.roles=broker,controller
+node.id=4
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+advertised.listeners=PLAINTEXT://broker1:9092
+log.dirs=/a, /b
+num.partitions: 3
+log.retention.hours 24
+no.such.key=1
+`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, warnings, err := Load(path, []string{"num.partitions=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != 4 || c.NumPartitions != 5 || !reflect.DeepEqual(c.LogDirs, []string{"/a", "/b"}) {
+		t.Fatalf("%+v", c)
+	}
+	if len(c.Listeners) != 1 || c.Listeners[0].Port != 9092 || len(c.ControllerListeners) != 1 {
+		t.Fatalf("listeners %v controller %v", c.Listeners, c.ControllerListeners)
+	}
+	if c.AdvertisedListeners[0].Host != "broker1" || c.InterBrokerListenerName != "PLAINTEXT" {
+		t.Fatalf("advertised %v ibl %s", c.AdvertisedListeners, c.InterBrokerListenerName)
+	}
+	var unknown bool
+	for _, w := range warnings {
+		unknown = unknown || strings.Contains(w, `"no.such.key"`) && strings.Contains(w, "server.properties:11")
+	}
+	if !unknown {
+		t.Fatalf("no warning for the unknown key: %q", warnings)
+	}
+	if got := c.LogConfig(nil).RetentionMs; got != 24*3600*1000 {
+		t.Fatalf("retention %d", got)
+	}
+}
+
+func TestBrokerIDSynonym(t *testing.T) {
+	c, _, err := Load("", []string{"broker.id=7"})
+	if err != nil || c.NodeID != 7 {
+		t.Fatalf("%v %v", c, err)
+	}
+}
+
+func TestRetentionPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		overrides []string
+		want      int64
+	}{
+		{nil, 168 * 3600000},
+		{[]string{"log.retention.hours=1"}, 3600000},
+		{[]string{"log.retention.hours=1", "log.retention.minutes=2"}, 120000},
+		{[]string{"log.retention.hours=1", "log.retention.minutes=2", "log.retention.ms=3"}, 3},
+		{[]string{"log.retention.ms=-1"}, -1},
+		{[]string{"log.retention.hours=-1"}, -1},
+		{[]string{"log.retention.minutes=-5"}, -1},
+	} {
+		c, _, err := Load("", tc.overrides)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.LogConfig(nil).RetentionMs; got != tc.want {
+			t.Errorf("%v: retention.ms %d, want %d", tc.overrides, got, tc.want)
+		}
+	}
+	c, _, _ := Load("", []string{"log.roll.hours=2", "log.flush.scheduler.interval.ms=5", "message.max.bytes=100"})
+	lc := c.LogConfig(map[string]string{"retention.ms": "42"})
+	if lc.SegmentMs != 2*3600000 || lc.FlushIntervalMs != 5 || lc.MaxMessageBytes != 100 || lc.RetentionMs != 42 {
+		t.Fatalf("%+v", lc)
+	}
+}
+
+func entry(entries []ConfigEntry, name string) ConfigEntry {
+	for _, e := range entries {
+		if e.Name == name {
+			return e
+		}
+	}
+	return ConfigEntry{}
+}
+
+func TestDescribeAndDynamic(t *testing.T) {
+	c, _, err := Load("", []string{"log.retention.hours=24", "num.io.threads=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entry(c.DescribeTopic(nil, nil), "retention.ms")
+	if *e.Value != "86400000" || e.Source != SourceStaticBroker || len(e.Synonyms) != 2 ||
+		e.Synonyms[0].Name != "log.retention.hours" || *e.Synonyms[0].Value != "24" || e.Synonyms[0].Source != SourceStaticBroker ||
+		e.Synonyms[1].Source != SourceDefault {
+		t.Fatalf("%+v %+v", e, e.Synonyms)
+	}
+	e = entry(c.DescribeTopic(map[string]string{"retention.ms": "5"}, []string{"retention.ms"}), "retention.ms")
+	if *e.Value != "5" || e.Source != SourceTopic || e.Synonyms[0].Source != SourceTopic || len(e.Synonyms) != 3 {
+		t.Fatalf("%+v", e)
+	}
+	if e := entry(c.DescribeTopic(nil, nil), "remote.storage.enable"); *e.Value != "false" || e.Source != SourceDefault {
+		t.Fatalf("%+v", e)
+	}
+
+	// Dynamic: cluster default, then per broker.
+	if err := c.ValidateDynamic("", map[string]string{"num.io.threads": "9"}); err == nil || !errors.Is(err, kerr.InvalidRequest) ||
+		!strings.Contains(err.Error(), "Cannot update these configs dynamically: num.io.threads") {
+		t.Fatalf("got %v", err)
+	}
+	if err := c.ValidateDynamic("2", map[string]string{"log.retention.ms": "9"}); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("got %v", err)
+	}
+	if err := c.ValidateDynamic("", map[string]string{"log.retention.ms": "x"}); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("got %v", err)
+	}
+	if w := c.SetDynamic("", map[string]string{"log.retention.ms": "1000", "num.io.threads": "2"}); len(w) != 1 {
+		t.Fatalf("warnings %q", w)
+	}
+	if got := c.LogConfig(nil).RetentionMs; got != 1000 {
+		t.Fatalf("retention %d", got)
+	}
+	e = entry(c.DescribeTopic(nil, nil), "retention.ms")
+	if e.Source != SourceDynamicDefaultBroker || e.Synonyms[0].Name != "log.retention.ms" {
+		t.Fatalf("%+v", e)
+	}
+	c.SetDynamic("1", map[string]string{"log.retention.ms": "2000"})
+	if got := c.LogConfig(nil).RetentionMs; got != 2000 {
+		t.Fatalf("retention %d", got)
+	}
+	be, err := c.DescribeBroker("1", []string{"log.retention.ms", "num.io.threads", "log.retention.hours"})
+	if err != nil || len(be) != 3 {
+		t.Fatalf("%v %v", be, err)
+	}
+	if e := entry(be, "log.retention.ms"); *e.Value != "2000" || e.Source != SourceDynamicBroker || e.ReadOnly || len(e.Synonyms) != 4 {
+		t.Fatalf("%+v", e)
+	}
+	if e := entry(be, "num.io.threads"); *e.Value != "4" || e.Source != SourceStaticBroker || !e.ReadOnly || e.Type != TypeInt {
+		t.Fatalf("%+v", e)
+	}
+	if e := entry(be, "log.retention.hours"); e.Source != SourceStaticBroker || len(e.Synonyms) != 2 {
+		t.Fatalf("%+v", e)
+	}
+	de, _ := c.DescribeBroker("", nil)
+	if len(de) != 1 || de[0].Source != SourceDynamicDefaultBroker || len(de[0].Synonyms) != 1 {
+		t.Fatalf("%+v", de)
+	}
+	if _, err := c.DescribeBroker("9", nil); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("got %v", err)
+	}
+	if c.GetLong("log.retention.ms") != 2000 || c.GetInt("num.io.threads") != 4 {
+		t.Fatal("getters")
+	}
+}
+
+func TestValidateTopicConfigs(t *testing.T) {
+	c := Default()
+	for _, tc := range []struct {
+		configs map[string]string
+		want    string
+	}{
+		{map[string]string{"retention.ms": "100", "cleanup.policy": "compact,delete"}, ""},
+		{map[string]string{"retention.msx": "100"}, "Unknown topic config name: retention.msx"},
+		{map[string]string{"retention.ms": "abc"}, `invalid value "abc" for configuration retention.ms: expected an integer >= -1`},
+		{map[string]string{"segment.bytes": "1000"}, `expected an integer >= 1048576`},
+		{map[string]string{"compression.type": "brotli"}, `one of`},
+		{map[string]string{"remote.storage.enable": "true"}, "Tiered Storage"},
+		{map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, "conflict"},
+		{map[string]string{"compression.gzip.level": "-1"}, ""},
+		{map[string]string{"compression.gzip.level": "0"}, "compression.gzip.level"},
+	} {
+		err := c.ValidateTopicConfigs(tc.configs)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.configs, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, kerr.InvalidConfig) {
+			t.Errorf("%v: got %v, want %q", tc.configs, err, tc.want)
+		}
+	}
+}
+
+func TestDefinitionsParse(t *testing.T) {
+	for _, d := range brokerDefs {
+		if d.Default != nil {
+			if _, err := d.Parse(*d.Default); err != nil {
+				t.Errorf("default of %s: %v", d.Name, err)
+			}
+		}
+	}
+	for _, d := range topicDefs {
+		if _, err := d.Parse(*d.Default); err != nil {
+			t.Errorf("default of %s: %v", d.Name, err)
+		}
+	}
+}
+
+// TestExampleConfig checks that config/server.properties loads cleanly and
+// documents every broker key.
+func TestExampleConfig(t *testing.T) {
+	path := filepath.Join("..", "..", "config", "server.properties")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Skip("no example config:", err)
+	}
+	if _, warnings, err := Load(path, nil); err != nil || len(warnings) != 0 {
+		t.Fatalf("%v %q", err, warnings)
+	}
+	text := string(b)
+	for _, d := range brokerDefs {
+		if !strings.Contains(text, "\n"+d.Name+"=") && !strings.Contains(text, "\n#"+d.Name+"=") {
+			t.Errorf("%s is not in %s", d.Name, path)
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The dynamic layer: broker configs set with AlterConfigs and
+// IncrementalAlterConfigs on the broker resource "<node.id>" (per broker)
+// or "" (the cluster-wide default), as Kafka's DynamicBrokerConfig. The
+// metadata store persists them; the admin handlers validate a change with
+// ValidateDynamic, persist it, then install it with SetDynamic (the
+// broker also installs what the store holds at start-up).
+
+// layer is one level of broker config values, highest precedence first.
+type layer struct {
+	values map[string]string
+	source Source
+}
+
+// layersLocked returns the layers of broker values, highest first, the
+// dynamic ones only with the keys that may be dynamic at that level.
+func (c *KafkaConfig) layersLocked() [4]layer {
+	return [4]layer{
+		{c.dynBroker, SourceDynamicBroker},
+		{c.dynDefault, SourceDynamicDefaultBroker},
+		{c.static, SourceStaticBroker},
+		{defaultValues, SourceDefault},
+	}
+}
+
+var defaultValues = func() map[string]string {
+	m := make(map[string]string)
+	for _, d := range brokerDefs {
+		if d.Default != nil {
+			m[d.Name] = *d.Default
+		}
+	}
+	return m
+}()
+
+// brokerRawLocked finds a broker key's raw value at the highest layer that
+// sets it.
+func (c *KafkaConfig) brokerRawLocked(name string) (string, Source, bool) {
+	for _, l := range c.layersLocked() {
+		if s, ok := l.values[name]; ok {
+			return s, l.source, true
+		}
+	}
+	return "", SourceDefault, false
+}
+
+// brokerValueLocked resolves a defined broker key to its parsed value (nil
+// when unset with no default) and source.
+func (c *KafkaConfig) brokerValueLocked(name string) (any, Source) {
+	d := brokerIndex[name]
+	if d == nil {
+		return nil, SourceUnknown
+	}
+	for _, l := range c.layersLocked() {
+		if s, ok := l.values[name]; ok {
+			if v, err := d.Parse(s); err == nil {
+				return v, l.source
+			}
+		}
+	}
+	return nil, SourceDefault
+}
+
+// topicValueLocked resolves a topic config: the override, else the first
+// broker synonym set at any level, else the first synonym's default, else
+// the topic default. It returns the value converted to the topic config's
+// unit and type, its source and the broker synonym it came from ("" for an
+// override or the topic default).
+func (c *KafkaConfig) topicValueLocked(name string, overrides map[string]string) (any, Source, string) {
+	td := topicIndex[name]
+	if s, ok := overrides[name]; ok {
+		if v, err := td.Parse(s); err == nil {
+			return v, SourceTopic, ""
+		}
+	}
+	for _, pass := range []bool{true, false} { // set values first, then defaults
+		for _, syn := range td.synonyms {
+			for _, l := range c.layersLocked() {
+				if pass == (l.source == SourceDefault) {
+					continue
+				}
+				s, ok := l.values[syn.name]
+				if !ok {
+					continue
+				}
+				v, err := brokerIndex[syn.name].Parse(s)
+				if err != nil {
+					continue
+				}
+				return convert(v, syn.conv, td), l.source, syn.name
+			}
+		}
+	}
+	v, _ := parseType(td.Type, *td.Default)
+	return v, SourceDefault, ""
+}
+
+// convert turns a broker synonym's value into the topic config's unit and
+// Go type.
+func convert(v any, conv conversion, td *TopicDef) any {
+	f, isNum := toFloat(v)
+	if !isNum {
+		return v
+	}
+	n := int64(f)
+	if x, ok := v.(int64); ok {
+		n = x
+	}
+	switch conv {
+	case hoursToMs:
+		n *= 3600000
+	case minutesToMs:
+		n *= 60000
+	}
+	if td.Name == "retention.ms" && n < 0 {
+		n = -1 // as KafkaConfig.logRetentionTimeMillis
+	}
+	switch td.Type {
+	case TypeInt:
+		return int32(n)
+	case TypeShort:
+		return int16(n)
+	case TypeLong:
+		return n
+	case TypeDouble:
+		return f
+	}
+	return v
+}
+
+// Get returns the current value of a broker config (dynamic included): a
+// bool, string, int16, int32, int64, float64 or []string, or nil if it has
+// no value or is not defined.
+func (c *KafkaConfig) Get(name string) any {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, _ := c.brokerValueLocked(name)
+	return v
+}
+
+// GetInt returns the current value of an INT (or SHORT) broker config.
+func (c *KafkaConfig) GetInt(name string) int32 {
+	switch v := c.Get(name).(type) {
+	case int32:
+		return v
+	case int16:
+		return int32(v)
+	}
+	return 0
+}
+
+// GetLong returns the current value of a LONG broker config.
+func (c *KafkaConfig) GetLong(name string) int64 { v, _ := c.Get(name).(int64); return v }
+
+// GetBool returns the current value of a BOOLEAN broker config.
+func (c *KafkaConfig) GetBool(name string) bool { v, _ := c.Get(name).(bool); return v }
+
+// GetString returns the current value of a STRING broker config.
+func (c *KafkaConfig) GetString(name string) string { v, _ := c.Get(name).(string); return v }
+
+// GetList returns the current value of a LIST broker config.
+func (c *KafkaConfig) GetList(name string) []string {
+	v, _ := c.Get(name).([]string)
+	return slices.Clone(v)
+}
+
+// CheckBrokerResource checks the name of a BROKER config resource: "" (the
+// cluster default) or this node's id, as Kafka's
+// validateResourceNameIsCurrentNodeId. Errors wrap kerr.InvalidRequest.
+func (c *KafkaConfig) CheckBrokerResource(resource string) error {
+	if resource == "" {
+		return nil
+	}
+	id, err := strconv.ParseInt(resource, 10, 32)
+	if err != nil {
+		return invalidRequest("Node id must be an integer, but it is: %s", resource)
+	}
+	if int32(id) != c.NodeID {
+		return invalidRequest("Unexpected broker id, expected %d, but received %s", c.NodeID, resource)
+	}
+	return nil
+}
+
+// ValidateDynamic checks a complete new dynamic config set for a broker
+// resource, as Kafka's DynamicBrokerConfig.validateConfigs: every key must
+// be a known broker config that can be updated dynamically at that level,
+// with a valid value. Errors wrap kerr.InvalidRequest (as Kafka's broker
+// does for BROKER resources).
+func (c *KafkaConfig) ValidateDynamic(resource string, configs map[string]string) error {
+	if err := c.CheckBrokerResource(resource); err != nil {
+		return err
+	}
+	var unknown, nonDynamic, perBroker []string
+	for _, k := range sortedKeys(configs) {
+		d := brokerIndex[k]
+		switch {
+		case d == nil:
+			unknown = append(unknown, k)
+		case d.Dynamic == ReadOnly:
+			nonDynamic = append(nonDynamic, k)
+		case d.Dynamic == PerBroker && resource == "":
+			perBroker = append(perBroker, k)
+		}
+	}
+	if len(unknown) > 0 {
+		return invalidRequest("Unknown broker configs: %s", strings.Join(unknown, ", "))
+	}
+	if len(nonDynamic) > 0 {
+		return invalidRequest("Cannot update these configs dynamically: %s", strings.Join(nonDynamic, ", "))
+	}
+	if len(perBroker) > 0 {
+		return invalidRequest("Cannot update these configs at default cluster level, broker id must be specified: %s", strings.Join(perBroker, ", "))
+	}
+	for _, k := range sortedKeys(configs) {
+		if _, err := brokerIndex[k].Parse(configs[k]); err != nil {
+			return invalidRequest("%s", err.Error())
+		}
+	}
+	return nil
+}
+
+// SetDynamic installs the dynamic configs of a broker resource ("" for the
+// cluster default, or this node's id), replacing the previous set. Keys
+// that are not valid dynamic configs at that level are dropped and
+// reported in the warnings, as Kafka's fromPersistentProps does; a
+// resource naming another node is ignored (warning).
+func (c *KafkaConfig) SetDynamic(resource string, configs map[string]string) []string {
+	if err := c.CheckBrokerResource(resource); err != nil {
+		return []string{fmt.Sprintf("dynamic configs of broker resource %q ignored: %v", resource, err)}
+	}
+	var warnings []string
+	kept := make(map[string]string, len(configs))
+	for _, k := range sortedKeys(configs) {
+		one := map[string]string{k: configs[k]}
+		if err := c.ValidateDynamic(resource, one); err != nil {
+			warnings = append(warnings, fmt.Sprintf("dynamic config %s of broker resource %q ignored: %v", k, resource, err))
+			continue
+		}
+		kept[k] = configs[k]
+	}
+	c.mu.Lock()
+	if resource == "" {
+		c.dynDefault = kept
+	} else {
+		c.dynBroker = kept
+	}
+	c.mu.Unlock()
+	return warnings
+}
+
+// Dynamic returns the dynamic configs installed for a broker resource.
+func (c *KafkaConfig) Dynamic(resource string) map[string]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if resource == "" {
+		return maps.Clone(c.dynDefault)
+	}
+	if resource == strconv.Itoa(int(c.NodeID)) {
+		return maps.Clone(c.dynBroker)
+	}
+	return nil
+}
+
+// ValidateTopicConfigs checks a topic's complete set of overrides, as
+// Kafka's LogConfig.validate: unknown names, bad values, tiered storage
+// (not supported: remote.storage.enable=true is refused) and
+// min.compaction.lag.ms <= max.compaction.lag.ms. Errors wrap
+// kerr.InvalidConfig.
+func (c *KafkaConfig) ValidateTopicConfigs(configs map[string]string) error {
+	keys := sortedKeys(configs)
+	for _, k := range keys {
+		if topicIndex[k] == nil {
+			return invalidConfig("Unknown topic config name: %s", k)
+		}
+	}
+	for _, k := range keys {
+		if _, err := topicIndex[k].Parse(configs[k]); err != nil {
+			return asInvalidConfig(err)
+		}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if v, _, _ := c.topicValueLocked("remote.storage.enable", configs); v == true {
+		return invalidConfig("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+	}
+	minLag, _, _ := c.topicValueLocked("min.compaction.lag.ms", configs)
+	maxLag, _, _ := c.topicValueLocked("max.compaction.lag.ms", configs)
+	if minLag.(int64) > maxLag.(int64) {
+		return invalidConfig("conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", minLag, maxLag)
+	}
+	return nil
+}
+
+// ConfigType returns the type of a topic config (topic true) or a broker
+// config, and whether it is defined. IncrementalAlterConfigs uses it:
+// APPEND and SUBTRACT apply to LIST configs only.
+func ConfigType(topic bool, name string) (Type, bool) {
+	if topic {
+		if d := topicIndex[name]; d != nil {
+			return d.Type, true
+		}
+		return TypeUnknown, false
+	}
+	if d := brokerIndex[name]; d != nil {
+		return d.Type, true
+	}
+	return TypeUnknown, false
+}
+
+// DefaultValue returns the default of a topic or broker config (the start
+// of an APPEND or SUBTRACT when the resource has no value, as Kafka).
+func DefaultValue(topic bool, name string) (string, bool) {
+	var d *Def
+	if topic {
+		if td := topicIndex[name]; td != nil {
+			d = td.Def
+		}
+	} else {
+		d = brokerIndex[name]
+	}
+	if d == nil || d.Default == nil {
+		return "", false
+	}
+	return *d.Default, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,62 @@
+package metadata
+
+import (
+	"log/slog"
+)
+
+// TopicID is a topic's UUID, as Kafka gives every topic (KIP-516).
+type TopicID [16]byte
+
+// Topic is one topic as the cluster knows it. Values returned by Store are
+// copies: callers may keep them.
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Internal   bool // __consumer_offsets, __transaction_state
+	Partitions []Partition
+	// Configs holds only the topic's own overrides (DescribeConfigs
+	// source TOPIC_CONFIG); defaults come from the broker config.
+	Configs map[string]string
+}
+
+// Partition is one partition's assignment and leadership.
+type Partition struct {
+	Index          int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// Change is sent to listeners after the store changed durably.
+type Change struct {
+	Kind  ChangeKind
+	Topic Topic // the topic after the change; for TopicDeleted, before it
+	// Config names changed, for TopicConfigChanged and BrokerConfigChanged.
+	ConfigNames []string
+	// BrokerResource is the broker config resource changed, for
+	// BrokerConfigChanged: "" for the cluster default, or a node id.
+	BrokerResource string
+	// NewPartitions is the number of partitions added, for
+	// PartitionsCreated (the new ones are the last of Topic.Partitions).
+	NewPartitions int32
+}
+
+// ChangeKind says what a Change is.
+type ChangeKind int
+
+const (
+	TopicCreated ChangeKind = iota + 1
+	TopicDeleted
+	PartitionsCreated
+	TopicConfigChanged
+	BrokerConfigChanged
+)
+
+// Options configure Open.
+type Options struct {
+	Dir    string // metadata.log.dir, or the first of log.dirs
+	NodeID int32
+	Logger *slog.Logger
+}

@@ -1,0 +1,568 @@
+package metadata
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// FileName is the name of the metadata file in Options.Dir.
+const FileName = "cluster-metadata.json"
+
+const fileVersion = 1
+
+// String formats the ID as Kafka does (Uuid.toString): URL-safe base64
+// without padding.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// IsZero reports whether the ID is Kafka's ZERO_UUID.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// ParseTopicID parses a topic ID in Kafka's string form.
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return id, fmt.Errorf("invalid topic id %q", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (id *TopicID) UnmarshalText(b []byte) error {
+	v, err := ParseTopicID(string(b))
+	*id = v
+	return err
+}
+
+// metadataTopicID is Kafka's Uuid.METADATA_TOPIC_ID (0, 1), reserved.
+var metadataTopicID = TopicID{15: 1}
+
+// newTopicID returns a random version-4 UUID as Kafka's Uuid.randomUuid:
+// never the zero or metadata-topic ID, never one whose string form starts
+// with '-' (it would look like a command-line flag).
+func newTopicID() TopicID {
+	for {
+		var id TopicID
+		if _, err := rand.Read(id[:]); err != nil {
+			panic(err) // crypto/rand does not fail on supported platforms
+		}
+		id[6] = id[6]&0x0f | 0x40
+		id[8] = id[8]&0x3f | 0x80
+		if id.IsZero() || id == metadataTopicID || id.String()[0] == '-' {
+			continue
+		}
+		return id
+	}
+}
+
+// state is what the file holds.
+type state struct {
+	Version        int                          `json:"version"`
+	NodeID         int32                        `json:"nodeId"`
+	Topics         []Topic                      `json:"topics"`
+	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	NextProducerID int64                        `json:"nextProducerId"`
+}
+
+// Store is the durable cluster metadata of one node. See the package doc.
+type Store struct {
+	opts Options
+	log  *slog.Logger
+	path string
+
+	notifyMu sync.Mutex // serializes listener calls; taken before mu
+
+	mu      sync.Mutex
+	closed  bool
+	topics  map[string]*Topic
+	byID    map[TopicID]string
+	brokers map[string]map[string]string
+	nextPID int64
+	pending []Change // durable, not yet delivered to listeners
+
+	lmu       sync.Mutex
+	listeners []listener
+	nextLID   int
+}
+
+type listener struct {
+	id int
+	fn func(Change)
+}
+
+// Open loads the store from opts.Dir, creating the directory if needed.
+func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("metadata: no directory")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	s := &Store{
+		opts:    opts,
+		log:     opts.Logger,
+		path:    filepath.Join(opts.Dir, FileName),
+		topics:  make(map[string]*Topic),
+		byID:    make(map[TopicID]string),
+		brokers: make(map[string]map[string]string),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	_ = os.Remove(s.path + ".tmp") // a write interrupted by a crash
+	b, err := os.ReadFile(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("metadata: reading %s: %w", s.path, err)
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("metadata: %s is corrupt: %v", s.path, err)
+	}
+	if st.Version != fileVersion {
+		return nil, fmt.Errorf("metadata: %s has version %d, expected %d", s.path, st.Version, fileVersion)
+	}
+	if st.NodeID != opts.NodeID {
+		return nil, fmt.Errorf("metadata: %s was written by node %d, but this is node %d", s.path, st.NodeID, opts.NodeID)
+	}
+	for i := range st.Topics {
+		t := st.Topics[i]
+		if t.Name == "" || t.ID.IsZero() || s.topics[t.Name] != nil || s.byID[t.ID] != "" {
+			return nil, fmt.Errorf("metadata: %s is corrupt: bad or duplicate topic %q (%s)", s.path, t.Name, t.ID)
+		}
+		if t.Configs == nil {
+			t.Configs = map[string]string{}
+		}
+		s.topics[t.Name] = &t
+		s.byID[t.ID] = t.Name
+	}
+	for r, c := range st.BrokerConfigs {
+		s.brokers[r] = c
+	}
+	s.nextPID = st.NextProducerID
+	return s, nil
+}
+
+// Close closes the store; later changes fail. Idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Dir returns the directory of the store.
+func (s *Store) Dir() string { return s.opts.Dir }
+
+func copyTopic(t *Topic) Topic {
+	c := *t
+	c.Partitions = make([]Partition, len(t.Partitions))
+	for i, p := range t.Partitions {
+		p.Replicas = slices.Clone(p.Replicas)
+		p.ISR = slices.Clone(p.ISR)
+		c.Partitions[i] = p
+	}
+	c.Configs = maps.Clone(t.Configs)
+	if c.Configs == nil {
+		c.Configs = map[string]string{}
+	}
+	return c
+}
+
+// Topics returns every topic, sorted by name.
+func (s *Store) Topics() []Topic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, copyTopic(t))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Topic returns a topic by name.
+func (s *Store) Topic(name string) (Topic, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.topics[name]
+	if t == nil {
+		return Topic{}, false
+	}
+	return copyTopic(t), true
+}
+
+// TopicByID returns a topic by ID.
+func (s *Store) TopicByID(id TopicID) (Topic, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.topics[s.byID[id]]
+	if t == nil {
+		return Topic{}, false
+	}
+	return copyTopic(t), true
+}
+
+// errorf returns an error wrapping a kerr sentinel whose text is the
+// message (for the client's error_message).
+func errorf(code *kerr.Error, format string, args ...any) error {
+	return &codeError{code, fmt.Sprintf(format, args...)}
+}
+
+type codeError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *codeError) Error() string { return e.msg }
+func (e *codeError) Unwrap() error { return e.code }
+
+var errClosed = errors.New("metadata: store is closed")
+
+// partitionsFor builds partitions first..first+n-1 from an assignment (nil:
+// every partition on this node only).
+func (s *Store) partitionsFor(first, n int32, assignment [][]int32, rf int) ([]Partition, error) {
+	if assignment != nil && int32(len(assignment)) != n {
+		return nil, errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d partition(s), but %d assignment(s) were specified.", n, len(assignment))
+	}
+	parts := make([]Partition, n)
+	for i := range parts {
+		replicas := []int32{s.opts.NodeID}
+		if assignment != nil {
+			replicas = slices.Clone(assignment[i])
+			if len(replicas) == 0 {
+				return nil, errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+			}
+			sorted := slices.Sorted(slices.Values(replicas))
+			if len(slices.Compact(sorted)) != len(replicas) {
+				return nil, errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment for partition %d includes a broker more than once.", first+int32(i))
+			}
+			if rf > 0 && len(replicas) != rf {
+				return nil, errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+			}
+			rf = len(replicas)
+		}
+		leader := replicas[0]
+		if slices.Contains(replicas, s.opts.NodeID) {
+			leader = s.opts.NodeID
+		}
+		parts[i] = Partition{Index: first + int32(i), Leader: leader, Replicas: replicas, ISR: slices.Clone(replicas)}
+	}
+	return parts, nil
+}
+
+// CreateTopic creates a topic with a new random ID. assignment, if not
+// nil, gives each partition's replicas (len(assignment) == partitions);
+// nil places every partition on this node. The leader is this node (or the
+// first replica), the leader epoch 0, the ISR all replicas. Names are
+// validated by the caller (kapi); the store checks existence and counts.
+func (s *Store) CreateTopic(name string, partitions int32, assignment [][]int32, configs map[string]string, internal bool) (Topic, error) {
+	if name == "" {
+		return Topic{}, errorf(kerr.InvalidTopicException, "Topic name is illegal, it can't be empty")
+	}
+	if partitions <= 0 {
+		return Topic{}, errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+	}
+	parts, err := s.partitionsFor(0, partitions, assignment, 0)
+	if err != nil {
+		return Topic{}, err
+	}
+	return s.mutate(func() (Change, error) {
+		if s.topics[name] != nil {
+			return Change{}, errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
+		}
+		id := newTopicID()
+		for s.byID[id] != "" {
+			id = newTopicID()
+		}
+		t := &Topic{Name: name, ID: id, Internal: internal, Partitions: parts, Configs: maps.Clone(configs)}
+		if t.Configs == nil {
+			t.Configs = map[string]string{}
+		}
+		s.topics[name] = t
+		s.byID[id] = name
+		return Change{Kind: TopicCreated, Topic: copyTopic(t)}, nil
+	}, func(c Change) {
+		delete(s.topics, name)
+		delete(s.byID, c.Topic.ID)
+	})
+}
+
+// DeleteTopic deletes a topic and returns it as it was.
+func (s *Store) DeleteTopic(name string) (Topic, error) {
+	var old *Topic
+	return s.mutate(func() (Change, error) {
+		old = s.topics[name]
+		if old == nil {
+			return Change{}, errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+		}
+		delete(s.topics, name)
+		delete(s.byID, old.ID)
+		return Change{Kind: TopicDeleted, Topic: copyTopic(old)}, nil
+	}, func(Change) {
+		s.topics[name] = old
+		s.byID[old.ID] = name
+	})
+}
+
+// CreatePartitions grows a topic to total partitions. assignment, if not
+// nil, gives the replicas of each new partition (total - current of them).
+func (s *Store) CreatePartitions(name string, total int32, assignment [][]int32) (Topic, error) {
+	var t *Topic
+	var before []Partition
+	return s.mutate(func() (Change, error) {
+		t = s.topics[name]
+		if t == nil {
+			return Change{}, errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+		}
+		cur := int32(len(t.Partitions))
+		switch {
+		case total == cur:
+			return Change{}, errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
+		case total < cur:
+			return Change{}, errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, cur, total)
+		}
+		rf := 0
+		if cur > 0 {
+			rf = len(t.Partitions[0].Replicas)
+		}
+		parts, err := s.partitionsFor(cur, total-cur, assignment, rf)
+		if err != nil {
+			return Change{}, err
+		}
+		before = t.Partitions
+		t.Partitions = append(slices.Clip(t.Partitions), parts...)
+		return Change{Kind: PartitionsCreated, Topic: copyTopic(t), NewPartitions: total - cur}, nil
+	}, func(Change) { t.Partitions = before })
+}
+
+// AlterTopicConfigs replaces a topic's config overrides.
+func (s *Store) AlterTopicConfigs(name string, configs map[string]string) (Topic, error) {
+	var t *Topic
+	var before map[string]string
+	return s.mutate(func() (Change, error) {
+		t = s.topics[name]
+		if t == nil {
+			return Change{}, errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+		}
+		before = t.Configs
+		t.Configs = maps.Clone(configs)
+		if t.Configs == nil {
+			t.Configs = map[string]string{}
+		}
+		return Change{Kind: TopicConfigChanged, Topic: copyTopic(t), ConfigNames: changedNames(before, t.Configs)}, nil
+	}, func(Change) { t.Configs = before })
+}
+
+// BrokerConfigs returns the dynamic configs of a broker resource ("" for
+// the cluster default, or a node id).
+func (s *Store) BrokerConfigs(resource string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := maps.Clone(s.brokers[resource])
+	if c == nil {
+		c = map[string]string{}
+	}
+	return c
+}
+
+// BrokerConfigResources returns the broker resources that have dynamic
+// configs, sorted ("" first), for the broker to install at start-up.
+func (s *Store) BrokerConfigResources() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.brokers))
+	for r := range s.brokers {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AlterBrokerConfigs replaces the dynamic configs of a broker resource; an
+// empty set removes the resource. The caller validates the configs.
+func (s *Store) AlterBrokerConfigs(resource string, configs map[string]string) error {
+	var before map[string]string
+	var had bool
+	_, err := s.mutate(func() (Change, error) {
+		before, had = s.brokers[resource]
+		if len(configs) == 0 {
+			delete(s.brokers, resource)
+		} else {
+			s.brokers[resource] = maps.Clone(configs)
+		}
+		return Change{Kind: BrokerConfigChanged, BrokerResource: resource, ConfigNames: changedNames(before, configs)}, nil
+	}, func(Change) {
+		if had {
+			s.brokers[resource] = before
+		} else {
+			delete(s.brokers, resource)
+		}
+	})
+	return err
+}
+
+// AllocateProducerIDs reserves n producer ids and returns the first, as
+// Kafka's controller hands out ProducerIdsRecord blocks. The counter is
+// durable: ids are never handed out twice, even across restarts.
+func (s *Store) AllocateProducerIDs(n int) (int64, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("metadata: cannot allocate %d producer ids", n)
+	}
+	var first int64
+	_, err := s.mutate(func() (Change, error) {
+		first = s.nextPID
+		if first > 1<<63-1-int64(n) {
+			return Change{}, errorf(kerr.UnknownServerError, "producer ids exhausted")
+		}
+		s.nextPID += int64(n)
+		return Change{}, nil // nothing for listeners
+	}, func(Change) { s.nextPID = first })
+	return first, err
+}
+
+// Subscribe registers a listener called with every change, after it is
+// durable, in order, outside the store's lock. It must not change the
+// store. The returned function unsubscribes.
+func (s *Store) Subscribe(fn func(Change)) (unsubscribe func()) {
+	s.lmu.Lock()
+	id := s.nextLID
+	s.nextLID++
+	s.listeners = append(s.listeners, listener{id, fn})
+	s.lmu.Unlock()
+	return func() {
+		s.lmu.Lock()
+		s.listeners = slices.DeleteFunc(s.listeners, func(l listener) bool { return l.id == id })
+		s.lmu.Unlock()
+	}
+}
+
+// mutate applies apply under the lock, persists the state, rolls back
+// with undo if the write fails, then delivers the pending changes.
+func (s *Store) mutate(apply func() (Change, error), undo func(Change)) (Topic, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return Topic{}, errClosed
+	}
+	c, err := apply()
+	if err != nil {
+		s.mu.Unlock()
+		return Topic{}, err
+	}
+	if err := s.writeLocked(); err != nil {
+		undo(c)
+		s.mu.Unlock()
+		s.log.Error("writing cluster metadata failed", "file", s.path, "err", err)
+		return Topic{}, errorf(kerr.KafkaStorageError, "writing cluster metadata: %v", err)
+	}
+	if c.Kind != 0 {
+		s.pending = append(s.pending, c)
+	}
+	s.mu.Unlock()
+	s.deliver()
+	return c.Topic, nil
+}
+
+// deliver calls the listeners with every pending change, in order. The
+// goroutine holding notifyMu delivers for everyone, so when any mutate
+// returns, its change (and every earlier one) has been delivered.
+func (s *Store) deliver() {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	for {
+		s.mu.Lock()
+		pending := s.pending
+		s.pending = nil
+		s.mu.Unlock()
+		if len(pending) == 0 {
+			return
+		}
+		s.lmu.Lock()
+		ls := slices.Clone(s.listeners)
+		s.lmu.Unlock()
+		for _, c := range pending {
+			for _, l := range ls {
+				l.fn(c)
+			}
+		}
+	}
+}
+
+// writeLocked persists the state atomically: tmp file, fsync, rename,
+// fsync of the directory.
+func (s *Store) writeLocked() error {
+	st := state{Version: fileVersion, NodeID: s.opts.NodeID, NextProducerID: s.nextPID, Topics: make([]Topic, 0, len(s.topics))}
+	for _, t := range s.topics {
+		st.Topics = append(st.Topics, *t)
+	}
+	sort.Slice(st.Topics, func(i, j int) bool { return st.Topics[i].Name < st.Topics[j].Name })
+	if len(s.brokers) > 0 {
+		st.BrokerConfigs = s.brokers
+	}
+	b, err := json.MarshalIndent(&st, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	tmp := s.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	d, err := os.Open(s.opts.Dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// changedNames lists the keys added, removed or changed, sorted.
+func changedNames(before, after map[string]string) []string {
+	var names []string
+	for k, v := range after {
+		if old, ok := before[k]; !ok || old != v {
+			names = append(names, k)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
