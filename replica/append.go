@@ -1,0 +1,149 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/purgatory"
+)
+
+// ProduceEntry is one partition's records in a produce request.
+type ProduceEntry struct {
+	TopicPartition
+	Records []byte
+}
+
+// ProduceResult is one partition's outcome.
+type ProduceResult struct {
+	TopicPartition
+	Err            error
+	BaseOffset     int64
+	LogAppendTime  int64
+	LogStartOffset int64
+}
+
+// AppendRecords appends each entry to its partition's log, as the leader,
+// and calls done with the results (Kafka's appendRecords). With acks=-1
+// (all) done waits in the produce purgatory until the high watermark
+// reaches each partition's last appended offset or the timeout passes
+// (REQUEST_TIMED_OUT); with acks 0 or 1, done is called before returning.
+// Acks other than -1, 0 and 1 are INVALID_REQUIRED_ACKS for every
+// partition.
+func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []ProduceEntry, done func([]ProduceResult)) {
+	results := make([]ProduceResult, len(entries))
+	if acks != -1 && acks != 0 && acks != 1 {
+		for i, e := range entries {
+			results[i] = ProduceResult{TopicPartition: e.TopicPartition, Err: kerr.InvalidRequiredAcks, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+		}
+		done(results)
+		return
+	}
+	required := make([]int64, len(entries)) // offset the HW must reach; -1 if nothing to wait for
+	anyWait := false
+	for i, e := range entries {
+		results[i], required[i] = m.appendToLocalLog(e)
+		if acks == -1 && required[i] >= 0 {
+			anyWait = true
+		}
+	}
+	// New data: waiting fetches may now complete. Never under a
+	// partition lock (the log released its own before returning).
+	for i, e := range entries {
+		if results[i].Err == nil {
+			m.fetchP.CheckAndComplete(e.TopicPartition)
+		}
+	}
+	if !anyWait {
+		done(results)
+		return
+	}
+	op := purgatory.NewDelayedProduce(timeout, len(entries), func(i int) (bool, error) {
+		if required[i] < 0 {
+			return true, nil
+		}
+		p := m.Partition(entries[i].TopicPartition)
+		if p == nil {
+			return true, kerr.UnknownTopicOrPartition
+		}
+		return p.Log.HighWatermark() >= required[i], nil
+	}, func(errs []error) {
+		for i := range results {
+			if required[i] >= 0 && errs[i] != nil {
+				results[i].Err = errs[i]
+			}
+		}
+		done(results)
+	})
+	keys := make([]TopicPartition, 0, len(entries))
+	for i, e := range entries {
+		if required[i] >= 0 {
+			keys = append(keys, e.TopicPartition)
+		}
+	}
+	m.produceP.TryCompleteElseWatch(op, keys)
+}
+
+func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
+	res := ProduceResult{TopicPartition: e.TopicPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+	if isInternal(e.Topic) {
+		// Clients may not write to internal topics (Kafka:
+		// INVALID_TOPIC_EXCEPTION via the internal-topic check in
+		// appendToLocalLog).
+		res.Err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, e.Topic)
+		return res, -1
+	}
+	p, err := m.getPartition(e.TopicPartition)
+	if err != nil {
+		res.Err = err
+		return res, -1
+	}
+	info, err := p.Log.Append(e.Records, p.LeaderEpoch)
+	if err != nil {
+		res.Err = err
+		res.LogStartOffset = p.Log.LogStartOffset()
+		m.metrics.failedProduce(e.Topic)
+		if !isExpectedAppendError(err) {
+			m.log.Error("append failed", "topic", e.Topic, "partition", e.Partition, "err", err)
+		}
+		return res, -1
+	}
+	if !info.Duplicate {
+		p.appended.Add(int64(info.ValidBytes))
+		m.metrics.appended(e.Topic, info.ValidBytes, info.NumRecords)
+	}
+	// One node: the ISR is the leader alone, so the high watermark is the
+	// log end right after the append.
+	p.Log.UpdateHighWatermark(p.Log.LogEndOffset())
+	m.produceP.CheckAndComplete(e.TopicPartition)
+	res.BaseOffset = info.FirstOffset
+	res.LogAppendTime = info.LogAppendTime
+	res.LogStartOffset = info.LogStartOffset
+	return res, info.LastOffset + 1
+}
+
+// isExpectedAppendError reports errors that are the producer's fault and
+// so not worth an error line in the broker log.
+func isExpectedAppendError(err error) bool {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke {
+	case kerr.CorruptMessage, kerr.InvalidRecord, kerr.MessageTooLarge, kerr.RecordListTooLarge,
+		kerr.InvalidTimestamp, kerr.OutOfOrderSequenceNumber, kerr.InvalidProducerEpoch,
+		kerr.DuplicateSequenceNumber, kerr.UnsupportedForMessageFormat, kerr.InvalidProducerIDMapping,
+		kerr.UnsupportedCompressionType, kerr.UnsupportedVersion:
+		return true
+	}
+	return false
+}
+
+func isInternal(topic string) bool {
+	return topic == "__consumer_offsets" || topic == "__transaction_state"
+}
+
+var _ = log.LogOverhead

@@ -1,0 +1,195 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/purgatory"
+)
+
+// FetchParams are a fetch request's request-wide settings.
+type FetchParams struct {
+	ReplicaID int32         // -1 for consumers
+	MaxWait   time.Duration // fetch.max.wait.ms
+	MinBytes  int32         // fetch.min.bytes
+	MaxBytes  int32         // response limit (fetch.max.bytes), already capped by the broker's
+	// ReadCommitted: isolation level read_committed (reads stop at the
+	// last stable offset; equal to the high watermark until transactions
+	// exist).
+	ReadCommitted bool
+}
+
+// FetchPartition is one partition of a fetch.
+type FetchPartition struct {
+	TopicPartition
+	FetchOffset        int64
+	MaxBytes           int32
+	CurrentLeaderEpoch int32
+}
+
+// FetchResult is one partition's outcome. Records are whole batches, in a
+// file slice that is sent to the socket without copying.
+type FetchResult struct {
+	TopicPartition
+	Err              error
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Records          log.FileSlice
+}
+
+// FetchMessages reads every partition and calls done with the results
+// (Kafka's fetchMessages). If fewer than MinBytes are available and
+// MaxWait is positive, it waits in the fetch purgatory until enough data
+// arrives or MaxWait passes, then reads again. done may run on another
+// goroutine.
+func (m *Manager) FetchMessages(params FetchParams, parts []FetchPartition, done func([]FetchResult)) {
+	results, bytes, anyErr := m.readFromLocalLog(params, parts)
+	if params.MaxWait <= 0 || len(parts) == 0 || bytes >= int64(params.MinBytes) || anyErr {
+		done(results)
+		return
+	}
+	// Not enough yet: wait for appends. Track how many bytes each
+	// partition had appended when we read, and complete once the sum of
+	// what arrived since reaches MinBytes.
+	watched := make([]*Partition, len(parts))
+	start := make([]int64, len(parts))
+	keys := make([]TopicPartition, len(parts))
+	for i, fp := range parts {
+		keys[i] = fp.TopicPartition
+		if p := m.Partition(fp.TopicPartition); p != nil {
+			watched[i] = p
+			start[i] = p.appended.Load()
+		}
+	}
+	op := purgatory.NewDelayedFetch(params.MaxWait, func() bool {
+		var arrived int64
+		for i, p := range watched {
+			cur := m.Partition(keys[i])
+			if cur != p {
+				return true // partition deleted or re-created: answer now
+			}
+			if p != nil {
+				arrived += p.appended.Load() - start[i]
+			}
+		}
+		return arrived >= int64(params.MinBytes)
+	}, func() {
+		results, _, _ := m.readFromLocalLog(params, parts)
+		done(results)
+	})
+	m.fetchP.TryCompleteElseWatch(op, keys)
+}
+
+// readFromLocalLog reads each partition in order, within the response
+// limit. The first partition that has data gets its first batch whole
+// even when it is larger than the limits (KIP-74), so a consumer always
+// makes progress.
+func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) ([]FetchResult, int64, bool) {
+	results := make([]FetchResult, len(parts))
+	remaining := int64(params.MaxBytes)
+	var total int64
+	anyErr := false
+	for i, fp := range parts {
+		r := &results[i]
+		r.TopicPartition = fp.TopicPartition
+		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
+		p, err := m.getPartition(fp.TopicPartition)
+		if err == nil {
+			err = checkLeaderEpoch(p, fp.CurrentLeaderEpoch)
+		}
+		if err != nil {
+			r.Err = err
+			anyErr = true
+			continue
+		}
+		l := p.Log
+		hw := l.HighWatermark()
+		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, hw, l.LogStartOffset()
+		limit := int64(fp.MaxBytes)
+		if limit > remaining {
+			limit = remaining
+		}
+		if limit < 0 {
+			limit = 0
+		}
+		maxOffset := hw
+		if params.ReplicaID >= 0 {
+			maxOffset = l.LogEndOffset() // followers read to the log end
+		}
+		data, err := l.Read(fp.FetchOffset, int32(limit), maxOffset, total == 0)
+		if err != nil {
+			if !errors.Is(err, kerr.OffsetOutOfRange) {
+				m.log.Error("read failed", "topic", fp.Topic, "partition", fp.Partition, "offset", fp.FetchOffset, "err", err)
+			}
+			r.Err = err
+			anyErr = true
+			continue
+		}
+		r.Records = data.Records
+		total += data.Records.Size
+		remaining -= data.Records.Size
+		if data.Records.Size > 0 {
+			m.metrics.fetched(fp.Topic, data.Records.Size)
+		}
+	}
+	return results, total, anyErr
+}
+
+// ListOffset answers one partition of ListOffsets: the offset for a
+// timestamp, or one of the special timestamps (-1 latest, -2 earliest,
+// -3 max timestamp, -4 earliest local, -5 latest tiered). Consumers see
+// "latest" as the high watermark (or the last stable offset for
+// read_committed).
+func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int64, isolation int8, replicaID int32) (log.TimestampOffset, error) {
+	p, err := m.getPartition(tp)
+	if err != nil {
+		return log.TimestampOffset{}, err
+	}
+	if err := checkLeaderEpoch(p, currentLeaderEpoch); err != nil {
+		return log.TimestampOffset{}, err
+	}
+	l := p.Log
+	switch ts {
+	case -1: // latest
+		off := l.LogEndOffset()
+		if replicaID < 0 {
+			off = l.HighWatermark()
+		}
+		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: p.LeaderEpoch}, nil
+	case -5: // latest tiered: no tiered storage yet, so none (Kafka: -1)
+		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
+	}
+	to, ok, err := l.FetchOffsetByTimestamp(ts)
+	if err != nil {
+		return log.TimestampOffset{}, err
+	}
+	if !ok {
+		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
+	}
+	// A consumer never sees an offset past the high watermark.
+	if replicaID < 0 && ts >= 0 && to.Offset >= l.HighWatermark() {
+		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
+	}
+	return to, nil
+}
+
+// DeleteRecords moves a partition's log start offset up to offset (-1:
+// the high watermark) and returns the new low watermark.
+func (m *Manager) DeleteRecords(tp TopicPartition, offset int64) (int64, error) {
+	p, err := m.getPartition(tp)
+	if err != nil {
+		return -1, err
+	}
+	if offset == -1 {
+		offset = p.Log.HighWatermark()
+	}
+	if offset < 0 || offset > p.Log.HighWatermark() {
+		return -1, fmt.Errorf("%w: cannot delete records before %d: the high watermark is %d", kerr.OffsetOutOfRange, offset, p.Log.HighWatermark())
+	}
+	return p.Log.DeleteRecordsBefore(offset)
+}

@@ -1,0 +1,75 @@
+package replica
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// BrokerTopicMetrics are Kafka's BrokerTopicMetrics, named as the usual
+// JMX exporter names them. The all-topics value is the sum over the topic
+// label.
+type BrokerTopicMetrics struct {
+	reg            prometheus.Registerer
+	bytesIn        *prometheus.CounterVec
+	bytesOut       *prometheus.CounterVec
+	messagesIn     *prometheus.CounterVec
+	failedProduces *prometheus.CounterVec
+}
+
+func newBrokerTopicMetrics(reg prometheus.Registerer) *BrokerTopicMetrics {
+	m := &BrokerTopicMetrics{
+		reg: reg,
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_bytesin_total",
+			Help: "Bytes appended to the log by producers, per topic.",
+		}, []string{"topic"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_bytesout_total",
+			Help: "Bytes sent to consumers, per topic.",
+		}, []string{"topic"}),
+		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_messagesin_total",
+			Help: "Records appended to the log by producers, per topic.",
+		}, []string{"topic"}),
+		failedProduces: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_failedproducerequests_total",
+			Help: "Produce partitions that failed, per topic.",
+		}, []string{"topic"}),
+	}
+	if reg != nil {
+		for _, c := range m.collectors() {
+			reg.MustRegister(c)
+		}
+	}
+	return m
+}
+
+func (m *BrokerTopicMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.bytesIn, m.bytesOut, m.messagesIn, m.failedProduces}
+}
+
+func (m *BrokerTopicMetrics) unregister() {
+	if m.reg != nil {
+		for _, c := range m.collectors() {
+			m.reg.Unregister(c)
+		}
+	}
+}
+
+func (m *BrokerTopicMetrics) appended(topic string, bytes, records int) {
+	m.bytesIn.WithLabelValues(topic).Add(float64(bytes))
+	m.messagesIn.WithLabelValues(topic).Add(float64(records))
+}
+
+func (m *BrokerTopicMetrics) fetched(topic string, bytes int64) {
+	m.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+}
+
+func (m *BrokerTopicMetrics) failedProduce(topic string) {
+	m.failedProduces.WithLabelValues(topic).Inc()
+}
+
+func (m *BrokerTopicMetrics) deleteTopic(topic string) {
+	for _, c := range []*prometheus.CounterVec{m.bytesIn, m.bytesOut, m.messagesIn, m.failedProduces} {
+		c.DeleteLabelValues(topic)
+	}
+}
