@@ -1,0 +1,133 @@
+package kapi
+
+// Produce, versions 3 to 13.
+//
+//   - v3: transactional_id; record batches must be magic v2 (older
+//     versions carried magic 0/1 message sets and are not served, as in
+//     Kafka 4.0, KIP-896).
+//   - v5: the response adds log_start_offset.
+//   - v8: the response adds per-record errors and an error message.
+//   - v9: flexible versions (KIP-482).
+//   - v10: the response may carry the current leader (KIP-951).
+//   - v11: no change on the wire (KIP-890 part 1 client support).
+//   - v12: no change on the wire (KIP-890 part 2).
+//   - v13: topics are named by topic ID instead of name (KIP-516).
+//
+// acks=0 gets no response; if any partition failed, the connection is
+// closed instead, as Kafka does, so the producer learns something is wrong.
+// A missing topic is auto-created when auto.create.topics.enable is set.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/metadata"
+	"github.com/moldau/moldau/replica"
+)
+
+func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	type slot struct{ t, p int } // where a result goes in resp
+	var entries []replica.ProduceEntry
+	var slots []slot
+	anyErr := false
+
+	for ti, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		topic, err := h.produceTopic(req.Version, rt)
+		if err == nil {
+			st.Topic = topic.Name
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			perr := err
+			if perr == nil && (rp.Partition < 0 || int(rp.Partition) >= len(topic.Partitions)) {
+				perr = kerr.UnknownTopicOrPartition
+			}
+			if perr != nil {
+				sp.ErrorCode = ErrorCode(perr)
+				anyErr = true
+			} else {
+				entries = append(entries, replica.ProduceEntry{
+					TopicPartition: replica.TopicPartition{Topic: topic.Name, Partition: rp.Partition},
+					Records:        rp.Records,
+				})
+				slots = append(slots, slot{ti, len(st.Partitions)})
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+
+	finish := func(results []replica.ProduceResult) {
+		for i, r := range results {
+			sp := &resp.Topics[slots[i].t].Partitions[slots[i].p]
+			sp.ErrorCode = ErrorCode(r.Err)
+			if r.Err != nil {
+				anyErr = true
+				if req.Version >= 8 {
+					sp.ErrorMessage = ErrorMessage(r.Err)
+				}
+				if sp.ErrorCode == kerr.UnknownServerError.Code {
+					h.log.Error("produce failed", "topic", r.Topic, "partition", r.Partition, "err", r.Err)
+				}
+			}
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
+		}
+		if req.Acks == 0 {
+			if anyErr {
+				rc.closeAfter = "acks=0 produce failed for at least one partition"
+			}
+			rc.finish(nil)
+			return
+		}
+		rc.finish(resp)
+	}
+	if len(entries) == 0 {
+		finish(nil)
+		return
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	h.cfg.Replicas.AppendRecords(timeout, req.Acks, entries, finish)
+}
+
+// produceTopic resolves a produce request's topic by name (v3-12) or ID
+// (v13+), auto-creating a missing named topic when allowed.
+func (h *Handler) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (metadata.Topic, error) {
+	if version >= 13 {
+		t, ok := h.cfg.Metadata.TopicByID(rt.TopicID)
+		if !ok {
+			return t, kerr.UnknownTopicID
+		}
+		return t, nil
+	}
+	if t, ok := h.cfg.Metadata.Topic(rt.Topic); ok {
+		return t, nil
+	}
+	if !h.cfg.Broker.AutoCreateTopicsEnable || isKafkaInternalTopic(rt.Topic) {
+		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+	}
+	t, err := h.createTopic(rt.Topic, -1, -1, nil, nil, false)
+	if errors.Is(err, kerr.TopicAlreadyExists) { // raced with another creator
+		if t, ok := h.cfg.Metadata.Topic(rt.Topic); ok {
+			return t, nil
+		}
+	}
+	if err != nil {
+		if ErrorCode(err) == kerr.InvalidTopicException.Code {
+			return t, err
+		}
+		return t, fmt.Errorf("%w: auto-creating %q: %v", kerr.UnknownTopicOrPartition, rt.Topic, err)
+	}
+	h.log.Info("auto-created topic on produce", "topic", rt.Topic, "partitions", len(t.Partitions))
+	return t, nil
+}

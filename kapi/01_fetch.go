@@ -1,0 +1,282 @@
+package kapi
+
+// Fetch, versions 4 to 18.
+//
+//   - v4: isolation_level; the response adds last_stable_offset and
+//     aborted transactions. (v0-3 carried magic 0/1 message sets and are
+//     not served, as in Kafka 4.0, KIP-896.)
+//   - v5: log_start_offset in request and response.
+//   - v7: fetch sessions: session_id, session_epoch, forgotten topics
+//     (KIP-227); the response adds a top-level error_code and session_id.
+//   - v9: current_leader_epoch per partition (KIP-320).
+//   - v11: rack_id; the response adds preferred_read_replica (KIP-392).
+//   - v12: flexible versions; last_fetched_epoch; diverging epoch and
+//     snapshot id (KIP-595).
+//   - v13: topics named by topic ID (KIP-516); unknown ID is UNKNOWN_TOPIC_ID.
+//   - v14: no change on the wire.
+//   - v15: replica_id moves into the replica_state tag (KIP-903).
+//   - v16: the response may carry node endpoints (KIP-951).
+//   - v17: replica directory ID (KIP-853); v18: high watermark tag
+//     (KIP-1166).
+//
+// Record bytes are never copied: each partition's batches are a slice of a
+// segment file, spliced into the response and sent with sendfile (see
+// encodeWithRegions).
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/replica"
+)
+
+// fetchItem is one partition to fetch, with where its answer goes.
+type fetchItem struct {
+	key  sessionKey
+	part replica.FetchPartition
+	err  error // resolution error (unknown topic ID): not fetched
+	sp   *sessionPartition
+}
+
+func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
+	req := kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	maxBytes := req.MaxBytes
+	if limit := h.cfg.Broker.FetchMaxBytes; maxBytes <= 0 || maxBytes > limit {
+		maxBytes = limit
+	}
+	params := replica.FetchParams{
+		ReplicaID:     replicaID,
+		MaxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
+		MinBytes:      req.MinBytes,
+		MaxBytes:      maxBytes,
+		ReadCommitted: req.IsolationLevel == 1,
+	}
+	useIDs := req.Version >= 13
+
+	// Sessions (KIP-227).
+	var sess *fetchSession
+	incremental := false
+	switch {
+	case req.Version < 7:
+	case req.SessionEpoch == finalSessionEpoch:
+		if req.SessionID != 0 {
+			h.sessions.remove(req.SessionID)
+		}
+	case req.SessionEpoch == initialSessionEpoch:
+		if req.SessionID != 0 {
+			h.sessions.remove(req.SessionID)
+		}
+		sess = h.sessions.create()
+	default:
+		s, err := h.sessions.get(req.SessionID, req.SessionEpoch)
+		if err != nil {
+			resp.ErrorCode = ErrorCode(err)
+			rc.finish(resp)
+			return
+		}
+		sess, incremental = s, true
+	}
+
+	var items []fetchItem
+	if sess != nil {
+		sess.mu.Lock()
+		for _, rt := range req.Topics {
+			name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
+			for _, rp := range rt.Partitions {
+				k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
+				if !useIDs {
+					k.id = [16]byte{}
+				}
+				if terr != nil {
+					// Not kept in the session: answered with the
+					// error this once.
+					items = append(items, fetchItem{key: k, err: terr})
+					continue
+				}
+				sess.upsert(sessionPartition{key: k, fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch, logStartOffset: rp.LogStartOffset})
+			}
+		}
+		for _, ft := range req.ForgottenTopics {
+			name, _ := h.fetchTopicName(useIDs, ft.Topic, ft.TopicID)
+			for _, p := range ft.Partitions {
+				k := sessionKey{topic: name, partition: p}
+				if useIDs {
+					k.id = ft.TopicID
+				}
+				sess.forget(k)
+			}
+		}
+		for _, sp := range sess.parts {
+			items = append(items, fetchItem{key: sp.key, sp: sp, part: replica.FetchPartition{
+				TopicPartition:     replica.TopicPartition{Topic: sp.key.topic, Partition: sp.key.partition},
+				FetchOffset:        sp.fetchOffset,
+				MaxBytes:           sp.maxBytes,
+				CurrentLeaderEpoch: sp.currentLeaderEpoch,
+			}})
+		}
+		sess.epoch++
+		resp.SessionID = sess.id
+		sess.mu.Unlock()
+	} else {
+		for _, rt := range req.Topics {
+			name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
+			for _, rp := range rt.Partitions {
+				k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
+				items = append(items, fetchItem{key: k, err: terr, part: replica.FetchPartition{
+					TopicPartition:     replica.TopicPartition{Topic: name, Partition: rp.Partition},
+					FetchOffset:        rp.FetchOffset,
+					MaxBytes:           rp.PartitionMaxBytes,
+					CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+				}})
+			}
+		}
+	}
+
+	var parts []replica.FetchPartition
+	var idx []int // parts[i] answers items[idx[i]]
+	for i, it := range items {
+		if it.err == nil {
+			parts = append(parts, it.part)
+			idx = append(idx, i)
+		}
+	}
+
+	h.cfg.Replicas.FetchMessages(params, parts, func(results []replica.FetchResult) {
+		byItem := make([]*replica.FetchResult, len(items))
+		for i := range results {
+			byItem[idx[i]] = &results[i]
+		}
+		var slices []log.FileSlice
+		var sent map[sessionKey]bool
+		if sess != nil {
+			sess.mu.Lock()
+			defer sess.mu.Unlock()
+			sent = make(map[sessionKey]bool)
+		}
+		var cur *kmsg.FetchResponseTopic
+		for i, it := range items {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = it.key.partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			sp.PreferredReadReplica = -1
+			var size int64
+			if r := byItem[i]; r != nil {
+				sp.ErrorCode = ErrorCode(r.Err)
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+				if r.Err == nil && r.Records.Size > 0 {
+					size = r.Records.Size
+					sp.RecordBatches = regionMarker(len(slices))
+					slices = append(slices, r.Records)
+				}
+			} else {
+				sp.ErrorCode = ErrorCode(it.err)
+			}
+			if sp.RecordBatches == nil {
+				sp.RecordBatches = []byte{}
+			}
+			if c := it.sp; c != nil {
+				changed := size > 0 || sp.ErrorCode != 0 || c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
+				c.hw, c.lso, c.lstart = sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset
+				if size > 0 {
+					sent[c.key] = true
+				}
+				if incremental && !changed {
+					continue
+				}
+			}
+			if cur == nil || cur.Topic != it.key.topic || cur.TopicID != it.key.id {
+				t := kmsg.NewFetchResponseTopic()
+				t.Topic, t.TopicID = it.key.topic, it.key.id
+				resp.Topics = append(resp.Topics, t)
+				cur = &resp.Topics[len(resp.Topics)-1]
+			}
+			cur.Partitions = append(cur.Partitions, sp)
+		}
+		if sess != nil {
+			sess.rotate(sent)
+		}
+		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
+	})
+}
+
+// fetchTopicName resolves a fetch's topic: by ID from v13, else by name.
+func (h *Handler) fetchTopicName(useIDs bool, name string, id [16]byte) (string, error) {
+	if !useIDs {
+		return name, nil
+	}
+	t, ok := h.cfg.Metadata.TopicByID(id)
+	if !ok {
+		return "", kerr.UnknownTopicID
+	}
+	return t.Name, nil
+}
+
+// Zero-copy encoding. kmsg encodes the response with a 16-byte marker in
+// place of each partition's records; encodeWithRegions then finds the
+// markers in order (they sit among a few hundred bytes of headers), fixes
+// each length prefix for the real size and records where the file bytes go.
+// The marker's first 12 bytes are random per process, so they cannot be
+// produced by a topic name (which is ASCII) and are vanishingly unlikely to
+// occur in a header's integers.
+var markerPrefix = func() [12]byte {
+	var b [12]byte
+	binary.BigEndian.PutUint64(b[:], rand.Uint64()|0x8080808080808080)
+	binary.BigEndian.PutUint32(b[8:], rand.Uint32()|0x80808080)
+	return b
+}()
+
+const markerLen = 16
+
+func regionMarker(i int) []byte {
+	m := make([]byte, markerLen)
+	copy(m, markerPrefix[:])
+	binary.BigEndian.PutUint32(m[12:], uint32(i))
+	return m
+}
+
+func (h *Handler) encodeWithRegions(r *Request, resp kmsg.Response, slices []log.FileSlice) *Response {
+	enc := h.encode(r, resp)
+	if len(slices) == 0 {
+		return enc
+	}
+	buf := enc.Buf
+	flexible := resp.IsFlexible()
+	out := make([]byte, 0, len(buf))
+	regions := make([]FileRegion, 0, len(slices))
+	cursor := 0
+	var total int64
+	for i, s := range slices {
+		m := regionMarker(i)
+		p := bytes.Index(buf[cursor:], m)
+		if p < 0 {
+			panic("kapi: fetch response marker not found")
+		}
+		p += cursor
+		if flexible {
+			// compact bytes: uvarint(len+1); 17 fits in one byte.
+			out = append(out, buf[cursor:p-1]...)
+			out = binary.AppendUvarint(out, uint64(s.Size)+1)
+		} else {
+			out = append(out, buf[cursor:p-4]...)
+			out = binary.BigEndian.AppendUint32(out, uint32(s.Size))
+		}
+		regions = append(regions, FileRegion{At: len(out), File: s.File, Off: s.Pos, Len: s.Size})
+		total += s.Size
+		cursor = p + markerLen
+	}
+	out = append(out, buf[cursor:]...)
+	binary.BigEndian.PutUint32(out, uint32(int64(len(out)-4)+total))
+	return &Response{Buf: out, Regions: regions}
+}

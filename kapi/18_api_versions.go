@@ -1,0 +1,74 @@
+package kapi
+
+// ApiVersions, versions 0 to 5.
+//
+//   - v0: the list of API keys with min and max versions.
+//   - v1: adds throttle_time_ms.
+//   - v3: flexible (KIP-482; the request header is v2, but the response
+//     header stays v0 for every version, so that a client can always read
+//     the answer); the request carries the client software name and
+//     version (KIP-511); the response adds supported and finalized
+//     features (KIP-584).
+//   - v4: no change on the wire; clients use it to know the broker answers
+//     an unknown version with UNSUPPORTED_VERSION and a v0 body.
+//   - v5: no change on the wire (KIP-1102, re-bootstrap).
+//
+// A request for a version above ours is answered with error
+// UNSUPPORTED_VERSION in the v0 format, listing our versions (see Handle).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (h *Handler) handleApiVersions(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if req.Version >= 3 && !validClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	resp.ApiKeys = apiKeys()
+	if req.Version >= 3 {
+		resp.FinalizedFeaturesEpoch = -1
+	}
+	return resp
+}
+
+func (h *Handler) apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = apiKeys()
+	return resp
+}
+
+func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for _, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// validClientSoftware applies Kafka's rule for the KIP-511 fields
+// ([a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?): non-empty, letters, digits,
+// '.' and '-', starting and ending with a letter or digit.
+func validClientSoftware(name, version string) bool {
+	return validSoftwareField(name) && validSoftwareField(version)
+}
+
+func validSoftwareField(s string) bool {
+	if s == "" {
+		return false
+	}
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !alnum(c) && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return alnum(s[0]) && alnum(s[len(s)-1])
+}

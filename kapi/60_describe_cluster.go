@@ -1,0 +1,66 @@
+package kapi
+
+// DescribeCluster, versions 0 to 2.
+//
+//   - v0: include_cluster_authorized_operations; the response has the
+//     brokers, cluster id, controller id and cluster authorized operations
+//     (KIP-700).
+//   - v1: endpoint_type in request and response (KIP-919): 1 brokers,
+//     2 controllers. A broker answers only for brokers: another type is
+//     MISMATCHED_ENDPOINT_TYPE, an unknown one UNSUPPORTED_ENDPOINT_TYPE
+//     (INVALID_REQUEST for both at v0).
+//   - v2: include_fenced_brokers; brokers carry is_fenced (KIP-1073). This
+//     node is never fenced.
+//
+// As Kafka's AuthHelper.computeDescribeClusterResponse: the brokers are
+// this node's endpoint on the request's listener; the controller id is
+// this node (KRaft reports a live broker); authorized operations are
+// -2147483648 unless requested, then every cluster operation (no
+// authorizer yet).
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	endpointTypeBroker     int8 = 1
+	endpointTypeController int8 = 2
+)
+
+func (h *Handler) handleDescribeCluster(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = endpointTypeBroker
+	et := req.EndpointType
+	if req.Version < 1 {
+		et = endpointTypeBroker
+	}
+	if et != endpointTypeBroker {
+		code, msg := kerr.UnsupportedEndpointType.Code, "Unsupported endpoint type "+strconv.Itoa(int(et))
+		if et == endpointTypeController {
+			code, msg = kerr.MismatchedEndpointType.Code, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+		}
+		if req.Version == 0 {
+			code = kerr.InvalidRequest.Code
+		}
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return resp
+	}
+	resp.ClusterID = h.cfg.ClusterID
+	resp.ControllerID = h.cfg.NodeID
+	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterAuthorizedOperations
+	}
+	if ep, ok := h.endpointFor(rc.Listener); ok {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = h.cfg.NodeID, ep.Host, ep.Port, h.cfg.Rack
+		resp.Brokers = append(resp.Brokers, b)
+	} else {
+		resp.ControllerID = -1 // not among the listed nodes, as Kafka
+	}
+	return resp
+}

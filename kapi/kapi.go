@@ -1,0 +1,198 @@
+package kapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/metadata"
+	"github.com/moldau/moldau/replica"
+)
+
+// Endpoint is an advertised listener as it appears in Metadata and
+// DescribeCluster.
+type Endpoint struct {
+	Listener string
+	Host     string
+	Port     int32
+}
+
+// Config wires a Handler to the rest of the broker. Every field is
+// required unless noted.
+type Config struct {
+	NodeID    int32
+	ClusterID string
+	Rack      *string // optional
+	Logger    *slog.Logger
+
+	// Endpoints returns the advertised listeners of this broker.
+	Endpoints func() []Endpoint
+
+	Broker   *config.KafkaConfig // static and dynamic broker configs
+	Metadata *metadata.Store     // topics, partitions, topic configs
+	Replicas *replica.Manager    // produce, fetch, list offsets
+	Logs     *log.Manager        // log dirs (DescribeLogDirs)
+
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Handler is the KafkaApis of Moldau: it decodes each request with kmsg,
+// runs it and encodes the response. It is safe for concurrent use by the
+// handler pool.
+type Handler struct {
+	cfg         Config
+	log         *slog.Logger
+	now         func() time.Time
+	sessions    *fetchSessionCache
+	producerIDs *producerIDManager
+}
+
+// New returns a Handler.
+func New(cfg Config) *Handler {
+	h := &Handler{cfg: cfg, log: cfg.Logger, now: cfg.Now}
+	// max.incremental.fetch.session.cache.slots, Kafka's default.
+	h.sessions = newFetchSessionCache(1000)
+	h.producerIDs = &producerIDManager{allocate: func(n int) (int64, error) {
+		return cfg.Metadata.AllocateProducerIDs(n)
+	}}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	return h
+}
+
+// RequestContext is what a handler knows about the request beyond its body.
+type RequestContext struct {
+	*Request
+	ctx context.Context
+	// closeAfter, when set by a handler before it answers nil, closes
+	// the connection instead of staying silent (acks=0 produce errors).
+	closeAfter string
+	h          *Handler
+	respond    func(*Response)
+}
+
+// Context returns the request's context; it is cancelled when the broker
+// shuts down.
+func (rc *RequestContext) Context() context.Context { return rc.ctx }
+
+// Handle decodes and serves one request. respond is called exactly once,
+// possibly from another goroutine (a delayed fetch or produce completes
+// later, off the handler pool, as in Kafka).
+func (h *Handler) Handle(ctx context.Context, r *Request, respond func(*Response)) {
+	a := lookupAPI(r.APIKey)
+	if a == nil || r.APIVersion < a.min || r.APIVersion > a.max {
+		if r.APIKey == apiVersionsKey {
+			// ApiVersions for a version we do not know: answer in
+			// the v0 format with UNSUPPORTED_VERSION and our
+			// versions, so the client can pick one (KIP-511).
+			respond(h.encode(r, h.apiVersionsUnsupported()))
+			return
+		}
+		name := kmsg.NameForKey(r.APIKey)
+		if a == nil {
+			respond(&Response{Close: true, CloseReason: fmt.Sprintf("unknown API key %d", r.APIKey)})
+			return
+		}
+		respond(&Response{Close: true, CloseReason: fmt.Sprintf("unsupported version %d of %s (supported %d to %d)", r.APIVersion, name, a.min, a.max)})
+		return
+	}
+	kreq, err := decodeRequest(r.APIKey, r.APIVersion, r.Body)
+	if err != nil {
+		respond(&Response{Close: true, CloseReason: err.Error()})
+		return
+	}
+	rc := &RequestContext{Request: r, ctx: ctx, h: h, respond: respond}
+	if a.async != nil {
+		a.async(h, rc, kreq)
+		return
+	}
+	rc.finish(a.sync(h, rc, kreq))
+}
+
+// finish encodes and sends a handler's response. A nil response sends
+// nothing (or closes the connection if closeAfter is set).
+func (rc *RequestContext) finish(resp kmsg.Response) {
+	if resp == nil {
+		if rc.closeAfter != "" {
+			rc.respond(&Response{Close: true, CloseReason: rc.closeAfter})
+			return
+		}
+		rc.respond(&Response{NoResponse: true})
+		return
+	}
+	rc.respond(rc.h.encode(rc.Request, resp))
+}
+
+// encode frames a response: size, correlation id, header tags when the
+// response header is flexible (never for ApiVersions), body.
+func (h *Handler) encode(r *Request, resp kmsg.Response) *Response {
+	resp.SetVersion(r.APIVersion)
+	if r.APIKey == apiVersionsKey {
+		if av := resp.(*kmsg.ApiVersionsResponse); av.ErrorCode == kerr.UnsupportedVersion.Code {
+			resp.SetVersion(0)
+		}
+	}
+	buf := make([]byte, 8, 64)
+	be32(buf[4:], uint32(r.CorrelationID))
+	if resp.IsFlexible() && r.APIKey != apiVersionsKey {
+		buf = append(buf, 0) // empty tagged fields
+	}
+	buf = resp.AppendTo(buf)
+	be32(buf, uint32(len(buf)-4))
+	return &Response{Buf: buf}
+}
+
+func be32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
+
+// ErrorCode converts an error from an inner package into a Kafka error code.
+// Inner packages wrap kerr sentinels; anything else is UNKNOWN_SERVER_ERROR.
+// This is the only place errors become codes.
+func ErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// ErrorMessage returns the message to put in a response's ErrorMessage
+// field: nil for no error, the error text otherwise.
+func ErrorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
+
+// decodeRequest decodes a request body with kmsg. kmsg never trusts a
+// length beyond the bytes that remain, so what it allocates is bounded by a
+// small multiple of the frame size (fuzzed in FuzzDecodeRequest).
+func decodeRequest(key, version int16, body []byte) (kmsg.Request, error) {
+	kreq := kmsg.RequestForKey(key)
+	if kreq == nil {
+		return nil, fmt.Errorf("unknown API key %d", key)
+	}
+	kreq.SetVersion(version)
+	if err := kreq.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("malformed %s v%d request: %v", kmsg.NameForKey(key), version, err)
+	}
+	return kreq, nil
+}

@@ -1,0 +1,73 @@
+package kapi
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const apiVersionsKey = 18
+
+// api is one row of the table of supported APIs: the versions served and
+// the handler. A handler is either sync (returns the response; nil means no
+// response) or async (calls done exactly once, possibly later, from another
+// goroutine).
+type api struct {
+	key      int16
+	min, max int16
+	sync     func(h *Handler, rc *RequestContext, req kmsg.Request) kmsg.Response
+	async    func(h *Handler, rc *RequestContext, req kmsg.Request)
+}
+
+// apis is the table of supported APIs, in key order. It builds the
+// ApiVersions response, and Handle refuses anything outside it.
+//
+// Version floors: Kafka 4.0 removed the oldest versions of several APIs
+// (KIP-896). Produce starts at v3 and Fetch at v4 because Moldau stores only
+// magic v2 record batches and does not down-convert, as Kafka 4.0 does not;
+// ListOffsets starts at v1 as in Kafka 4.0. Every other API is served from
+// v0, which costs nothing since kmsg decodes every version, and keeps older
+// clients (kafka-python, older librdkafka) working.
+var apis []api
+
+var apiIndex map[int16]*api
+
+// The table is filled in init because ApiVersions' handler reads it (an
+// initialization cycle otherwise).
+func init() {
+	apis = []api{
+		{key: 0, min: 3, max: 13, async: (*Handler).handleProduce},
+		{key: 1, min: 4, max: 18, async: (*Handler).handleFetch},
+		{key: 2, min: 1, max: 11, sync: (*Handler).handleListOffsets},
+		{key: 3, min: 0, max: 13, sync: (*Handler).handleMetadata},
+		{key: 18, min: 0, max: 5, sync: (*Handler).handleApiVersions},
+		{key: 19, min: 0, max: 7, sync: (*Handler).handleCreateTopics},
+		{key: 20, min: 0, max: 6, sync: (*Handler).handleDeleteTopics},
+		{key: 21, min: 0, max: 2, sync: (*Handler).handleDeleteRecords},
+		{key: 22, min: 0, max: 5, sync: (*Handler).handleInitProducerID},
+		{key: 32, min: 0, max: 4, sync: (*Handler).handleDescribeConfigs},
+		{key: 33, min: 0, max: 2, sync: (*Handler).handleAlterConfigs},
+		{key: 35, min: 0, max: 5, sync: (*Handler).handleDescribeLogDirs},
+		{key: 37, min: 0, max: 3, sync: (*Handler).handleCreatePartitions},
+		{key: 44, min: 0, max: 1, sync: (*Handler).handleIncrementalAlterConfigs},
+		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
+	}
+	m := make(map[int16]*api, len(apis))
+	for i := range apis {
+		a := &apis[i]
+		if kmsg.RequestForKey(a.key) == nil || a.max > kmsg.RequestForKey(a.key).MaxVersion() {
+			panic("kapi: table names a version kmsg does not know")
+		}
+		m[a.key] = a
+	}
+	apiIndex = m
+}
+
+func lookupAPI(key int16) *api { return apiIndex[key] }
+
+// SupportedVersions reports the versions served for an API key.
+func SupportedVersions(key int16) (min, max int16, ok bool) {
+	a := lookupAPI(key)
+	if a == nil {
+		return 0, 0, false
+	}
+	return a.min, a.max, true
+}
