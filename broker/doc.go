@@ -1,0 +1,144 @@
+// Package broker wires a Moldau broker together. This file documents its
+// network front: the SocketServer (Kafka's SocketServer, Acceptor,
+// Processor), the RequestChannel and the KafkaRequestHandlerPool, and the
+// broker's Prometheus metrics and HTTP endpoint.
+//
+// # Request path
+//
+//	client ── TCP ──> Acceptor (one goroutine per listener)
+//	                    │ round-robin over the listener's processors
+//	                    v
+//	                 Processor (num.network.threads per listener, as in Kafka)
+//	                    │ owns its connections; each connection has one
+//	                    │ goroutine doing its blocking reads and writes
+//	                    v
+//	                 RequestChannel (queued.max.requests, bounded)
+//	                    │
+//	                    v
+//	                 KafkaRequestHandlerPool (num.io.threads goroutines)
+//	                    │ RequestHandler.Handle(ctx, req, respond)
+//	                    v
+//	                 respond ──> the connection's goroutine writes the response
+//
+// # Processors and connections
+//
+// Kafka's processor is a thread running a java.nio Selector over many
+// sockets. In Go the runtime netpoller is that selector: a goroutine blocked
+// in Read costs a parked goroutine and an epoll registration, not a thread.
+// So a Processor here is not a goroutine but the owner of a group of
+// connections: their registry, their count, their busy-time accounting
+// (for the idle gauge) and their shutdown. Each connection has exactly one
+// goroutine that reads a request, queues it, waits for its response and
+// writes it. A processor goroutine would only add a hop. A connection costs
+// its goroutine's stack and a 4 KiB read buffer (which lets pipelined small
+// requests be read with one system call).
+//
+// Connection ids are Kafka's: "localHost:localPort-remoteHost:remotePort-index",
+// index counting the processor's connections.
+//
+// # Framing and limits
+//
+// A request is a 4-byte big-endian size followed by that many bytes. A size
+// below zero or above socket.request.max.bytes closes the connection (logged
+// with the peer, the size and the limit) before anything is allocated. The
+// frame buffer comes from a pool with power-of-two size classes and goes back
+// to it once the response has been written. For frames above 1 MiB the
+// buffer grows as bytes arrive (doubling), so a peer announcing a large frame
+// and sending nothing holds 1 MiB, not the announced size. Nothing before
+// kapi allocates more than about twice the bytes the peer actually sent
+// (CVE-2022-34917): the request header parser (parseRequestHeader, fuzzed) is
+// bounded by the frame and allocates at most the client id string.
+//
+// The header is v1 (api key, api version, correlation id, nullable client
+// id) or v2 (v1 plus tagged fields) when the (key, version) is flexible,
+// which kmsg's request types tell us. An API key kmsg does not know, a
+// truncated header or a bad client id length closes the connection.
+//
+// # Muting and ordering
+//
+// A connection has at most one request in flight: once a request is queued,
+// its goroutine does not read again until the response has been written (or
+// the handler answered NoResponse, for acks=0). Responses are therefore
+// written in request order, as Kafka guarantees. respond is guarded: a
+// second call for the same request is logged and dropped, so a buggy
+// handler cannot answer the next request of the connection.
+//
+// # Responses
+//
+// A kapi.Response is written as Buf[:At0], region 0, Buf[At0:At1], region 1,
+// ..., Buf[Atn:]. A FileRegion goes to a *net.TCPConn with sendfile(2) at
+// the region's explicit offset (never the file's shared position); other
+// connections fall back to a copy from an io.SectionReader. Release is
+// called once the response has been written or dropped, also when the
+// connection is gone by the time the handler answers. Close writes Buf, if
+// any, closes the connection and logs CloseReason with the peer.
+//
+// # Idle connections, socket options
+//
+// The read waiting for the next request, and each read or write of a
+// request, has a deadline of connections.max.idle.ms: a connection with no
+// traffic for that long is closed, but never while its request is being
+// handled (the connection is not reading then). socket.send.buffer.bytes and
+// socket.receive.buffer.bytes are applied when positive (-1 leaves the OS
+// default); TCP_NODELAY is on.
+//
+// # Back-pressure
+//
+// The RequestChannel holds at most queued.max.requests requests. When it is
+// full, connection goroutines block on it and stop reading, so memory is
+// bounded by connections × one frame each. Every blocking send or receive
+// also selects on shutdown.
+//
+// # Failures
+//
+// An error on one connection closes that connection only. A panic in
+// RequestHandler.Handle is recovered by the handler pool, logged with its
+// stack, and answered with a Close response: the broker keeps serving.
+//
+// # Shutdown
+//
+// SocketServer.Close: (1) stops accepting (StopAccepting) and waits for the
+// acceptors; (2) drains: connections waiting for their next request close
+// now, the others finish the request in flight and close; (3) after
+// ShutdownTimeout (30 s by default) forces the rest: the handler context is
+// cancelled and every socket's deadline is set to the past; (4) stops the
+// handler pool and the metrics sampler. Every goroutine is started through
+// a group that refuses new work once shutdown began, and Close waits for
+// all of them. Close is idempotent.
+//
+// # Idle gauges
+//
+// kafka_network_socketserver_networkprocessoravgidlepercent: Kafka's value is
+// the average over processors of the fraction of time a processor thread
+// waits in select. Here a connection goroutine is "busy" for its processor
+// from the moment a request's size prefix has arrived until the request is
+// in the RequestChannel (reading the body, parsing the header, and waiting
+// on a full channel, which blocks Kafka's processor thread too), and from
+// the moment its response is available until it is written. Waiting for the
+// next request and waiting, muted, for the handler are idle, as they are in
+// select for Kafka. Per processor, busy = (sum of its connections' busy
+// time over the window) / wall time of the window, clamped to 0..1 (several
+// connections may be busy at once: a processor is a group of goroutines, not
+// one thread); the gauge is the average of 1 - busy over all processors,
+// over a sliding window of the last 5 seconds, sampled every second.
+//
+// kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent: the
+// time the handler goroutines spend waiting for a request on the
+// RequestChannel divided by (wall time × num.io.threads), over the same
+// sliding window: 1 - (time spent inside Handle) / (wall × num.io.threads).
+// A request whose Handle is still running counts as busy up to the sample.
+// An asynchronous handler that returns before calling respond (a delayed
+// fetch) frees its goroutine, as in Kafka.
+//
+// # Metrics and HTTP
+//
+// Metrics (NewMetrics) registers the collectors on a caller's
+// prometheus.Registerer, never the global one, with the names Kafka's usual
+// JMX Prometheus exporter produces. ServeMetrics serves /metrics and
+// /debug/pprof/ on its own mux.
+//
+// # Thread-safety
+//
+// SocketServer's exported methods are safe for concurrent use. The
+// RequestHandler is called concurrently from num.io.threads goroutines.
+package broker

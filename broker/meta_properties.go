@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// meta.properties, in Kafka's KRaft format (version=1): node.id,
+// cluster.id and directory.id, in every log dir. A new dir is formatted on
+// first start (as `kafka-storage format` would); an existing one must agree
+// on node.id and cluster.id, or start-up stops, because mixing dirs of two
+// brokers or clusters loses data.
+const metaPropertiesFile = "meta.properties"
+
+func ensureMetaProperties(dirs []string, nodeID int32) (clusterID string, err error) {
+	if len(dirs) == 0 {
+		return "", fmt.Errorf("log.dirs is empty")
+	}
+	found := make(map[string]map[string]string)
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", fmt.Errorf("log dir %s: %w", d, err)
+		}
+		props, err := readProperties(filepath.Join(d, metaPropertiesFile))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if id := props["node.id"]; id != strconv.Itoa(int(nodeID)) {
+			return "", fmt.Errorf("%s: stored node.id %s does not match configured node.id %d", filepath.Join(d, metaPropertiesFile), id, nodeID)
+		}
+		cid := props["cluster.id"]
+		if cid == "" {
+			return "", fmt.Errorf("%s: no cluster.id", filepath.Join(d, metaPropertiesFile))
+		}
+		if clusterID != "" && cid != clusterID {
+			return "", fmt.Errorf("log dirs belong to different clusters: %s and %s", clusterID, cid)
+		}
+		clusterID = cid
+		found[d] = props
+	}
+	if clusterID == "" {
+		clusterID = newUUIDString()
+	}
+	for _, d := range dirs {
+		if found[d] != nil {
+			continue
+		}
+		body := fmt.Sprintf("#\n#Written by Moldau\nnode.id=%d\ndirectory.id=%s\nversion=1\ncluster.id=%s\n", nodeID, newUUIDString(), clusterID)
+		if err := writeFileAtomic(filepath.Join(d, metaPropertiesFile), []byte(body)); err != nil {
+			return "", err
+		}
+	}
+	return clusterID, nil
+}
+
+func readProperties(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	props := make(map[string]string)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s: malformed line %q", path, line)
+		}
+		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return props, sc.Err()
+}
+
+// newUUIDString is a random v4 UUID in Kafka's base64url form, as cluster
+// and directory ids are written.
+func newUUIDString() string {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		panic(err)
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return base64.RawURLEncoding.EncodeToString(u[:])
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/moldau/moldau/kapi"
+)
+
+// request is a kapi.Request plus what the socket server needs to route its
+// response and account for its time. One is allocated per request, so that
+// a late or repeated respond can be told apart from the next request of
+// the same connection.
+type request struct {
+	kapi.Request
+
+	conn  *connection
+	frame *frameBuf // the pooled frame Body aliases
+
+	// Kafka's RequestMetrics timestamps. dequeued is written by the
+	// handler goroutine before Handle and responded before the response
+	// is handed over, so the connection may read both once it has the
+	// response; Handle may return after that, hence handledAt is atomic
+	// (ns since the server's epoch, 0 until Handle returned).
+	dequeued  time.Time
+	responded time.Time
+	handledAt atomic.Int64
+
+	respondOnce atomic.Bool
+	respondFn   func(*kapi.Response)
+}
+
+// RequestChannel is the bounded queue between the processors and the
+// handler pool (Kafka's RequestChannel). Its capacity is
+// queued.max.requests; a full channel blocks the sending connection, which
+// stops reading from its socket.
+type RequestChannel struct {
+	queue chan *request
+}
+
+func newRequestChannel(capacity int) *RequestChannel {
+	return &RequestChannel{queue: make(chan *request, capacity)}
+}
+
+// sendRequest queues r, blocking while the channel is full. It returns false
+// if done is closed first.
+func (c *RequestChannel) sendRequest(r *request, done <-chan struct{}) bool {
+	select {
+	case c.queue <- r:
+	default:
+		select {
+		case c.queue <- r:
+		case <-done:
+			return false
+		}
+	}
+	return true
+}
+
+// receiveRequest takes the next request, blocking until one is queued or
+// done is closed (then it returns nil).
+func (c *RequestChannel) receiveRequest(done <-chan struct{}) *request {
+	select {
+	case r := <-c.queue:
+		return r
+	case <-done:
+		return nil
+	}
+}
+
+// Len is the number of queued requests.
+func (c *RequestChannel) Len() int { return len(c.queue) }

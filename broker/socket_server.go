@@ -1,0 +1,479 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moldau/moldau/kapi"
+)
+
+// RequestHandler serves requests; it is Kafka's KafkaApis as seen from the
+// socket server (kapi.Handler implements it).
+type RequestHandler interface {
+	// Handle serves one request; respond is called exactly once, possibly
+	// later from another goroutine.
+	Handle(ctx context.Context, r *kapi.Request, respond func(*kapi.Response))
+}
+
+// ListenerConfig is one listener to bind. Port 0 binds an ephemeral port.
+type ListenerConfig struct {
+	Name string
+	Host string // "" binds every interface
+	Port int
+}
+
+// SocketServerConfig configures a SocketServer. The fields take the values
+// of the Kafka properties named in their comments; zero values take Kafka's
+// defaults.
+type SocketServerConfig struct {
+	Listeners []ListenerConfig // listeners
+
+	NumNetworkThreads     int   // num.network.threads (per listener), default 3
+	NumIOThreads          int   // num.io.threads, default 8
+	QueuedMaxRequests     int   // queued.max.requests, default 500
+	SocketRequestMaxBytes int32 // socket.request.max.bytes, default 104857600
+
+	// socket.send.buffer.bytes, socket.receive.buffer.bytes: applied when
+	// positive; -1 (or 0) leaves the OS default.
+	SocketSendBufferBytes, SocketReceiveBufferBytes int
+
+	// connections.max.idle.ms; 0 means Kafka's default, 10 minutes, and a
+	// negative value disables the idle close.
+	ConnectionsMaxIdle time.Duration
+
+	// ShutdownTimeout bounds how long Close lets in-flight requests finish
+	// before forcing the connections closed; default 30 s.
+	ShutdownTimeout time.Duration
+
+	Handler RequestHandler // required
+	Logger  *slog.Logger   // nil discards
+	Metrics *Metrics       // nil: no metrics
+}
+
+const (
+	defaultNumNetworkThreads     = 3
+	defaultNumIOThreads          = 8
+	defaultQueuedMaxRequests     = 500
+	defaultSocketRequestMaxBytes = 100 * 1024 * 1024
+	defaultConnectionsMaxIdle    = 10 * time.Minute
+	defaultShutdownTimeout       = 30 * time.Second
+
+	idleSampleInterval = time.Second
+	idleWindowSamples  = 6 // window of 5 intervals
+)
+
+// SocketServer is Kafka's SocketServer: it owns the listeners, their
+// acceptors and processors, the request channel and the handler pool.
+type SocketServer struct {
+	cfg     SocketServerConfig
+	log     *slog.Logger
+	metrics *Metrics
+	epoch   time.Time
+
+	acceptors  []*acceptor
+	processors []*Processor // all listeners' processors
+	channel    *RequestChannel
+	handlers   *KafkaRequestHandlerPool
+	frames     framePool
+
+	// sampleInterval is the idle gauges' sampling period (tests shorten it).
+	sampleInterval time.Duration
+	// networkIdle and handlerIdle are the last values of the idle gauges,
+	// as math.Float64bits.
+	networkIdle, handlerIdle atomic.Uint64
+	queueLenFn               *func() int // registered with metrics.queueLen
+	// sendfileBytes counts bytes written with sendfile(2).
+	sendfileBytes atomic.Int64
+
+	// ctx is handed to Handle; cancelled when shutdown is forced or done.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	acceptorGroup, connGroup, handlerGroup, backgroundGroup routineGroup
+
+	// forced is closed when the graceful drain timed out: blocked
+	// connection goroutines give up.
+	forced    chan struct{}
+	forceOnce sync.Once
+	// stopHandlers is closed when the handler pool must stop.
+	stopHandlers chan struct{}
+	// stopBackground stops the idle sampler.
+	stopBackground chan struct{}
+	// acceptDone is closed by StopAccepting.
+	acceptDone chan struct{}
+
+	mu         sync.Mutex
+	started    bool
+	closing    bool
+	stopAccept sync.Once
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// NewSocketServer validates cfg and binds every listener, so that their
+// addresses are known, but starts nothing.
+func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("socket server: no request handler")
+	}
+	if len(cfg.Listeners) == 0 {
+		return nil, errors.New("socket server: no listeners")
+	}
+	if cfg.NumNetworkThreads <= 0 {
+		cfg.NumNetworkThreads = defaultNumNetworkThreads
+	}
+	if cfg.NumIOThreads <= 0 {
+		cfg.NumIOThreads = defaultNumIOThreads
+	}
+	if cfg.QueuedMaxRequests <= 0 {
+		cfg.QueuedMaxRequests = defaultQueuedMaxRequests
+	}
+	if cfg.SocketRequestMaxBytes <= 0 {
+		cfg.SocketRequestMaxBytes = defaultSocketRequestMaxBytes
+	}
+	if cfg.ConnectionsMaxIdle == 0 {
+		cfg.ConnectionsMaxIdle = defaultConnectionsMaxIdle
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = defaultShutdownTimeout
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &SocketServer{
+		cfg:            cfg,
+		log:            logger,
+		metrics:        cfg.Metrics,
+		epoch:          time.Now(),
+		channel:        newRequestChannel(cfg.QueuedMaxRequests),
+		sampleInterval: idleSampleInterval,
+		forced:         make(chan struct{}),
+		stopHandlers:   make(chan struct{}),
+		stopBackground: make(chan struct{}),
+		acceptDone:     make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.networkIdle.Store(math.Float64bits(1))
+	s.handlerIdle.Store(math.Float64bits(1))
+	if s.metrics != nil {
+		qlen := s.channel.Len
+		s.queueLenFn = &qlen
+		s.metrics.queueLen.Store(s.queueLenFn)
+	}
+	seen := make(map[string]bool)
+	for _, lc := range cfg.Listeners {
+		if lc.Name == "" || seen[lc.Name] {
+			s.closeListeners()
+			s.cancel()
+			return nil, fmt.Errorf("socket server: listener name %q empty or repeated", lc.Name)
+		}
+		seen[lc.Name] = true
+		addr := net.JoinHostPort(lc.Host, strconv.Itoa(lc.Port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			s.closeListeners()
+			s.cancel()
+			return nil, fmt.Errorf("socket server: listener %s: %w", lc.Name, err)
+		}
+		a := &acceptor{server: s, name: lc.Name, ln: ln, log: logger.With("listener", lc.Name)}
+		for range cfg.NumNetworkThreads {
+			p := newProcessor(s, len(s.processors), lc.Name)
+			a.processors = append(a.processors, p)
+			s.processors = append(s.processors, p)
+		}
+		s.acceptors = append(s.acceptors, a)
+	}
+	s.handlers = newKafkaRequestHandlerPool(s, cfg.NumIOThreads)
+	return s, nil
+}
+
+// Start starts the handler pool, the processors' accounting and the
+// acceptors. It does nothing after Close or a second time.
+func (s *SocketServer) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closing {
+		return
+	}
+	s.started = true
+	s.handlers.start()
+	s.backgroundGroup.Go(s.sampleIdle)
+	for _, a := range s.acceptors {
+		s.acceptorGroup.Go(a.run)
+		s.log.Debug("accepting", "listener", a.name, "addr", a.ln.Addr().String())
+	}
+}
+
+// Addr returns the bound address of the named listener, or nil.
+func (s *SocketServer) Addr(listener string) net.Addr {
+	for _, a := range s.acceptors {
+		if a.name == listener {
+			return a.ln.Addr()
+		}
+	}
+	return nil
+}
+
+// RequestChannel returns the server's request channel.
+func (s *SocketServer) RequestChannel() *RequestChannel { return s.channel }
+
+// StopAccepting closes the listeners: no new connection is accepted.
+// Existing connections keep being served. It is the first step of shutdown.
+func (s *SocketServer) StopAccepting() {
+	s.stopAccept.Do(s.closeListeners)
+}
+
+func (s *SocketServer) closeListeners() {
+	close(s.acceptDone)
+	for _, a := range s.acceptors {
+		a.closed.Store(true)
+		if err := a.ln.Close(); err != nil {
+			s.log.Debug("closing listener", "listener", a.name, "err", err)
+		}
+	}
+}
+
+// Close shuts the server down: it stops accepting, lets in-flight requests
+// finish (at most ShutdownTimeout, then forces), closes the connections and
+// stops the handlers. Every goroutine the server started has ended when
+// Close returns. Close is idempotent and returns the same result each time.
+func (s *SocketServer) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.shutdown() })
+	return s.closeErr
+}
+
+func (s *SocketServer) shutdown() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	begin := time.Now()
+
+	// 1. No new connections.
+	s.StopAccepting()
+	s.acceptorGroup.StopAndWait()
+
+	// 2. Drain: idle connections close now, busy ones after their
+	// in-flight request.
+	s.connGroup.Stop()
+	for _, p := range s.processors {
+		p.drain()
+	}
+	timer := time.NewTimer(s.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-s.connGroup.Done():
+	case <-timer.C:
+		// 3. Force.
+		n := 0
+		for _, p := range s.processors {
+			n += p.connectionCount()
+		}
+		s.log.Warn("shutdown timeout: closing connections with requests in flight", "timeout", s.cfg.ShutdownTimeout, "connections", n)
+		err = fmt.Errorf("socket server: %d connections still busy after %v, closed", n, s.cfg.ShutdownTimeout)
+		s.force()
+		<-s.connGroup.Done()
+	}
+
+	// 4. Handlers, then background.
+	s.cancel()
+	close(s.stopHandlers)
+	s.handlerGroup.StopAndWait()
+	close(s.stopBackground)
+	s.backgroundGroup.StopAndWait()
+	if s.metrics != nil {
+		s.metrics.queueLen.CompareAndSwap(s.queueLenFn, nil)
+	}
+	s.log.Info("socket server closed", "took", time.Since(begin).Round(time.Millisecond))
+	return err
+}
+
+func (s *SocketServer) force() {
+	s.forceOnce.Do(func() {
+		close(s.forced)
+		s.cancel()
+		for _, p := range s.processors {
+			p.force()
+		}
+	})
+}
+
+// sampleIdle updates the idle gauges every sampleInterval.
+func (s *SocketServer) sampleIdle() {
+	procMeters := make([]*busyMeter, len(s.processors))
+	for i, p := range s.processors {
+		procMeters[i] = p.busy
+	}
+	handlerMeters := s.handlers.meters
+	procWin := newIdleWindow(idleWindowSamples, len(procMeters))
+	handlerWin := newIdleWindow(idleWindowSamples, len(handlerMeters))
+	sample := func() {
+		now := int64(time.Since(s.epoch))
+		var idleSum float64
+		procWin.add(now, procMeters, func(_ int, busy, wall int64) {
+			idleSum += 1 - clamp01(float64(busy)/float64(wall))
+		})
+		var handlerBusy, handlerWall int64
+		handlerWin.add(now, handlerMeters, func(_ int, busy, wall int64) {
+			handlerBusy += busy
+			handlerWall = wall
+		})
+		if handlerWall == 0 { // first sample
+			return
+		}
+		networkIdle := idleSum / float64(len(procMeters))
+		handlerIdle := clamp01(1 - float64(handlerBusy)/(float64(handlerWall)*float64(len(handlerMeters))))
+		s.networkIdle.Store(math.Float64bits(networkIdle))
+		s.handlerIdle.Store(math.Float64bits(handlerIdle))
+		if s.metrics != nil {
+			s.metrics.networkProcessorAvgIdle.Set(networkIdle)
+			s.metrics.requestHandlerAvgIdle.Set(handlerIdle)
+		}
+	}
+	sample()
+	t := time.NewTicker(s.sampleInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			sample()
+		case <-s.stopBackground:
+			return
+		}
+	}
+}
+
+// routineGroup starts and tracks goroutines; it refuses new ones once
+// stopped (etcd's GoAttach, nats-server's startGoRoutine).
+type routineGroup struct {
+	mu      sync.Mutex
+	stopped bool
+	n       int
+	done    chan struct{} // closed when stopped and n == 0
+}
+
+// Go runs f in a goroutine unless the group is stopped.
+func (g *routineGroup) Go(f func()) bool {
+	g.mu.Lock()
+	if g.stopped {
+		g.mu.Unlock()
+		return false
+	}
+	g.n++
+	g.mu.Unlock()
+	go func() {
+		defer g.exit()
+		f()
+	}()
+	return true
+}
+
+func (g *routineGroup) exit() {
+	g.mu.Lock()
+	g.n--
+	if g.stopped && g.n == 0 && g.done != nil {
+		close(g.done)
+		g.done = nil
+	}
+	g.mu.Unlock()
+}
+
+// Stop refuses new goroutines.
+func (g *routineGroup) Stop() {
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+}
+
+// Done returns a channel closed once the group is stopped and empty.
+func (g *routineGroup) Done() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ch := make(chan struct{})
+	if g.stopped && g.n == 0 {
+		close(ch)
+		return ch
+	}
+	if g.done == nil {
+		g.done = ch
+		return ch
+	}
+	return g.done
+}
+
+// StopAndWait stops the group and waits for its goroutines.
+func (g *routineGroup) StopAndWait() {
+	g.Stop()
+	<-g.Done()
+}
+
+// acceptor accepts the connections of one listener and hands them
+// round-robin to the listener's processors (Kafka's Acceptor).
+type acceptor struct {
+	server     *SocketServer
+	name       string
+	ln         net.Listener
+	log        *slog.Logger
+	processors []*Processor
+	closed     atomic.Bool
+}
+
+func (a *acceptor) run() {
+	s := a.server
+	next := 0
+	backoff := time.Duration(0)
+	for {
+		nc, err := a.ln.Accept()
+		if err != nil {
+			if a.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: Kafka logs
+			// and keeps accepting; back off so as not to spin.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			a.log.Warn("accept failed", "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.acceptDone:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		s.configureSocket(nc)
+		p := a.processors[next]
+		next = (next + 1) % len(a.processors)
+		p.register(nc)
+	}
+}
+
+func (s *SocketServer) configureSocket(nc net.Conn) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	if err := tc.SetNoDelay(true); err != nil {
+		s.log.Debug("TCP_NODELAY", "peer", nc.RemoteAddr().String(), "err", err)
+	}
+	if n := s.cfg.SocketSendBufferBytes; n > 0 {
+		if err := tc.SetWriteBuffer(n); err != nil {
+			s.log.Debug("socket.send.buffer.bytes", "peer", nc.RemoteAddr().String(), "err", err)
+		}
+	}
+	if n := s.cfg.SocketReceiveBufferBytes; n > 0 {
+		if err := tc.SetReadBuffer(n); err != nil {
+			s.log.Debug("socket.receive.buffer.bytes", "peer", nc.RemoteAddr().String(), "err", err)
+		}
+	}
+}
