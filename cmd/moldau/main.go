@@ -1,0 +1,50 @@
+// Command moldau is the Moldau broker and its command-line tools.
+//
+//	moldau serve [--config server.properties] [--override key=value ...]
+//	moldau version
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = serve(args)
+	case "version", "--version", "-v":
+		fmt.Println("moldau", version)
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "moldau: unknown command %q\n\n", cmd)
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "moldau:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `Moldau: a Kafka broker in one binary.
+
+Usage:
+  moldau serve [--config FILE] [--override key=value ...]
+                      start a broker; with no flags, a single node on
+                      localhost:9092 with its data in ./moldau-data
+  moldau version      print the version
+
+Run 'moldau COMMAND --help' for a command's flags.
+`)
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every Moldau test: unit tests, the integration suite (real brokers,
+# real sockets, kcat and the Python clients), and franz-go's own kgo
+# integration tests as a conformance suite against a Moldau broker.
+#
+# Prerequisites beyond Go: kcat, python3-confluent-kafka and python3-kafka
+# from Debian. When run as root on Debian they are installed if missing;
+# otherwise the script names the command to run.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
+/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
+if ((${#need[@]})); then
+	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+		echo "test.sh: installing ${need[*]}"
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+	else
+		echo "test.sh: missing ${need[*]}: run  sudo apt-get install -y ${need[*]}" >&2
+		exit 1
+	fi
+fi
+
+# -race on everything; the integration package also runs the kgo
+# conformance suite (see integration/conformance_test.go).
+go vet ./...
+go test -race -count=1 -timeout 30m ./...
