@@ -150,6 +150,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		m.closeLogs()
 		return nil, fmt.Errorf("%w: no log dir could be loaded: %v", kerr.KafkaStorageError, m.loads[0].Err)
 	}
+	// Record what was loaded (and recovered) right away, so the
+	// checkpoints on disk always describe the logs there.
+	if err := m.CheckpointAll(); err != nil {
+		m.logger.Warn("writing checkpoints after loading failed", "err", err)
+	}
 	if cfg.Registerer != nil {
 		m.metrics = newLogCollector(m)
 		if err := cfg.Registerer.Register(m.metrics); err != nil {
@@ -333,6 +338,8 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			return res
 		}
 		m.logger.Info("loaded log dir after a clean shutdown: recovery skipped", "dir", d.path, "logs", res.Logs)
+	} else if res.Logs == 0 {
+		m.logger.Info("loaded log dir: no logs yet", "dir", d.path)
 	} else {
 		m.logger.Info("loaded log dir after an unclean shutdown: recovery ran", "dir", d.path, "logs", res.Logs,
 			"recovered_segments", res.RecoveredSegments, "truncated_bytes", res.TruncatedBytes)
