@@ -711,11 +711,26 @@ func firstFlexibleVersion(key int16) int16 {
 const apiVersionsKey = 18
 
 // versionKnown reports whether kmsg knows this version of the key (kapi
-// then decides whether it is served).
+// then decides whether it is served). It allocates nothing.
 func versionKnown(key, version int16) bool {
-	req := kmsg.RequestForKey(key)
-	return req != nil && version >= 0 && version <= req.MaxVersion()
+	if key < 0 || int(key) >= 256 {
+		return false
+	}
+	return version >= 0 && version <= maxVersion()[key]
 }
+
+// maxVersion[key] is kmsg's newest version of key, -1 if unknown; an
+// immutable table computed once.
+var maxVersion = sync.OnceValue(func() []int16 {
+	t := make([]int16, 256)
+	for key := range t {
+		t[key] = -1
+		if req := kmsg.RequestForKey(int16(key)); req != nil {
+			t[key] = req.MaxVersion()
+		}
+	}
+	return t
+})
 
 // headerFlexible reports whether (key, version) uses request header v2,
 // and whether the key is known at all.
