@@ -1,11 +1,18 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // kcat (librdkafka) lists the broker, produces and consumes.
@@ -104,4 +111,59 @@ print("ok")
 			}
 		})
 	}
+}
+
+// Fetches go from the page cache to the socket with sendfile: the broker
+// process, traced with strace, makes sendfile calls that carry the
+// records a consumer reads.
+func TestFetchUsesSendfile(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Fatal("strace not found: install it (apt-get install -y strace); ./test.sh does")
+	}
+	dir := t.TempDir()
+	port := freePort(t)
+	p := startProcess(t, dir, port)
+	trace := filepath.Join(t.TempDir(), "strace.out")
+	st := exec.Command(strace, "-f", "-p", strconv.Itoa(p.cmd.Process.Pid), "-e", "trace=sendfile", "-o", trace)
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { st.Process.Signal(os.Interrupt); st.Wait() }()
+	ctx := ctxTimeout(t, 60*time.Second)
+	prod := newClient(t, p.Addr, kgo.DefaultProduceTopic("sf"), kgo.AllowAutoTopicCreation())
+	val := bytes.Repeat([]byte("z"), 1000)
+	for i := 0; i < 100; i++ {
+		prod.Produce(ctx, &kgo.Record{Value: val}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// strace attaches to the broker's threads asynchronously, so read
+	// the topic from the start again until the trace shows the fetches.
+	consumeAll := func() {
+		cl := newClient(t, p.Addr, kgo.ConsumeTopics("sf"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		defer cl.Close()
+		for n := 0; n < 100; {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatal(err)
+			}
+			n += fs.NumRecords()
+		}
+	}
+	re := regexp.MustCompile(`sendfile\(\d+, \d+, \[\d+\] => \[\d+\], \d+\) = (\d+)`)
+	eventually(t, 30*time.Second, func() error {
+		consumeAll()
+		data, _ := os.ReadFile(trace)
+		var sent int
+		for _, m := range re.FindAllSubmatch(data, -1) {
+			n, _ := strconv.Atoi(string(m[1]))
+			sent += n
+		}
+		if sent == 0 {
+			return fmt.Errorf("no sendfile in the broker's trace:\n%s", data)
+		}
+		return nil
+	})
 }
