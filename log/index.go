@@ -46,7 +46,6 @@ type OffsetIndex struct {
 	maxEntries int
 	entries    []offsetEntry
 	written    int // entries already written to file
-	file       File
 	path       string
 }
 
@@ -180,7 +179,6 @@ type TimeIndex struct {
 	maxEntries int
 	entries    []timeEntry
 	written    int
-	file       File
 	path       string
 }
 

@@ -425,11 +425,10 @@ func (l *Log) Close() error {
 				// The active segment's indexes changed since the last
 				// flush (final time index entry, trim): make them durable
 				// before the clean shutdown marker is written.
-				if err := s.offIdx.file.Sync(); err != nil {
-					errs = append(errs, err)
-				}
-				if err := s.timeIdx.file.Sync(); err != nil {
-					errs = append(errs, err)
+				for _, path := range []string{s.offIdx.path, s.timeIdx.path} {
+					if err := withExistingIndexFile(s.fsys, path, File.Sync); err != nil {
+						errs = append(errs, err)
+					}
 				}
 			}
 			// Drop anything past the committed size (a failed write).

@@ -87,44 +87,82 @@ func indexFileSize(maxIndexBytes int32, entrySize int) int64 {
 
 // createSegment creates the files of a new, empty segment. The index
 // files are preallocated to segment.index.bytes, as Kafka does.
-func createSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (s *Segment, err error) {
-	s = &Segment{
+func createSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
+	s := &Segment{
 		baseOffset: base, dir: dir, fsys: fsys, nextOffset: base,
 		maxTs: -1, offsetOfMaxTs: base, firstBatchTs: -1, created: now,
 		rollJitterMs: cfg.randomSegmentJitter(),
 		offIdx:       newOffsetIndex(base, cfg.SegmentIndexBytes),
 		timeIdx:      newTimeIndex(base, cfg.SegmentIndexBytes),
 	}
-	defer func() {
-		if err != nil {
-			s.closeFiles()
-		}
-	}()
+	var err error
 	if s.log, err = fsys.OpenFile(segmentPath(dir, base, LogFileSuffix), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644); err != nil {
 		return nil, err
 	}
 	s.osf = s.log.OSFile()
 	s.offIdx.path = segmentPath(dir, base, IndexFileSuffix)
-	if s.offIdx.file, err = fsys.OpenFile(s.offIdx.path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644); err != nil {
-		return nil, err
-	}
 	s.timeIdx.path = segmentPath(dir, base, TimeIndexFileSuffix)
-	if s.timeIdx.file, err = fsys.OpenFile(s.timeIdx.path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644); err != nil {
-		return nil, err
-	}
 	if err = s.preallocateIndexes(cfg.SegmentIndexBytes); err != nil {
+		s.closeFiles()
 		return nil, err
 	}
 	return s, nil
 }
 
-// preallocateIndexes grows the index files of the active segment to their
-// maximum size (Kafka's resizeIndexes).
+// preallocateIndexes empties the index files of the active segment and
+// grows them to their maximum size (Kafka's resizeIndexes).
 func (s *Segment) preallocateIndexes(maxIndexBytes int32) error {
-	if err := s.offIdx.file.Truncate(indexFileSize(maxIndexBytes, OffsetIndexEntrySize)); err != nil {
+	for _, idx := range []struct {
+		path string
+		size int
+	}{{s.offIdx.path, OffsetIndexEntrySize}, {s.timeIdx.path, TimeIndexEntrySize}} {
+		if err := withIndexFile(s.fsys, idx.path, func(f File) error {
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+			return f.Truncate(indexFileSize(maxIndexBytes, idx.size))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withIndexFile opens an index file (creating it) for the duration of fn.
+// Index files are not kept open: their entries live in memory and are
+// written at flush, roll and close, so a segment holds one file descriptor
+// (its .log), as a Kafka segment does with its memory-mapped indexes. That
+// is what lets one broker host tens of thousands of partitions.
+func withIndexFile(fsys FS, path string, fn func(File) error) error {
+	f, err := fsys.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
 		return err
 	}
-	return s.timeIdx.file.Truncate(indexFileSize(maxIndexBytes, TimeIndexEntrySize))
+	return closeAfter(f, fn)
+}
+
+// withExistingIndexFile is withIndexFile for writes to an index that
+// should exist: if the segment was deleted meanwhile (its files renamed
+// .deleted by retention while a background flush ran), there is nothing to
+// write and no file is created.
+func withExistingIndexFile(fsys FS, path string, fn func(File) error) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0o644)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return closeAfter(f, fn)
+}
+
+// closeAfter runs fn on f and closes f, returning the first error.
+func closeAfter(f File, fn func(File) error) error {
+	err := fn(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // openSegment opens an existing segment and loads its indexes. indexErr is
@@ -159,12 +197,12 @@ func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (s 
 	s.timeIdx.path = segmentPath(dir, base, TimeIndexFileSuffix)
 	var b []byte
 	var existed, existedT bool
-	s.offIdx.file, b, existed, err = openIndexFile(fsys, s.offIdx.path, OffsetIndexEntrySize)
+	b, existed, err = readIndexFile(fsys, s.offIdx.path, OffsetIndexEntrySize)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.offIdx.entries, indexErr = decodeOffsetIndex(b)
-	s.timeIdx.file, b, existedT, err = openIndexFile(fsys, s.timeIdx.path, TimeIndexEntrySize)
+	b, existedT, err = readIndexFile(fsys, s.timeIdx.path, TimeIndexEntrySize)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,50 +228,47 @@ func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (s 
 	return s, indexErr, nil
 }
 
-// openIndexFile opens (creating if missing) an index file and reads its
-// entries up to the first all-zero entry (the preallocated tail).
-// existed is false if the file had to be created.
-func openIndexFile(fsys FS, path string, entrySize int) (f File, b []byte, existed bool, err error) {
+// readIndexFile reads an index file's entries up to the first all-zero
+// entry (the preallocated tail), creating the file if it is missing;
+// existed is false if it had to be created. The file is closed again.
+func readIndexFile(fsys FS, path string, entrySize int) (b []byte, existed bool, err error) {
 	existed, err = exists(fsys, path)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
-	f, err = fsys.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, false, err
-	}
-	size := st.Size()
-	if size == 0 {
-		return f, nil, existed, nil
-	}
-	if size%int64(entrySize) != 0 {
-		// Let decode report the corruption.
-		b := make([]byte, size%int64(entrySize)+int64(entrySize))
-		return f, b, existed, nil
-	}
-	const chunk = 64 << 10 / 24 * 24
-	for pos := int64(0); pos < size; {
-		n := int64(chunk)
-		if size-pos < n {
-			n = size - pos
+	err = withIndexFile(fsys, path, func(f File) error {
+		st, err := f.Stat()
+		if err != nil {
+			return err
 		}
-		start := len(b)
-		b = append(b, make([]byte, n)...)
-		if _, err := f.ReadAt(b[start:], pos); err != nil && !errors.Is(err, io.EOF) {
-			f.Close()
-			return nil, nil, false, err
+		size := st.Size()
+		if size == 0 {
+			return nil
 		}
-		pos += n
-		if zeroEntryIn(b[start:], entrySize) {
-			break
+		if size%int64(entrySize) != 0 {
+			// Let decode report the corruption.
+			b = make([]byte, size%int64(entrySize)+int64(entrySize))
+			return nil
 		}
-	}
-	return f, b, existed, nil
+		const chunk = 64 << 10 / 24 * 24
+		for pos := int64(0); pos < size; {
+			n := int64(chunk)
+			if size-pos < n {
+				n = size - pos
+			}
+			start := len(b)
+			b = append(b, make([]byte, n)...)
+			if _, err := f.ReadAt(b[start:], pos); err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			pos += n
+			if zeroEntryIn(b[start:], entrySize) {
+				break
+			}
+		}
+		return nil
+	})
+	return b, existed, err
 }
 
 func zeroEntryIn(b []byte, entrySize int) bool {
@@ -372,11 +407,10 @@ func (s *Segment) recover(interval int32) (int64, error) {
 	}
 	s.size, s.nextOffset = pos, next
 	// Rewrite the index files from scratch.
-	if err := s.offIdx.file.Truncate(0); err != nil {
-		return 0, err
-	}
-	if err := s.timeIdx.file.Truncate(0); err != nil {
-		return 0, err
+	for _, path := range []string{s.offIdx.path, s.timeIdx.path} {
+		if err := withIndexFile(s.fsys, path, func(f File) error { return f.Truncate(0) }); err != nil {
+			return 0, err
+		}
 	}
 	return truncated, s.flushIndexes()
 }
@@ -432,14 +466,20 @@ func (s *Segment) loadTail() error {
 func (s *Segment) flushIndexes() error {
 	if n := len(s.offIdx.entries); s.offIdx.written < n {
 		b := s.offIdx.encode(nil, s.offIdx.written, n)
-		if _, err := s.offIdx.file.WriteAt(b, int64(s.offIdx.written*OffsetIndexEntrySize)); err != nil {
+		if err := withExistingIndexFile(s.fsys, s.offIdx.path, func(f File) error {
+			_, err := f.WriteAt(b, int64(s.offIdx.written*OffsetIndexEntrySize))
+			return err
+		}); err != nil {
 			return err
 		}
 		s.offIdx.written = n
 	}
 	if n := len(s.timeIdx.entries); s.timeIdx.written < n {
 		b := s.timeIdx.encode(nil, s.timeIdx.written, n)
-		if _, err := s.timeIdx.file.WriteAt(b, int64(s.timeIdx.written*TimeIndexEntrySize)); err != nil {
+		if err := withExistingIndexFile(s.fsys, s.timeIdx.path, func(f File) error {
+			_, err := f.WriteAt(b, int64(s.timeIdx.written*TimeIndexEntrySize))
+			return err
+		}); err != nil {
 			return err
 		}
 		s.timeIdx.written = n
@@ -452,10 +492,12 @@ func (s *Segment) sync() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
-	if err := s.offIdx.file.Sync(); err != nil {
-		return err
+	for _, path := range []string{s.offIdx.path, s.timeIdx.path} {
+		if err := withExistingIndexFile(s.fsys, path, File.Sync); err != nil {
+			return err
+		}
 	}
-	return s.timeIdx.file.Sync()
+	return nil
 }
 
 // finalTimeIndexEntry adds the time index entry of a segment that stops
@@ -473,10 +515,14 @@ func (s *Segment) trimIndexes() error {
 	if err := s.flushIndexes(); err != nil {
 		return err
 	}
-	if err := s.offIdx.file.Truncate(int64(len(s.offIdx.entries) * OffsetIndexEntrySize)); err != nil {
+	if err := withExistingIndexFile(s.fsys, s.offIdx.path, func(f File) error {
+		return f.Truncate(int64(len(s.offIdx.entries) * OffsetIndexEntrySize))
+	}); err != nil {
 		return err
 	}
-	return s.timeIdx.file.Truncate(int64(len(s.timeIdx.entries) * TimeIndexEntrySize))
+	return withExistingIndexFile(s.fsys, s.timeIdx.path, func(f File) error {
+		return f.Truncate(int64(len(s.timeIdx.entries) * TimeIndexEntrySize))
+	})
 }
 
 // largestTimestamp is what time retention compares: the max timestamp, or
@@ -491,7 +537,7 @@ func (s *Segment) largestTimestamp() int64 {
 	return 0
 }
 
-func (s *Segment) files() []File { return []File{s.log, s.offIdx.file, s.timeIdx.file} }
+func (s *Segment) files() []File { return []File{s.log} }
 
 func (s *Segment) paths() []string { return []string{s.logPath(), s.offIdx.path, s.timeIdx.path} }
 
@@ -513,19 +559,14 @@ func (s *Segment) closeFiles() error {
 }
 
 // renameDeleted renames the segment's files with the .deleted suffix. The
-// files stay open: readers may still send from them until they are closed
-// after file.delete.delay.ms.
+// .log stays open: readers may still send from it until it is closed after
+// file.delete.delay.ms. The paths are not changed, so a concurrent flush
+// finds no index file and writes nothing.
 func (s *Segment) renameDeleted() error {
 	var errs []error
-	for i, p := range s.paths() {
+	for _, p := range s.paths() {
 		if err := s.fsys.Rename(p, p+DeletedFileSuffix); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
-		}
-		switch i {
-		case 1:
-			s.offIdx.path += DeletedFileSuffix
-		case 2:
-			s.timeIdx.path += DeletedFileSuffix
 		}
 	}
 	return errors.Join(errs...)
@@ -534,7 +575,8 @@ func (s *Segment) renameDeleted() error {
 // deleteFiles closes and removes the segment's (renamed) files.
 func (s *Segment) deleteFiles() error {
 	errs := []error{s.closeFiles()}
-	for _, p := range []string{s.logPath() + DeletedFileSuffix, s.offIdx.path, s.timeIdx.path} {
+	for _, p := range s.paths() {
+		p += DeletedFileSuffix
 		if err := s.fsys.Remove(p); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
