@@ -8,7 +8,10 @@ import (
 type TopicID [16]byte
 
 // Topic is one topic as the cluster knows it. Values returned by Store are
-// copies: callers may keep them.
+// immutable snapshots: callers may keep them, and must not modify their
+// Partitions, Replicas, ISR or Configs, which the store shares between
+// readers (it never changes them in place; a change publishes new ones), so
+// that a lookup on the produce and fetch paths copies nothing.
 type Topic struct {
 	Name       string
 	ID         TopicID

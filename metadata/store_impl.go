@@ -88,7 +88,7 @@ type Store struct {
 
 	notifyMu sync.Mutex // serializes listener calls; taken before mu
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	closed  bool
 	topics  map[string]*Topic
 	byID    map[TopicID]string
@@ -189,11 +189,11 @@ func copyTopic(t *Topic) Topic {
 
 // Topics returns every topic, sorted by name.
 func (s *Store) Topics() []Topic {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := make([]Topic, 0, len(s.topics))
 	for _, t := range s.topics {
-		out = append(out, copyTopic(t))
+		out = append(out, *t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -201,24 +201,24 @@ func (s *Store) Topics() []Topic {
 
 // Topic returns a topic by name.
 func (s *Store) Topic(name string) (Topic, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	t := s.topics[name]
 	if t == nil {
 		return Topic{}, false
 	}
-	return copyTopic(t), true
+	return *t, true
 }
 
 // TopicByID returns a topic by ID.
 func (s *Store) TopicByID(id TopicID) (Topic, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	t := s.topics[s.byID[id]]
 	if t == nil {
 		return Topic{}, false
 	}
-	return copyTopic(t), true
+	return *t, true
 }
 
 // errorf returns an error wrapping a kerr sentinel whose text is the

@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,11 +90,21 @@ func TestPersistence(t *testing.T) {
 	if next, _ := s2.AllocateProducerIDs(10); next != 1000 {
 		t.Fatal(next)
 	}
-	// Copies: changing the result does not change the store.
-	got.Partitions[0].Replicas[0] = 99
-	got.Configs["x"] = "y"
-	if again, _ := s2.Topic("a"); again.Partitions[0].Replicas[0] != 1 || again.Configs["x"] != "" {
-		t.Fatal("store aliased")
+	// Snapshots: a change publishes new values and leaves what a
+	// reader already holds as it was.
+	before := len(got.Partitions)
+	beforeCfg := maps.Clone(got.Configs)
+	if _, err := s2.CreatePartitions("a", int32(before+2), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.AlterTopicConfigs("a", map[string]string{"x": "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Partitions) != before || !maps.Equal(got.Configs, beforeCfg) {
+		t.Fatal("a held snapshot changed under its reader")
+	}
+	if again, _ := s2.Topic("a"); len(again.Partitions) != before+2 || again.Configs["x"] != "y" {
+		t.Fatalf("the change is not visible: %d partitions, configs %v", len(again.Partitions), again.Configs)
 	}
 }
 
