@@ -57,11 +57,7 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 			m.fetchP.CheckAndComplete(e.TopicPartition)
 		}
 	}
-	if !anyWait {
-		done(results)
-		return
-	}
-	op := purgatory.NewDelayedProduce(timeout, len(entries), func(i int) (bool, error) {
+	check := func(i int) (bool, error) {
 		if required[i] < 0 {
 			return true, nil
 		}
@@ -70,7 +66,24 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 			return true, kerr.UnknownTopicOrPartition
 		}
 		return p.Log.HighWatermark() >= required[i], nil
-	}, func(errs []error) {
+	}
+	if anyWait {
+		// The common case, and always so on one node: the high
+		// watermark has passed every append already, so nothing waits
+		// and no delayed operation is built.
+		anyWait = false
+		for i := range entries {
+			if ok, _ := check(i); !ok {
+				anyWait = true
+				break
+			}
+		}
+	}
+	if !anyWait {
+		done(results)
+		return
+	}
+	op := purgatory.NewDelayedProduce(timeout, len(entries), check, func(errs []error) {
 		for i := range results {
 			if required[i] >= 0 && errs[i] != nil {
 				results[i].Err = errs[i]
@@ -105,7 +118,7 @@ func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
 	if err != nil {
 		res.Err = err
 		res.LogStartOffset = p.Log.LogStartOffset()
-		m.metrics.failedProduce(e.Topic)
+		p.stats.failedProduces.Inc()
 		if !isExpectedAppendError(err) {
 			m.log.Error("append failed", "topic", e.Topic, "partition", e.Partition, "err", err)
 		}
@@ -113,7 +126,8 @@ func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
 	}
 	if !info.Duplicate {
 		p.appended.Add(int64(info.ValidBytes))
-		m.metrics.appended(e.Topic, info.ValidBytes, info.NumRecords)
+		p.stats.bytesIn.Add(float64(info.ValidBytes))
+		p.stats.messagesIn.Add(float64(info.NumRecords))
 	}
 	// One node: the ISR is the leader alone, so the high watermark is the
 	// log end right after the append.

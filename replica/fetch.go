@@ -134,7 +134,7 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		total += data.Records.Size
 		remaining -= data.Records.Size
 		if data.Records.Size > 0 {
-			m.metrics.fetched(fp.Topic, data.Records.Size)
+			p.stats.bytesOut.Add(float64(data.Records.Size))
 		}
 	}
 	return results, total, anyErr

@@ -28,6 +28,7 @@ type Partition struct {
 	// appended counts bytes appended since start-up; DelayedFetch uses
 	// the difference to know when fetch.min.bytes have arrived.
 	appended atomic.Int64
+	stats    *topicStats
 }
 
 // Config wires a Manager.
@@ -121,7 +122,7 @@ func (m *Manager) makePartition(t metadata.Topic, p metadata.Partition) error {
 	// One node: the leader's high watermark is its log end.
 	l.UpdateHighWatermark(l.LogEndOffset())
 	m.mu.Lock()
-	m.partitions[tp] = &Partition{TopicPartition: tp, TopicID: t.ID, LeaderEpoch: p.LeaderEpoch, Log: l}
+	m.partitions[tp] = &Partition{TopicPartition: tp, TopicID: t.ID, LeaderEpoch: p.LeaderEpoch, Log: l, stats: m.metrics.forTopic(t.Name)}
 	m.mu.Unlock()
 	return nil
 }

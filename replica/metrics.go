@@ -55,17 +55,19 @@ func (m *BrokerTopicMetrics) unregister() {
 	}
 }
 
-func (m *BrokerTopicMetrics) appended(topic string, bytes, records int) {
-	m.bytesIn.WithLabelValues(topic).Add(float64(bytes))
-	m.messagesIn.WithLabelValues(topic).Add(float64(records))
+// topicStats are one topic's counters, resolved once per partition so the
+// produce and fetch paths do not look labels up per request.
+type topicStats struct {
+	bytesIn, bytesOut, messagesIn, failedProduces prometheus.Counter
 }
 
-func (m *BrokerTopicMetrics) fetched(topic string, bytes int64) {
-	m.bytesOut.WithLabelValues(topic).Add(float64(bytes))
-}
-
-func (m *BrokerTopicMetrics) failedProduce(topic string) {
-	m.failedProduces.WithLabelValues(topic).Inc()
+func (m *BrokerTopicMetrics) forTopic(topic string) *topicStats {
+	return &topicStats{
+		bytesIn:        m.bytesIn.WithLabelValues(topic),
+		bytesOut:       m.bytesOut.WithLabelValues(topic),
+		messagesIn:     m.messagesIn.WithLabelValues(topic),
+		failedProduces: m.failedProduces.WithLabelValues(topic),
+	}
 }
 
 func (m *BrokerTopicMetrics) deleteTopic(topic string) {
