@@ -21,6 +21,8 @@ func main() {
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "serve":
 		err = serve(args)
+	case "bench":
+		err = bench(args)
 	case "version", "--version", "-v":
 		fmt.Println("moldau", version)
 	case "help", "-h", "--help":
@@ -43,6 +45,7 @@ Usage:
   moldau serve [--config FILE] [--override key=value ...]
                       start a broker; with no flags, a single node on
                       localhost:9092 with its data in ./moldau-data
+  moldau bench MODE   load-test a broker (produce, consume, e2e) or this machine (floor)
   moldau version      print the version
 
 Run 'moldau COMMAND --help' for a command's flags.
