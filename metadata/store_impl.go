@@ -90,11 +90,17 @@ type Store struct {
 
 	mu      sync.RWMutex
 	closed  bool
-	topics  map[string]*Topic
+	topics  map[string]*Topic // authoritative; each *Topic is immutable once published
 	byID    map[TopicID]string
 	brokers map[string]map[string]string
 	nextPID int64
 	pending []Change // durable, not yet delivered to listeners
+
+	// byName and byIDLookup mirror topics for the produce and fetch paths:
+	// lock-free reads of immutable *Topic values, updated (under mu)
+	// only once a change is durable.
+	byName     sync.Map // string -> *Topic
+	byIDLookup sync.Map // TopicID -> *Topic
 
 	lmu       sync.Mutex
 	listeners []listener
@@ -153,6 +159,7 @@ func Open(opts Options) (*Store, error) {
 		}
 		s.topics[t.Name] = &t
 		s.byID[t.ID] = t.Name
+		s.publish(&t)
 	}
 	for r, c := range st.BrokerConfigs {
 		s.brokers[r] = c
@@ -201,24 +208,30 @@ func (s *Store) Topics() []Topic {
 
 // Topic returns a topic by name.
 func (s *Store) Topic(name string) (Topic, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	t := s.topics[name]
-	if t == nil {
-		return Topic{}, false
+	if t, ok := s.byName.Load(name); ok {
+		return *t.(*Topic), true
 	}
-	return *t, true
+	return Topic{}, false
 }
 
 // TopicByID returns a topic by ID.
 func (s *Store) TopicByID(id TopicID) (Topic, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	t := s.topics[s.byID[id]]
-	if t == nil {
-		return Topic{}, false
+	if t, ok := s.byIDLookup.Load(id); ok {
+		return *t.(*Topic), true
 	}
-	return *t, true
+	return Topic{}, false
+}
+
+// publish makes t what lock-free lookups return for its name and ID; mu
+// held for writing.
+func (s *Store) publish(t *Topic) {
+	s.byName.Store(t.Name, t)
+	s.byIDLookup.Store(t.ID, t)
+}
+
+func (s *Store) unpublish(t *Topic) {
+	s.byName.Delete(t.Name)
+	s.byIDLookup.Delete(t.ID)
 }
 
 // errorf returns an error wrapping a kerr sentinel whose text is the
@@ -327,7 +340,6 @@ func (s *Store) DeleteTopic(name string) (Topic, error) {
 // nil, gives the replicas of each new partition (total - current of them).
 func (s *Store) CreatePartitions(name string, total int32, assignment [][]int32) (Topic, error) {
 	var t *Topic
-	var before []Partition
 	return s.mutate(func() (Change, error) {
 		t = s.topics[name]
 		if t == nil {
@@ -348,28 +360,29 @@ func (s *Store) CreatePartitions(name string, total int32, assignment [][]int32)
 		if err != nil {
 			return Change{}, err
 		}
-		before = t.Partitions
-		t.Partitions = append(slices.Clip(t.Partitions), parts...)
-		return Change{Kind: PartitionsCreated, Topic: copyTopic(t), NewPartitions: total - cur}, nil
-	}, func(Change) { t.Partitions = before })
+		nt := *t
+		nt.Partitions = append(slices.Clip(t.Partitions), parts...)
+		s.topics[name] = &nt
+		return Change{Kind: PartitionsCreated, Topic: copyTopic(&nt), NewPartitions: total - cur}, nil
+	}, func(Change) { s.topics[name] = t })
 }
 
 // AlterTopicConfigs replaces a topic's config overrides.
 func (s *Store) AlterTopicConfigs(name string, configs map[string]string) (Topic, error) {
 	var t *Topic
-	var before map[string]string
 	return s.mutate(func() (Change, error) {
 		t = s.topics[name]
 		if t == nil {
 			return Change{}, errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}
-		before = t.Configs
-		t.Configs = maps.Clone(configs)
-		if t.Configs == nil {
-			t.Configs = map[string]string{}
+		nt := *t
+		nt.Configs = maps.Clone(configs)
+		if nt.Configs == nil {
+			nt.Configs = map[string]string{}
 		}
-		return Change{Kind: TopicConfigChanged, Topic: copyTopic(t), ConfigNames: changedNames(before, t.Configs)}, nil
-	}, func(Change) { t.Configs = before })
+		s.topics[name] = &nt
+		return Change{Kind: TopicConfigChanged, Topic: copyTopic(&nt), ConfigNames: changedNames(t.Configs, nt.Configs)}, nil
+	}, func(Change) { s.topics[name] = t })
 }
 
 // BrokerConfigs returns the dynamic configs of a broker resource ("" for
@@ -473,6 +486,12 @@ func (s *Store) mutate(apply func() (Change, error), undo func(Change)) (Topic, 
 		s.mu.Unlock()
 		s.log.Error("writing cluster metadata failed", "file", s.path, "err", err)
 		return Topic{}, errorf(kerr.KafkaStorageError, "writing cluster metadata: %v", err)
+	}
+	switch c.Kind {
+	case TopicCreated, PartitionsCreated, TopicConfigChanged:
+		s.publish(s.topics[c.Topic.Name])
+	case TopicDeleted:
+		s.unpublish(&c.Topic)
 	}
 	if c.Kind != 0 {
 		s.pending = append(s.pending, c)

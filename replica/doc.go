@@ -11,9 +11,8 @@
 // fetch.max.wait.ms passes.
 //
 // Thread-safety: a Manager is safe for concurrent use. Partitions are held
-// in a map under a read-write lock taken only to look a partition up or
-// change the set; appends to different partitions never contend (each log
-// has its own lock). Lock order: Manager.mu, then a log's lock (inside the
-// log package); purgatory.CheckAndComplete is never called while holding
-// either.
+// in a sync.Map, so the produce and fetch paths find them without a lock,
+// and appends to different partitions never contend (each log has its own
+// lock). The Manager holds no lock of its own on these paths;
+// purgatory.CheckAndComplete is never called while a log's lock is held.
 package replica

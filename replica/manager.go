@@ -49,8 +49,10 @@ type Manager struct {
 	log     *slog.Logger
 	metrics *BrokerTopicMetrics
 
-	mu         sync.RWMutex
-	partitions map[TopicPartition]*Partition
+	// partitions maps TopicPartition to *Partition. A sync.Map: the set
+	// changes only when topics come and go, and the produce and fetch
+	// paths look partitions up without taking any lock.
+	partitions sync.Map
 
 	produceP *purgatory.Purgatory[TopicPartition]
 	fetchP   *purgatory.Purgatory[TopicPartition]
@@ -65,9 +67,8 @@ type Manager struct {
 // down, as Kafka's KRaft broker does).
 func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		partitions: make(map[TopicPartition]*Partition),
+		cfg: cfg,
+		log: cfg.Logger,
 	}
 	if m.log == nil {
 		m.log = slog.Default()
@@ -121,9 +122,7 @@ func (m *Manager) makePartition(t metadata.Topic, p metadata.Partition) error {
 	}
 	// One node: the leader's high watermark is its log end.
 	l.UpdateHighWatermark(l.LogEndOffset())
-	m.mu.Lock()
-	m.partitions[tp] = &Partition{TopicPartition: tp, TopicID: t.ID, LeaderEpoch: p.LeaderEpoch, Log: l, stats: m.metrics.forTopic(t.Name)}
-	m.mu.Unlock()
+	m.partitions.Store(tp, &Partition{TopicPartition: tp, TopicID: t.ID, LeaderEpoch: p.LeaderEpoch, Log: l, stats: m.metrics.forTopic(t.Name)})
 	return nil
 }
 
@@ -141,14 +140,12 @@ func (m *Manager) onMetadataChange(c metadata.Change) {
 		}
 	case metadata.TopicDeleted:
 		var gone []TopicPartition
-		m.mu.Lock()
-		for tp := range m.partitions {
-			if tp.Topic == c.Topic.Name {
-				delete(m.partitions, tp)
+		for _, p := range c.Topic.Partitions {
+			tp := TopicPartition{Topic: c.Topic.Name, Partition: p.Index}
+			if _, ok := m.partitions.LoadAndDelete(tp); ok {
 				gone = append(gone, tp)
 			}
 		}
-		m.mu.Unlock()
 		for _, tp := range gone {
 			if err := m.cfg.Logs.DeleteLog(tp); err != nil {
 				m.log.Error("deleting log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
@@ -176,21 +173,20 @@ func (m *Manager) onMetadataChange(c metadata.Change) {
 
 // Partition returns the hosted partition, or nil.
 func (m *Manager) Partition(tp TopicPartition) *Partition {
-	m.mu.RLock()
-	p := m.partitions[tp]
-	m.mu.RUnlock()
-	return p
+	if p, ok := m.partitions.Load(tp); ok {
+		return p.(*Partition)
+	}
+	return nil
 }
 
 func (m *Manager) partitionsOf(topic string) []*Partition {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
 	var ps []*Partition
-	for tp, p := range m.partitions {
-		if tp.Topic == topic {
-			ps = append(ps, p)
+	m.partitions.Range(func(k, v any) bool {
+		if k.(TopicPartition).Topic == topic {
+			ps = append(ps, v.(*Partition))
 		}
-	}
+		return true
+	})
 	return ps
 }
 
