@@ -42,17 +42,22 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	acked := make(map[int32]map[int64]uint64) // partition -> offset -> seq
 	var nacked atomic.Int64
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(context.Background())
+	// Producing stops at the kill; the deadline only turns a broker that
+	// stopped answering into a failure instead of a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	killAt := int64(total / 2)
 	killed := make(chan struct{})
 	go func() {
-		for nacked.Load() < killAt {
+		for nacked.Load() < killAt && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 		}
 		p.kill(t)
+		// Unblock a Produce waiting for buffer space: nothing more
+		// will be acknowledged.
+		cancel()
 		close(killed)
 	}()
-	for i := 0; i < total; i++ {
+	for i := 0; i < total && ctx.Err() == nil; i++ {
 		select {
 		case <-killed:
 			i = total

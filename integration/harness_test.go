@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,6 +200,15 @@ func startProcess(t testing.TB, dir string, port int, overrides ...string) *brok
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			// A Go process prints every goroutine's stack on SIGQUIT:
+			// the first thing to read if the broker hung.
+			p.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-p.done:
+			case <-time.After(5 * time.Second):
+			}
+		}
 		p.cmd.Process.Kill()
 		<-p.done
 		if t.Failed() {
