@@ -1,6 +1,7 @@
 // Command moldau is the Moldau broker and its command-line tools.
 //
 //	moldau serve [--config server.properties] [--override key=value ...]
+//	moldau bench produce|consume|e2e|floor [flags]
 //	moldau version
 package main
 
