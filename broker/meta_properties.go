@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/moldau/moldau/log"
 )
 
 // meta.properties, in Kafka's KRaft format (version=1): node.id,
@@ -55,7 +57,7 @@ func ensureMetaProperties(dirs []string, nodeID int32) (clusterID string, err er
 			continue
 		}
 		body := fmt.Sprintf("#\n#Written by Moldau\nnode.id=%d\ndirectory.id=%s\nversion=1\ncluster.id=%s\n", nodeID, newUUIDString(), clusterID)
-		if err := writeFileAtomic(filepath.Join(d, metaPropertiesFile), []byte(body)); err != nil {
+		if err := log.WriteFileAtomic(log.OSFS{}, filepath.Join(d, metaPropertiesFile), []byte(body)); err != nil {
 			return "", err
 		}
 	}
@@ -96,29 +98,3 @@ func newUUIDString() string {
 	return base64.RawURLEncoding.EncodeToString(u[:])
 }
 
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}

@@ -47,7 +47,7 @@ func WriteOffsetCheckpoint(fsys FS, path string, offsets map[TopicPartition]int6
 	for _, tp := range tps {
 		fmt.Fprintf(&b, "%s %d %d\n", tp.Topic, tp.Partition, offsets[tp])
 	}
-	return writeFileAtomic(fsys, path, b.Bytes())
+	return WriteFileAtomic(fsys, path, b.Bytes())
 }
 
 // ReadOffsetCheckpoint reads a file written by WriteOffsetCheckpoint. A
@@ -146,7 +146,7 @@ func (c *leaderEpochCache) write() error {
 	for _, e := range c.entries {
 		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
 	}
-	return writeFileAtomic(c.fsys, c.path, b.Bytes())
+	return WriteFileAtomic(c.fsys, c.path, b.Bytes())
 }
 
 func (c *leaderEpochCache) latestEpoch() int32 {
@@ -226,7 +226,7 @@ func ParseUUID(s string) ([16]byte, error) {
 // writePartitionMetadata writes partition.metadata in Kafka's format.
 func writePartitionMetadata(fsys FS, dir string, id [16]byte) error {
 	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", UUIDString(id))
-	return writeFileAtomic(fsys, filepath.Join(dir, PartitionMetadataFile), []byte(data))
+	return WriteFileAtomic(fsys, filepath.Join(dir, PartitionMetadataFile), []byte(data))
 }
 
 // readPartitionMetadata reads partition.metadata; ok is false if missing.

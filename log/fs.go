@@ -105,28 +105,29 @@ func readFile(fsys FS, name string) ([]byte, error) {
 	return b[:n], err
 }
 
-// writeFileAtomic writes data to name through a temporary file that is
+// WriteFileAtomic writes data to name through a temporary file that is
 // fsynced and renamed over name; the directory is fsynced after, so the
 // file is either the old or the new content after a crash (Kafka's
-// CheckpointFile).
-func writeFileAtomic(fsys FS, name string, data []byte) error {
+// CheckpointFile). The broker's meta.properties and the cluster metadata
+// are written the same way.
+func WriteFileAtomic(fsys FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if err == nil {
+		err = fsys.Rename(tmp, name)
 	}
-	if err := fsys.Rename(tmp, name); err != nil {
+	if err != nil {
+		_ = fsys.Remove(tmp)
 		return err
 	}
 	return fsys.SyncDir(filepath.Dir(name))

@@ -486,7 +486,7 @@ func (m *Manager) Close() error {
 				}
 			}
 			if ok {
-				if err := writeFileAtomic(m.fsys, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
+				if err := WriteFileAtomic(m.fsys, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
 					errs = append(errs, err)
 				}
 			}

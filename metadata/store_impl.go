@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/log"
 )
 
 // FileName is the name of the metadata file in Options.Dir.
@@ -542,31 +544,7 @@ func (s *Store) writeLocked() error {
 		return err
 	}
 	b = append(b, '\n')
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(s.opts.Dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return log.WriteFileAtomic(log.OSFS{}, s.path, b)
 }
 
 // changedNames lists the keys added, removed or changed, sorted.
