@@ -1,0 +1,27 @@
+// Package kapi is Moldau's KafkaApis: it decodes each request with kmsg,
+// runs it against the broker's parts and encodes the response.
+//
+// One file per API key (00_produce.go, 01_fetch.go, ...), each opening with
+// the versions it serves and how they differ. versions.go holds the one
+// table of supported APIs and versions: it builds the ApiVersions response,
+// and Handle refuses anything outside it (an unknown key or version closes
+// the connection, as Kafka does; ApiVersions at an unknown version is
+// answered in the v0 format with UNSUPPORTED_VERSION, KIP-511).
+//
+// Errors: inner packages return Go errors wrapping kerr sentinels;
+// ErrorCode turns them into Kafka error codes, here and nowhere else, and
+// anything unrecognised is UNKNOWN_SERVER_ERROR.
+//
+// Responses: Handle calls respond exactly once per request, possibly later
+// and from another goroutine (a fetch or acks=all produce waiting in a
+// purgatory), and always, even for acks=0 (NoResponse), because the socket
+// server keeps the connection muted until then. A fetch response carries
+// its record batches as file regions that the socket server sends with
+// sendfile: the response is encoded by kmsg with a marker in place of each
+// partition's records, and encodeWithRegions splices the regions in
+// (tested byte for byte against kmsg's own encoding for every version).
+//
+// Thread-safety: a Handler is safe for concurrent use by the handler pool.
+// Fetch sessions (KIP-227) live in a bounded cache; one session is used by
+// one request at a time, as a client sends one fetch per session at once.
+package kapi
