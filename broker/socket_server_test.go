@@ -623,14 +623,21 @@ func TestCloseFinishesInFlightRequests(t *testing.T) {
 	<-started
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
-	time.Sleep(50 * time.Millisecond)
-	// New connections are refused once closing.
-	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	// New connections are refused once closing (the listener closes
+	// first; poll until it has).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		if _, err := c.Read(make([]byte, 1)); err == nil {
 			t.Fatal("new connection served during shutdown")
 		}
 		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("new connections still accepted 5s into shutdown")
+		}
 	}
 	busy.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if f := readFrame(t, busy); string(f[4:]) != "done" {
@@ -652,7 +659,9 @@ func TestCloseFinishesInFlightRequests(t *testing.T) {
 func TestCloseForcesAfterTimeout(t *testing.T) {
 	base := runtime.NumGoroutine()
 	var released atomic.Int32
+	inFlight := make(chan struct{})
 	h := testHandlerFunc(func(ctx context.Context, r *kapi.Request, respond func(*kapi.Response)) {
+		close(inFlight)
 		<-ctx.Done() // a handler stuck until the broker gives up
 		respond(&kapi.Response{Buf: []byte{0, 0, 0, 0}, Release: func() { released.Add(1) }})
 	})
@@ -668,7 +677,7 @@ func TestCloseForcesAfterTimeout(t *testing.T) {
 	s.Start()
 	c := dial(t, s.Addr("PLAINTEXT").String())
 	c.Write(echoRequest(1, "x", nil))
-	time.Sleep(50 * time.Millisecond)
+	<-inFlight
 	start := time.Now()
 	if err := s.Close(); err == nil {
 		t.Fatal("Close: no error for a forced shutdown")
