@@ -278,32 +278,24 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	results := make([]LoadResult, len(jobs))
 	logs := make([]*Log, len(jobs))
 	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, m.cfg.RecoveryThreadsPerDataDir)
-	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			p := logParams{
-				dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
-				logger: m.logger, now: m.cfg.Now, bg: m.bg, scheduleDelete: m.scheduleDelete,
-				hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
-			}
-			if v, ok := rps[j.tp]; ok {
-				p.recoveryPoint = v
-			}
-			if v, ok := starts[j.tp]; ok {
-				p.logStartOffset = v
-			}
-			if v, ok := hws[j.tp]; ok {
-				p.highWatermark = v
-			}
-			logs[i], results[i], errs[i] = loadLog(p)
-		}()
-	}
-	wg.Wait()
+	inParallel(len(jobs), m.cfg.RecoveryThreadsPerDataDir, func(i int) {
+		j := jobs[i]
+		p := logParams{
+			dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
+			logger: m.logger, now: m.cfg.Now, bg: m.bg, scheduleDelete: m.scheduleDelete,
+			hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
+		}
+		if v, ok := rps[j.tp]; ok {
+			p.recoveryPoint = v
+		}
+		if v, ok := starts[j.tp]; ok {
+			p.logStartOffset = v
+		}
+		if v, ok := hws[j.tp]; ok {
+			p.highWatermark = v
+		}
+		logs[i], results[i], errs[i] = loadLog(p)
+	})
 
 	m.mu.Lock()
 	var loadErr error
@@ -467,23 +459,19 @@ func (m *Manager) Close() error {
 			if d.err != nil {
 				continue
 			}
-			ok := true
+			// Kafka's shutdown flushes and closes a dir's logs on
+			// num.recovery.threads.per.data.dir threads.
 			logs := m.logsIn(d)
-			for _, l := range logs {
-				if err := l.Flush(); err != nil {
-					errs = append(errs, err)
-					ok = false
-				}
-			}
-			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
-				errs = append(errs, err)
-				ok = false
-			}
-			for _, l := range logs {
-				if err := l.Close(); err != nil {
-					errs = append(errs, err)
-					ok = false
-				}
+			logErrs := make([]error, len(logs))
+			inParallel(len(logs), m.cfg.RecoveryThreadsPerDataDir, func(i int) { logErrs[i] = logs[i].Flush() })
+			dirErrs := []error{errors.Join(logErrs...)}
+			dirErrs = append(dirErrs, m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile))
+			clear(logErrs)
+			inParallel(len(logs), m.cfg.RecoveryThreadsPerDataDir, func(i int) { logErrs[i] = logs[i].Close() })
+			dirErrs = append(dirErrs, errors.Join(logErrs...))
+			ok := errors.Join(dirErrs...) == nil
+			if !ok {
+				errs = append(errs, dirErrs...)
 			}
 			if ok {
 				if err := WriteFileAtomic(m.fsys, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
@@ -651,4 +639,23 @@ func (m *Manager) DirInfos() []DirInfo {
 		out = append(out, di)
 	}
 	return out
+}
+
+// inParallel runs fn(0..n-1) on at most workers goroutines and waits.
+func inParallel(n, workers int, fn func(i int)) {
+	if workers < 1 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, workers)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
 }
