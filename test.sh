@@ -26,5 +26,10 @@ fi
 
 # -race on everything; the integration package also runs the kgo
 # conformance suite (see integration/conformance_test.go).
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n $unformatted ]]; then
+	echo "test.sh: not gofmt-formatted: $unformatted" >&2
+	exit 1
+fi
 go vet ./...
 go test -race -count=1 -timeout 30m ./...

@@ -97,4 +97,3 @@ func newUUIDString() string {
 	u[8] = u[8]&0x3f | 0x80
 	return base64.RawURLEncoding.EncodeToString(u[:])
 }
-
