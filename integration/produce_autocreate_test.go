@@ -1,0 +1,70 @@
+package integration
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// rawBatch encodes one uncompressed magic-v2 batch holding value, as a
+// producer that skips Metadata would send it.
+func rawBatch(value []byte) []byte {
+	now := time.Now().UnixMilli()
+	b := kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, FirstTimestamp: now, MaxTimestamp: now}
+	var body []byte
+	body = append(body, 0)               // attributes
+	body = binary.AppendVarint(body, 0)  // timestamp delta
+	body = binary.AppendVarint(body, 0)  // offset delta
+	body = binary.AppendVarint(body, -1) // null key
+	body = binary.AppendVarint(body, int64(len(value)))
+	body = append(body, value...)
+	body = binary.AppendVarint(body, 0) // no headers
+	b.Records = append(binary.AppendVarint(nil, int64(len(body))), body...)
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// A Produce to a topic that does not exist creates it when
+// auto.create.topics.enable is set, and is UNKNOWN_TOPIC_OR_PARTITION when
+// it is not.
+func TestProduceAutoCreatesTopic(t *testing.T) {
+	for _, auto := range []bool{true, false} {
+		b := startBroker(t, "", "auto.create.topics.enable="+map[bool]string{true: "true", false: "false"}[auto])
+		// Named topics: Produce v12 (v13 names topics by ID).
+		versions := kversion.Stable()
+		versions.SetMaxKeyVersion(0, 12)
+		cl := newClient(t, b.Seed(), kgo.MaxVersions(versions))
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "made-by-produce"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = rawBatch([]byte("hello"))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+		tds, err := newAdmin(t, b.Seed()).ListTopics(ctxTimeout(t, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exists := tds.Has("made-by-produce")
+		switch {
+		case auto && (got != nil || !exists || resp.Topics[0].Partitions[0].BaseOffset != 0):
+			t.Errorf("with auto-creation: error %v, base offset %d, topic exists %v", got, resp.Topics[0].Partitions[0].BaseOffset, exists)
+		case !auto && (got != kerr.UnknownTopicOrPartition || exists):
+			t.Errorf("without auto-creation: error %v (want UNKNOWN_TOPIC_OR_PARTITION), topic exists %v", got, exists)
+		}
+	}
+}
