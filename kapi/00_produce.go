@@ -113,7 +113,7 @@ func (h *Handler) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (meta
 	if t, ok := h.cfg.Metadata.Topic(rt.Topic); ok {
 		return t, nil
 	}
-	if !h.cfg.Broker.AutoCreateTopicsEnable || isKafkaInternalTopic(rt.Topic) {
+	if !h.cfg.Broker.AutoCreateTopicsEnable || metadata.IsInternalTopic(rt.Topic) {
 		return metadata.Topic{}, kerr.UnknownTopicOrPartition
 	}
 	t, err := h.createTopic(rt.Topic, -1, -1, nil, nil, false)

@@ -134,7 +134,7 @@ func (h *Handler) metadataTopic(v int16, t metadata.Topic, haveEndpoint bool) km
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Internal || isKafkaInternalTopic(t.Name)
+	mt.IsInternal = t.Internal || metadata.IsInternalTopic(t.Name)
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
@@ -161,12 +161,12 @@ func (h *Handler) metadataTopic(v int16, t metadata.Topic, haveEndpoint bool) km
 func (h *Handler) missingTopic(name string, allowAuto bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
-	mt.IsInternal = isKafkaInternalTopic(name)
+	mt.IsInternal = metadata.IsInternalTopic(name)
 	if err := validateTopicName(name); err != nil {
 		mt.ErrorCode = kerr.InvalidTopicException.Code
 		return mt
 	}
-	if !allowAuto || isKafkaInternalTopic(name) {
+	if !allowAuto || metadata.IsInternalTopic(name) {
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return mt
 	}

@@ -17,10 +17,6 @@ import (
 )
 
 const (
-	// Kafka's internal topics (Topic.GROUP_METADATA_TOPIC_NAME and
-	// TRANSACTION_STATE_TOPIC_NAME), created by the coordinators.
-	consumerOffsetsTopic  = "__consumer_offsets"
-	transactionStateTopic = "__transaction_state"
 	// clusterMetadataTopic is KRaft's metadata log; it cannot be created.
 	clusterMetadataTopic = "__cluster_metadata"
 
@@ -40,11 +36,6 @@ const (
 	// authorizedOperationsOmitted is the schema default, -2147483648.
 	authorizedOperationsOmitted int32 = -1 << 31
 )
-
-// isKafkaInternalTopic is Kafka's Topic.isInternal.
-func isKafkaInternalTopic(name string) bool {
-	return name == consumerOffsetsTopic || name == transactionStateTopic
-}
 
 // codedError carries a client message and wraps a kerr sentinel, so that
 // ErrorCode finds the code and ErrorMessage shows only the message.
@@ -167,7 +158,7 @@ func (h *Handler) createTopic(name string, partitions int32, rf int16, assignmen
 		}
 	}
 	if validateOnly {
-		t := metadata.Topic{Name: name, Internal: isKafkaInternalTopic(name), Configs: configs}
+		t := metadata.Topic{Name: name, Internal: metadata.IsInternalTopic(name), Configs: configs}
 		for i := range partitions {
 			replicas := slices.Clone(brokers[:rf])
 			if assignment != nil {
@@ -177,7 +168,7 @@ func (h *Handler) createTopic(name string, partitions int32, rf int16, assignmen
 		}
 		return t, nil
 	}
-	return h.cfg.Metadata.CreateTopic(name, partitions, assignment, configs, isKafkaInternalTopic(name))
+	return h.cfg.Metadata.CreateTopic(name, partitions, assignment, configs, metadata.IsInternalTopic(name))
 }
 
 // validateAssignment is Kafka's validateManualPartitionAssignment: every

@@ -57,6 +57,19 @@ const (
 	BrokerConfigChanged
 )
 
+// Kafka's internal topics (Topic.GROUP_METADATA_TOPIC_NAME and
+// TRANSACTION_STATE_TOPIC_NAME), created by the coordinators.
+const (
+	ConsumerOffsetsTopic  = "__consumer_offsets"
+	TransactionStateTopic = "__transaction_state"
+)
+
+// IsInternalTopic is Kafka's Topic.isInternal: clients may not write to
+// these topics, and they are never auto-created on a client's request.
+func IsInternalTopic(name string) bool {
+	return name == ConsumerOffsetsTopic || name == TransactionStateTopic
+}
+
 // Options configure Open.
 type Options struct {
 	Dir    string // metadata.log.dir, or the first of log.dirs

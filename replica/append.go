@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/metadata"
 	"github.com/moldau/moldau/purgatory"
 )
 
@@ -102,7 +102,7 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 
 func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
 	res := ProduceResult{TopicPartition: e.TopicPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	if isInternal(e.Topic) {
+	if metadata.IsInternalTopic(e.Topic) {
 		// Clients may not write to internal topics (Kafka:
 		// INVALID_TOPIC_EXCEPTION via the internal-topic check in
 		// appendToLocalLog).
@@ -155,9 +155,3 @@ func isExpectedAppendError(err error) bool {
 	}
 	return false
 }
-
-func isInternal(topic string) bool {
-	return topic == "__consumer_offsets" || topic == "__transaction_state"
-}
-
-var _ = log.LogOverhead

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -213,5 +212,3 @@ func checkLeaderEpoch(p *Partition, epoch int32) error {
 		return kerr.UnknownLeaderEpoch
 	}
 }
-
-var errClosed = errors.New("replica manager closed")
