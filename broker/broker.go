@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,9 +42,6 @@ type Broker struct {
 	metrics  *Metrics
 	httpSrv  *MetricsServer
 
-	ctx    context.Context
-	cancel context.CancelFunc
-
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -62,7 +58,6 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if b.registry == nil {
 		b.registry = prometheus.NewRegistry()
 	}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -142,7 +137,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		SocketSendBufferBytes:    cfg.SocketSendBufferBytes,
 		SocketReceiveBufferBytes: cfg.SocketReceiveBufferBytes,
 		ConnectionsMaxIdle:       cfg.ConnectionsMaxIdle,
-		Handler:                  handlerFunc(b.handle),
+		Handler:                  b.handler,
 		Logger:                   b.log,
 		Metrics:                  b.metrics,
 	})
@@ -155,16 +150,6 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		}
 	}
 	return b, nil
-}
-
-type handlerFunc func(ctx context.Context, r *kapi.Request, respond func(*kapi.Response))
-
-func (f handlerFunc) Handle(ctx context.Context, r *kapi.Request, respond func(*kapi.Response)) {
-	f(ctx, r, respond)
-}
-
-func (b *Broker) handle(_ context.Context, r *kapi.Request, respond func(*kapi.Response)) {
-	b.handler.Handle(b.ctx, r, respond)
 }
 
 func rack(s string) *string {
@@ -232,9 +217,6 @@ func (b *Broker) Close() error {
 		if b.socket != nil {
 			b.socket.StopAccepting()
 			errs = append(errs, b.socket.Close())
-		}
-		if b.cancel != nil {
-			b.cancel()
 		}
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())

@@ -83,8 +83,8 @@ type RequestContext struct {
 	respond    func(*Response)
 }
 
-// Context returns the request's context; it is cancelled when the broker
-// shuts down.
+// Context returns the request's context; the socket server cancels it when
+// its shutdown completes or is forced.
 func (rc *RequestContext) Context() context.Context { return rc.ctx }
 
 // Handle decodes and serves one request. respond is called exactly once,
