@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"testing"
@@ -165,7 +166,7 @@ func TestListOffsetsAndDeleteRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := dr.Lookup("lo", 0); !errorIs(r.Err, kerr.OffsetOutOfRange) {
+	if r, _ := dr.Lookup("lo", 0); !errors.Is(r.Err, kerr.OffsetOutOfRange) {
 		t.Errorf("DeleteRecords past the high watermark: %v, want OFFSET_OUT_OF_RANGE", r.Err)
 	}
 }

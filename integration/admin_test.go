@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestTopicAdminSurvivesRestart(t *testing.T) {
 	}
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "orders"); err == nil {
 		t.Fatal("creating an existing topic succeeded")
-	} else if !errorIs(err, kerr.TopicAlreadyExists) {
+	} else if !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatalf("creating an existing topic: %v, want TOPIC_ALREADY_EXISTS", err)
 	}
 	if _, err := adm.CreatePartitions(ctx, 2, "orders"); err != nil {
@@ -98,20 +99,6 @@ func describeTopic(t testing.TB, adm *kadm.Client, topic string) kadm.TopicDetai
 		t.Fatalf("topic %s: present %v, err %v", topic, ok, td.Err)
 	}
 	return td
-}
-
-func errorIs(err error, target *kerr.Error) bool {
-	for err != nil {
-		if ke, ok := err.(*kerr.Error); ok && ke == target {
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		err = u.Unwrap()
-	}
-	return false
 }
 
 // Metadata answers for the cluster: the broker, a cluster ID, this node as

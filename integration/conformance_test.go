@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestKgoConformance(t *testing.T) {
 	}
 	var extra []string
 	for name, r := range results {
-		if r == "pass" && !contains(mustPass, name) {
+		if r == "pass" && !slices.Contains(mustPass, name) {
 			extra = append(extra, name)
 		}
 	}
@@ -102,15 +103,6 @@ func orNone(s string) string {
 		return "did not run or did not finish"
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func readList(t testing.TB, path string) []string {
