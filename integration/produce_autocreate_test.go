@@ -1,11 +1,10 @@
 package integration
 
 import (
-	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
+	"github.com/moldau/moldau/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,20 +14,9 @@ import (
 // rawBatch encodes one uncompressed magic-v2 batch holding value, as a
 // producer that skips Metadata would send it.
 func rawBatch(value []byte) []byte {
-	now := time.Now().UnixMilli()
-	b := kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, FirstTimestamp: now, MaxTimestamp: now}
-	var body []byte
-	body = append(body, 0)               // attributes
-	body = binary.AppendVarint(body, 0)  // timestamp delta
-	body = binary.AppendVarint(body, 0)  // offset delta
-	body = binary.AppendVarint(body, -1) // null key
-	body = binary.AppendVarint(body, int64(len(value)))
-	body = append(body, value...)
-	body = binary.AppendVarint(body, 0) // no headers
-	b.Records = append(binary.AppendVarint(nil, int64(len(body))), body...)
-	raw := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	b := log.NewBatchBuilder(0)
+	b.Add(time.Now().UnixMilli(), nil, value)
+	raw, _ := b.Build(nil)
 	return raw
 }
 

@@ -1,13 +1,10 @@
 package replica
 
 import (
-	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/metadata"
@@ -38,23 +35,11 @@ func newTestManager(t *testing.T) (*Manager, *metadata.Store) {
 // producer would send it.
 func batch(n, size int) []byte {
 	now := time.Now().UnixMilli()
-	b := kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n),
-		LastOffsetDelta: int32(n - 1), FirstTimestamp: now, MaxTimestamp: now}
+	b := log.NewBatchBuilder(0)
 	for i := 0; i < n; i++ {
-		var body []byte
-		body = append(body, 0)                        // attributes
-		body = binary.AppendVarint(body, 0)           // timestamp delta
-		body = binary.AppendVarint(body, int64(i))    // offset delta
-		body = binary.AppendVarint(body, -1)          // null key
-		body = binary.AppendVarint(body, int64(size)) // value length
-		body = append(body, make([]byte, size)...)    // value
-		body = binary.AppendVarint(body, 0)           // no headers
-		b.Records = binary.AppendVarint(b.Records, int64(len(body)))
-		b.Records = append(b.Records, body...)
+		b.Add(now, nil, make([]byte, size))
 	}
-	raw := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	raw, _ := b.Build(nil)
 	return raw
 }
 
