@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moldau/moldau/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/moldau/moldau/log"
 )
 
 // rawBatch encodes one uncompressed magic-v2 batch holding value, as a
