@@ -1,0 +1,47 @@
+package routine
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestGroupStopsAndWaits(t *testing.T) {
+	var g Group
+	var ran atomic.Int32
+	for range 10 {
+		if !g.Go(func(done <-chan struct{}) {
+			<-done
+			ran.Add(1)
+		}) {
+			t.Fatal("Go refused before Stop")
+		}
+	}
+	ticks := make(chan struct{}, 1)
+	g.Every(time.Millisecond, func() {
+		select {
+		case ticks <- struct{}{}:
+		default:
+		}
+	})
+	<-ticks
+	g.StopAndWait()
+	if ran.Load() != 10 {
+		t.Fatalf("%d goroutines returned before StopAndWait, want 10", ran.Load())
+	}
+	if g.Go(func(<-chan struct{}) {}) {
+		t.Fatal("Go accepted after Stop")
+	}
+	g.StopAndWait() // idempotent
+}
+
+func TestGroupZeroValueStopWithNothingRunning(t *testing.T) {
+	var g Group
+	select {
+	case <-g.Done():
+		t.Fatal("Done closed before Stop")
+	default:
+	}
+	g.Stop()
+	<-g.Done()
+}
