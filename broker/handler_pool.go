@@ -27,7 +27,7 @@ func newKafkaRequestHandlerPool(s *SocketServer, n int) *KafkaRequestHandlerPool
 
 func (p *KafkaRequestHandlerPool) start() {
 	for id := range p.meters {
-		p.server.handlerGroup.Go(func() { p.run(id) })
+		p.server.handlerGroup.Go(func(<-chan struct{}) { p.run(id) })
 	}
 }
 

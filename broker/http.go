@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/moldau/moldau/broker/routine"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -19,10 +21,10 @@ import (
 // registers its handlers on http.DefaultServeMux, which Moldau never
 // serves.)
 type MetricsServer struct {
-	ln   net.Listener
-	srv  *http.Server
-	log  *slog.Logger
-	done chan struct{} // closed when Serve returned
+	ln  net.Listener
+	srv *http.Server
+	log *slog.Logger
+	g   routine.Group // the serving goroutine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -55,15 +57,13 @@ func ServeMetrics(addr string, reg prometheus.Gatherer, logger *slog.Logger) (*M
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 		},
-		log:  logger,
-		done: make(chan struct{}),
+		log: logger,
 	}
-	go func() { // tracked: Close waits for done
-		defer close(m.done)
+	m.g.Go(func(<-chan struct{}) {
 		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("metrics HTTP server stopped", "addr", ln.Addr().String(), "err", err)
 		}
-	}()
+	})
 	return m, nil
 }
 
@@ -80,7 +80,7 @@ func (m *MetricsServer) Close() error {
 		if err := m.srv.Shutdown(ctx); err != nil {
 			m.closeErr = m.srv.Close()
 		}
-		<-m.done
+		m.g.StopAndWait()
 	})
 	return m.closeErr
 }

@@ -2,14 +2,13 @@ package broker
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/moldau/moldau/broker/uuid"
 	"github.com/moldau/moldau/log"
 )
 
@@ -50,13 +49,13 @@ func ensureMetaProperties(dirs []string, nodeID int32) (clusterID string, err er
 		found[d] = props
 	}
 	if clusterID == "" {
-		clusterID = newUUIDString()
+		clusterID = uuid.Random().String()
 	}
 	for _, d := range dirs {
 		if found[d] != nil {
 			continue
 		}
-		body := fmt.Sprintf("#\n#Written by Moldau\nnode.id=%d\ndirectory.id=%s\nversion=1\ncluster.id=%s\n", nodeID, newUUIDString(), clusterID)
+		body := fmt.Sprintf("#\n#Written by Moldau\nnode.id=%d\ndirectory.id=%s\nversion=1\ncluster.id=%s\n", nodeID, uuid.Random().String(), clusterID)
 		if err := log.WriteFileAtomic(log.OSFS{}, filepath.Join(d, metaPropertiesFile), []byte(body)); err != nil {
 			return "", err
 		}
@@ -84,16 +83,4 @@ func readProperties(path string) (map[string]string, error) {
 		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	return props, sc.Err()
-}
-
-// newUUIDString is a random v4 UUID in Kafka's base64url form, as cluster
-// and directory ids are written.
-func newUUIDString() string {
-	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
-		panic(err)
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return base64.RawURLEncoding.EncodeToString(u[:])
 }

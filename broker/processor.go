@@ -76,7 +76,7 @@ func (p *Processor) register(nc net.Conn) {
 	p.index++
 	p.conns[c] = struct{}{}
 	p.mu.Unlock()
-	if !s.connGroup.Go(c.serve) {
+	if !s.connGroup.Go(func(<-chan struct{}) { c.serve() }) {
 		p.mu.Lock()
 		delete(p.conns, c)
 		p.mu.Unlock()

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/moldau/moldau/broker/routine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +99,7 @@ type SocketServer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	acceptorGroup, connGroup, handlerGroup, backgroundGroup routineGroup
+	acceptorGroup, connGroup, handlerGroup, backgroundGroup routine.Group
 
 	// forced is closed when the graceful drain timed out: blocked
 	// connection goroutines give up.
@@ -206,9 +208,9 @@ func (s *SocketServer) Start() {
 	}
 	s.started = true
 	s.handlers.start()
-	s.backgroundGroup.Go(s.sampleIdle)
+	s.backgroundGroup.Go(func(<-chan struct{}) { s.sampleIdle() })
 	for _, a := range s.acceptors {
-		s.acceptorGroup.Go(a.run)
+		s.acceptorGroup.Go(func(<-chan struct{}) { a.run() })
 		s.log.Debug("accepting", "listener", a.name, "addr", a.ln.Addr().String())
 	}
 }
@@ -350,70 +352,6 @@ func (s *SocketServer) sampleIdle() {
 			return
 		}
 	}
-}
-
-// routineGroup starts and tracks goroutines; it refuses new ones once
-// stopped (etcd's GoAttach, nats-server's startGoRoutine).
-type routineGroup struct {
-	mu      sync.Mutex
-	stopped bool
-	n       int
-	done    chan struct{} // closed when stopped and n == 0
-}
-
-// Go runs f in a goroutine unless the group is stopped.
-func (g *routineGroup) Go(f func()) bool {
-	g.mu.Lock()
-	if g.stopped {
-		g.mu.Unlock()
-		return false
-	}
-	g.n++
-	g.mu.Unlock()
-	go func() {
-		defer g.exit()
-		f()
-	}()
-	return true
-}
-
-func (g *routineGroup) exit() {
-	g.mu.Lock()
-	g.n--
-	if g.stopped && g.n == 0 && g.done != nil {
-		close(g.done)
-		g.done = nil
-	}
-	g.mu.Unlock()
-}
-
-// Stop refuses new goroutines.
-func (g *routineGroup) Stop() {
-	g.mu.Lock()
-	g.stopped = true
-	g.mu.Unlock()
-}
-
-// Done returns a channel closed once the group is stopped and empty.
-func (g *routineGroup) Done() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ch := make(chan struct{})
-	if g.stopped && g.n == 0 {
-		close(ch)
-		return ch
-	}
-	if g.done == nil {
-		g.done = ch
-		return ch
-	}
-	return g.done
-}
-
-// StopAndWait stops the group and waits for its goroutines.
-func (g *routineGroup) StopAndWait() {
-	g.Stop()
-	<-g.Done()
 }
 
 // acceptor accepts the connections of one listener and hands them

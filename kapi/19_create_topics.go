@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/metadata"
 )
 
@@ -48,7 +49,7 @@ func (h *Handler) handleCreateTopics(rc *RequestContext, kreq kmsg.Request) kmsg
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		if count[rt.Topic] > 1 {
-			h.setCreateTopicError(req.Version, &st, codedErrorf(kerr.InvalidRequest, "Duplicate topic name."))
+			h.setCreateTopicError(req.Version, &st, apierr.Errorf(kerr.InvalidRequest, "Duplicate topic name."))
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
@@ -102,21 +103,21 @@ func (h *Handler) createTopicFromRequest(rt kmsg.CreateTopicsRequestTopic, valid
 		configs[c.Name] = *c.Value
 	}
 	if len(nulls) > 0 {
-		return topic, codedErrorf(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
+		return topic, apierr.Errorf(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
 	}
 	var assignment [][]int32
 	if len(rt.ReplicaAssignment) > 0 {
 		byIndex := map[int32][]int32{}
 		for _, a := range rt.ReplicaAssignment {
 			if _, dup := byIndex[a.Partition]; dup {
-				return topic, codedErrorf(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
+				return topic, apierr.Errorf(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
 			}
 			byIndex[a.Partition] = a.Replicas
 		}
 		for i := range int32(len(byIndex)) {
 			r, ok := byIndex[i]
 			if !ok {
-				return topic, codedErrorf(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
+				return topic, apierr.Errorf(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
 			}
 			assignment = append(assignment, r)
 		}

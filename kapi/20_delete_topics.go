@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/metadata"
 )
 
@@ -59,9 +60,9 @@ func (h *Handler) handleDeleteTopics(rc *RequestContext, kreq kmsg.Request) kmsg
 	}
 
 	if !h.cfg.Broker.DeleteTopicEnable {
-		err := codedErrorf(kerr.TopicDeletionDisabled, "Topic deletion is disabled.")
+		err := apierr.Errorf(kerr.TopicDeletionDisabled, "Topic deletion is disabled.")
 		if v < 3 {
-			err = codedErrorf(kerr.InvalidRequest, "Topic deletion is disabled.")
+			err = apierr.Errorf(kerr.InvalidRequest, "Topic deletion is disabled.")
 		}
 		for _, a := range asks {
 			add(a.name, a.id, err)
@@ -93,25 +94,25 @@ func (h *Handler) handleDeleteTopics(rc *RequestContext, kreq kmsg.Request) kmsg
 	for _, a := range asks {
 		switch {
 		case a.name == nil && a.id.IsZero():
-			targets = append(targets, target{err: codedErrorf(kerr.InvalidRequest, "Neither topic name nor id were specified.")})
+			targets = append(targets, target{err: apierr.Errorf(kerr.InvalidRequest, "Neither topic name nor id were specified.")})
 		case a.name != nil && !a.id.IsZero():
-			targets = append(targets, target{name: a.name, id: a.id, err: codedErrorf(kerr.InvalidRequest, "You may not specify both topic name and topic id.")})
+			targets = append(targets, target{name: a.name, id: a.id, err: apierr.Errorf(kerr.InvalidRequest, "You may not specify both topic name and topic id.")})
 		case a.name != nil:
 			if doneName[*a.name] {
 				continue
 			}
 			doneName[*a.name] = true
 			if nameCount[*a.name] > 1 {
-				targets = append(targets, target{name: a.name, err: codedErrorf(kerr.InvalidRequest, "Duplicate topic name.")})
+				targets = append(targets, target{name: a.name, err: apierr.Errorf(kerr.InvalidRequest, "Duplicate topic name.")})
 				continue
 			}
 			t, ok := h.cfg.Metadata.Topic(*a.name)
 			if !ok {
-				targets = append(targets, target{name: a.name, err: codedErrorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")})
+				targets = append(targets, target{name: a.name, err: apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")})
 				continue
 			}
 			if i, dup := idOwner[t.ID]; dup {
-				targets[i].err = codedErrorf(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied.")
+				targets[i].err = apierr.Errorf(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied.")
 				targets = append(targets, target{name: a.name, id: t.ID, err: targets[i].err})
 				continue
 			}
@@ -123,17 +124,17 @@ func (h *Handler) handleDeleteTopics(rc *RequestContext, kreq kmsg.Request) kmsg
 			}
 			doneID[a.id] = true
 			if idCount[a.id] > 1 {
-				targets = append(targets, target{id: a.id, err: codedErrorf(kerr.InvalidRequest, "Duplicate topic id.")})
+				targets = append(targets, target{id: a.id, err: apierr.Errorf(kerr.InvalidRequest, "Duplicate topic id.")})
 				continue
 			}
 			t, ok := h.cfg.Metadata.TopicByID(a.id)
 			if !ok {
-				targets = append(targets, target{id: a.id, err: codedErrorf(kerr.UnknownTopicID, "This server does not host this topic ID.")})
+				targets = append(targets, target{id: a.id, err: apierr.Errorf(kerr.UnknownTopicID, "This server does not host this topic ID.")})
 				continue
 			}
 			name := t.Name
 			if i, dup := idOwner[t.ID]; dup {
-				targets[i].err = codedErrorf(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied.")
+				targets[i].err = apierr.Errorf(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied.")
 				targets = append(targets, target{name: &name, id: t.ID, err: targets[i].err})
 				continue
 			}

@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/config"
 )
 
@@ -89,7 +90,7 @@ func (h *Handler) describeResource(r kmsg.DescribeConfigsRequestResource) ([]con
 		}
 		t, ok := h.cfg.Metadata.Topic(r.ResourceName)
 		if !ok {
-			return nil, codedErrorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			return nil, apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}
 		return h.cfg.Broker.DescribeTopic(t.Configs, r.ConfigNames), nil
 	case kmsg.ConfigResourceTypeBroker:
@@ -100,20 +101,20 @@ func (h *Handler) describeResource(r kmsg.DescribeConfigsRequestResource) ([]con
 		}
 		return nil, nil
 	}
-	return nil, codedErrorf(kerr.InvalidRequest, "Unsupported resource type: %s", r.ResourceType)
+	return nil, apierr.Errorf(kerr.InvalidRequest, "Unsupported resource type: %s", r.ResourceType)
 }
 
 // checkBrokerLoggerResource applies Kafka's rules for BROKER_LOGGER names.
 func (h *Handler) checkBrokerLoggerResource(name string) error {
 	if name == "" {
-		return codedErrorf(kerr.InvalidRequest, "Broker id must not be empty")
+		return apierr.Errorf(kerr.InvalidRequest, "Broker id must not be empty")
 	}
 	id, err := strconv.ParseInt(name, 10, 32)
 	if err != nil {
-		return codedErrorf(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", name)
+		return apierr.Errorf(kerr.InvalidRequest, "Broker id must be an integer, but it is: %s", name)
 	}
 	if int32(id) != h.cfg.NodeID {
-		return codedErrorf(kerr.InvalidRequest, "Unexpected broker id, expected %d but received %s", h.cfg.NodeID, name)
+		return apierr.Errorf(kerr.InvalidRequest, "Unexpected broker id, expected %d but received %s", h.cfg.NodeID, name)
 	}
 	return nil
 }

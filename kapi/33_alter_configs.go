@@ -32,6 +32,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/apierr"
 )
 
 func (h *Handler) handleAlterConfigs(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -43,7 +45,7 @@ func (h *Handler) handleAlterConfigs(rc *RequestContext, kreq kmsg.Request) kmsg
 	for i, r := range req.Resources {
 		var err error
 		if dup[i] {
-			err = codedErrorf(kerr.InvalidRequest, "Each resource must appear at most once.")
+			err = apierr.Errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
 		} else {
 			err = h.legacyAlter(r, req.ValidateOnly)
 		}
@@ -61,7 +63,7 @@ func (h *Handler) legacyAlter(r kmsg.AlterConfigsRequestResource, validateOnly b
 	configs := map[string]string{}
 	for _, c := range r.Configs {
 		if seen[c.Name] {
-			return codedErrorf(kerr.InvalidRequest, "Error due to duplicate config keys")
+			return apierr.Errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
 		seen[c.Name] = true
 		if c.Value == nil {
@@ -71,7 +73,7 @@ func (h *Handler) legacyAlter(r kmsg.AlterConfigsRequestResource, validateOnly b
 		configs[c.Name] = *c.Value
 	}
 	if len(nulls) > 0 {
-		return codedErrorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+		return apierr.Errorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
 	switch r.ResourceType {
 	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
@@ -79,7 +81,7 @@ func (h *Handler) legacyAlter(r kmsg.AlterConfigsRequestResource, validateOnly b
 			return configs, nil
 		}, validateOnly)
 	}
-	return codedErrorf(kerr.InvalidRequest, "Unknown resource type %d", int8(r.ResourceType))
+	return apierr.Errorf(kerr.InvalidRequest, "Unknown resource type %d", int8(r.ResourceType))
 }
 
 // duplicateResources marks the resources that appear more than once.
@@ -107,7 +109,7 @@ func (h *Handler) alterResource(typ kmsg.ConfigResourceType, name string, update
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if name == "" {
-			return codedErrorf(kerr.InvalidRequest, "Default topic resources are not allowed.")
+			return apierr.Errorf(kerr.InvalidRequest, "Default topic resources are not allowed.")
 		}
 		if err := validateTopicName(name); err != nil {
 			return err
@@ -121,7 +123,7 @@ func (h *Handler) alterResource(typ kmsg.ConfigResourceType, name string, update
 			return err
 		}
 		if !exists {
-			return codedErrorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			return apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}
 		if validateOnly {
 			return nil
@@ -155,5 +157,5 @@ func (h *Handler) alterResource(typ kmsg.ConfigResourceType, name string, update
 		h.log.Info("altered dynamic broker configs", "resource", name, "configs", next)
 		return nil
 	}
-	return codedErrorf(kerr.InvalidRequest, "Unknown resource type %d", int8(typ))
+	return apierr.Errorf(kerr.InvalidRequest, "Unknown resource type %d", int8(typ))
 }

@@ -20,6 +20,8 @@ package kapi
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/apierr"
 )
 
 func (h *Handler) handleCreatePartitions(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -40,7 +42,7 @@ func (h *Handler) handleCreatePartitions(rc *RequestContext, kreq kmsg.Request) 
 		st.Topic = rt.Topic
 		var err error
 		if count[rt.Topic] > 1 {
-			err = codedErrorf(kerr.InvalidRequest, "Duplicate topic name.")
+			err = apierr.Errorf(kerr.InvalidRequest, "Duplicate topic name.")
 		} else {
 			err = h.createPartitions(rt, req.ValidateOnly)
 		}
@@ -54,16 +56,16 @@ func (h *Handler) handleCreatePartitions(rc *RequestContext, kreq kmsg.Request) 
 func (h *Handler) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
 	t, ok := h.cfg.Metadata.Topic(rt.Topic)
 	if !ok {
-		return codedErrorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+		return apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 	}
 	cur := int32(len(t.Partitions))
 	switch {
 	case rt.Count == cur:
-		return codedErrorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
+		return apierr.Errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
 	case rt.Count < cur:
-		return codedErrorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", rt.Topic, cur, rt.Count)
+		return apierr.Errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", rt.Topic, cur, rt.Count)
 	case rt.Count-cur > maxPartitionsPerRequest:
-		return codedErrorf(kerr.InvalidPartitions, "Cannot create more than %d partitions in one request.", maxPartitionsPerRequest)
+		return apierr.Errorf(kerr.InvalidPartitions, "Cannot create more than %d partitions in one request.", maxPartitionsPerRequest)
 	}
 	additional := rt.Count - cur
 	rf := 1
@@ -73,7 +75,7 @@ func (h *Handler) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validat
 	var assignment [][]int32
 	if rt.Assignment != nil {
 		if int32(len(rt.Assignment)) != additional {
-			return codedErrorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(rt.Assignment))
+			return apierr.Errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(rt.Assignment))
 		}
 		for _, a := range rt.Assignment {
 			assignment = append(assignment, a.Replicas)
@@ -82,7 +84,7 @@ func (h *Handler) createPartitions(rt kmsg.CreatePartitionsRequestTopic, validat
 			return err
 		}
 	} else if rf > len(h.liveBrokers()) {
-		return codedErrorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(h.liveBrokers()))
+		return apierr.Errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(h.liveBrokers()))
 	}
 	if validateOnly {
 		return nil

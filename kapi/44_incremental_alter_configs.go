@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/config"
 )
 
@@ -41,7 +42,7 @@ func (h *Handler) handleIncrementalAlterConfigs(rc *RequestContext, kreq kmsg.Re
 	for i, r := range req.Resources {
 		var err error
 		if dup[i] {
-			err = codedErrorf(kerr.InvalidRequest, "Each resource must appear at most once.")
+			err = apierr.Errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
 		} else {
 			err = h.incrementalAlter(r, req.ValidateOnly)
 		}
@@ -58,7 +59,7 @@ func (h *Handler) incrementalAlter(r kmsg.IncrementalAlterConfigsRequestResource
 	var nulls []string
 	for _, c := range r.Configs {
 		if seen[c.Name] {
-			return codedErrorf(kerr.InvalidRequest, "Error due to duplicate config keys")
+			return apierr.Errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
 		}
 		seen[c.Name] = true
 		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
@@ -66,17 +67,17 @@ func (h *Handler) incrementalAlter(r kmsg.IncrementalAlterConfigsRequestResource
 		}
 	}
 	if len(nulls) > 0 {
-		return codedErrorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+		return apierr.Errorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
 	switch r.ResourceType {
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if err := h.checkBrokerLoggerResource(r.ResourceName); err != nil {
 			return err
 		}
-		return codedErrorf(kerr.InvalidConfig, "Moldau does not support changing log levels with BROKER_LOGGER resources yet")
+		return apierr.Errorf(kerr.InvalidConfig, "Moldau does not support changing log levels with BROKER_LOGGER resources yet")
 	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
 	default:
-		return codedErrorf(kerr.InvalidRequest, "Unknown resource type %d", int8(r.ResourceType))
+		return apierr.Errorf(kerr.InvalidRequest, "Unknown resource type %d", int8(r.ResourceType))
 	}
 	topic := r.ResourceType == kmsg.ConfigResourceTypeTopic
 	return h.alterResource(r.ResourceType, r.ResourceName, func(cur map[string]string) (map[string]string, error) {
@@ -91,7 +92,7 @@ func (h *Handler) incrementalAlter(r kmsg.IncrementalAlterConfigsRequestResource
 				delete(cur, c.Name)
 			case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 				if t, ok := config.ConfigType(topic, c.Name); !ok || t != config.TypeList {
-					return nil, codedErrorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", c.Op, c.Name)
+					return nil, apierr.Errorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", c.Op, c.Name)
 				}
 				old, ok := cur[c.Name]
 				if !ok {
@@ -99,7 +100,7 @@ func (h *Handler) incrementalAlter(r kmsg.IncrementalAlterConfigsRequestResource
 				}
 				cur[c.Name] = applyListOp(c.Op, old, *c.Value)
 			default:
-				return nil, codedErrorf(kerr.InvalidRequest, "Unknown operations type %d", int8(c.Op))
+				return nil, apierr.Errorf(kerr.InvalidRequest, "Unknown operations type %d", int8(c.Op))
 			}
 		}
 		return cur, nil

@@ -7,12 +7,12 @@ package kapi
 // bit fields reported when no authorizer is configured.
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/metadata"
 )
 
@@ -37,36 +37,22 @@ const (
 	authorizedOperationsOmitted int32 = -1 << 31
 )
 
-// codedError carries a client message and wraps a kerr sentinel, so that
-// ErrorCode finds the code and ErrorMessage shows only the message.
-type codedError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *codedError) Error() string { return e.msg }
-func (e *codedError) Unwrap() error { return e.code }
-
-func codedErrorf(code *kerr.Error, format string, args ...any) error {
-	return &codedError{code, fmt.Sprintf(format, args...)}
-}
-
 // validateTopicName is Kafka's Topic.validate: non-empty, not "." or "..",
 // at most 249 characters of ASCII letters, digits, '.', '_' and '-'.
 // Errors wrap kerr.InvalidTopicException.
 func validateTopicName(name string) error {
 	switch {
 	case name == "":
-		return codedErrorf(kerr.InvalidTopicException, "Topic name is illegal, it can't be empty")
+		return apierr.Errorf(kerr.InvalidTopicException, "Topic name is illegal, it can't be empty")
 	case name == "." || name == "..":
-		return codedErrorf(kerr.InvalidTopicException, "Topic name cannot be \".\" or \"..\"")
+		return apierr.Errorf(kerr.InvalidTopicException, "Topic name cannot be \".\" or \"..\"")
 	case len(name) > maxTopicNameLength:
-		return codedErrorf(kerr.InvalidTopicException, "Topic name is illegal, it can't be longer than %d characters, topic name: %s", maxTopicNameLength, name)
+		return apierr.Errorf(kerr.InvalidTopicException, "Topic name is illegal, it can't be longer than %d characters, topic name: %s", maxTopicNameLength, name)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return codedErrorf(kerr.InvalidTopicException, "Topic name \"%s\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+			return apierr.Errorf(kerr.InvalidTopicException, "Topic name \"%s\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
 		}
 	}
 	return nil
@@ -107,16 +93,16 @@ func (h *Handler) liveBrokers() []int32 { return []int32{h.cfg.NodeID} }
 // before it returns.
 func (h *Handler) createTopic(name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (metadata.Topic, error) {
 	if name == clusterMetadataTopic {
-		return metadata.Topic{}, codedErrorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", clusterMetadataTopic)
+		return metadata.Topic{}, apierr.Errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", clusterMetadataTopic)
 	}
 	if err := validateTopicName(name); err != nil {
 		return metadata.Topic{}, err
 	}
 	if other, ok := h.collidingTopic(name); ok {
-		return metadata.Topic{}, codedErrorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, other)
+		return metadata.Topic{}, apierr.Errorf(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", name, other)
 	}
 	if _, ok := h.cfg.Metadata.Topic(name); ok {
-		return metadata.Topic{}, codedErrorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
+		return metadata.Topic{}, apierr.Errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	if err := h.cfg.Broker.ValidateTopicConfigs(configs); err != nil {
 		return metadata.Topic{}, err
@@ -124,13 +110,13 @@ func (h *Handler) createTopic(name string, partitions int32, rf int16, assignmen
 	brokers := h.liveBrokers()
 	if assignment != nil {
 		if rf != -1 {
-			return metadata.Topic{}, codedErrorf(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
+			return metadata.Topic{}, apierr.Errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
 		}
 		if partitions != -1 {
-			return metadata.Topic{}, codedErrorf(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+			return metadata.Topic{}, apierr.Errorf(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
 		}
 		if len(assignment) > maxPartitionsPerRequest {
-			return metadata.Topic{}, codedErrorf(kerr.InvalidPartitions, "Cannot create more than %d partitions in one request.", maxPartitionsPerRequest)
+			return metadata.Topic{}, apierr.Errorf(kerr.InvalidPartitions, "Cannot create more than %d partitions in one request.", maxPartitionsPerRequest)
 		}
 		if err := validateAssignment(assignment, brokers, -1); err != nil {
 			return metadata.Topic{}, err
@@ -140,9 +126,9 @@ func (h *Handler) createTopic(name string, partitions int32, rf int16, assignmen
 	} else {
 		switch {
 		case rf < -1 || rf == 0:
-			return metadata.Topic{}, codedErrorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
+			return metadata.Topic{}, apierr.Errorf(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 		case partitions < -1 || partitions == 0:
-			return metadata.Topic{}, codedErrorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+			return metadata.Topic{}, apierr.Errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 		}
 		if partitions == -1 {
 			partitions = h.cfg.Broker.NumPartitions
@@ -151,10 +137,10 @@ func (h *Handler) createTopic(name string, partitions int32, rf int16, assignmen
 			rf = h.cfg.Broker.DefaultReplicationFactor
 		}
 		if int(rf) > len(brokers) {
-			return metadata.Topic{}, codedErrorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(brokers))
+			return metadata.Topic{}, apierr.Errorf(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(brokers))
 		}
 		if partitions > maxPartitionsPerRequest {
-			return metadata.Topic{}, codedErrorf(kerr.InvalidPartitions, "Cannot create more than %d partitions in one request.", maxPartitionsPerRequest)
+			return metadata.Topic{}, apierr.Errorf(kerr.InvalidPartitions, "Cannot create more than %d partitions in one request.", maxPartitionsPerRequest)
 		}
 	}
 	if validateOnly {
@@ -177,22 +163,22 @@ func (h *Handler) createTopic(name string, partitions int32, rf int16, assignmen
 func validateAssignment(assignment [][]int32, brokers []int32, rf int) error {
 	for i, replicas := range assignment {
 		if len(replicas) == 0 {
-			return codedErrorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+			return apierr.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 		}
 		sorted := slices.Sorted(slices.Values(replicas))
 		for j, b := range sorted {
 			if !slices.Contains(brokers, b) {
-				return codedErrorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", b)
+				return apierr.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", b)
 			}
 			if j > 0 && sorted[j-1] == b {
-				return codedErrorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", b)
+				return apierr.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", b)
 			}
 		}
 		if rf == -1 && i == 0 {
 			rf = len(replicas)
 		}
 		if len(replicas) != rf {
-			return codedErrorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+			return apierr.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 		}
 	}
 	return nil

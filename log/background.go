@@ -5,63 +5,6 @@ import (
 	"time"
 )
 
-// background tracks the goroutines of a Manager: Go refuses once Stop has
-// begun, and Stop waits for every goroutine (the GoAttach pattern).
-type background struct {
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup
-	done    chan struct{}
-}
-
-func newBackground() *background { return &background{done: make(chan struct{})} }
-
-// Go runs fn in a tracked goroutine; fn must return soon after done is
-// closed. It reports false if shutdown already began.
-func (b *background) Go(fn func(done <-chan struct{})) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.stopped {
-		return false
-	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		fn(b.done)
-	}()
-	return true
-}
-
-// Every runs fn every interval until shutdown.
-func (b *background) Every(interval time.Duration, fn func()) bool {
-	if interval <= 0 {
-		return false
-	}
-	return b.Go(func(done <-chan struct{}) {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fn()
-			}
-		}
-	})
-}
-
-// Stop refuses new goroutines, signals done and waits. Idempotent.
-func (b *background) Stop() {
-	b.mu.Lock()
-	if !b.stopped {
-		b.stopped = true
-		close(b.done)
-	}
-	b.mu.Unlock()
-	b.wg.Wait()
-}
-
 // deleteQueue holds file deletions due after file.delete.delay.ms (Kafka
 // schedules them on its scheduler). Due times use the injected clock.
 type deleteQueue struct {

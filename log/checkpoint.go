@@ -2,7 +2,6 @@ package log
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // Checkpoint file names at the root of each log dir, and per partition.
@@ -208,24 +209,8 @@ func (c *leaderEpochCache) truncateFromStart(startOffset int64) error {
 	return c.write()
 }
 
-// UUIDString formats a topic ID as Kafka does (Uuid.toString): URL-safe
-// base64 without padding.
-func UUIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
-
-// ParseUUID parses UUIDString's format.
-func ParseUUID(s string) ([16]byte, error) {
-	var id [16]byte
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("malformed topic id %q", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
-
-// writePartitionMetadata writes partition.metadata in Kafka's format.
 func writePartitionMetadata(fsys FS, dir string, id [16]byte) error {
-	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", UUIDString(id))
+	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", uuid.UUID(id).String())
 	return WriteFileAtomic(fsys, filepath.Join(dir, PartitionMetadataFile), []byte(data))
 }
 
@@ -256,7 +241,9 @@ func readPartitionMetadata(fsys FS, dir string) (id [16]byte, ok bool, err error
 	if version != "0" {
 		return id, false, fmt.Errorf("%s: unsupported version %q", path, version)
 	}
-	id, err = ParseUUID(idStr)
+	var u uuid.UUID
+	u, err = uuid.Parse(idStr)
+	id = u
 	if err != nil {
 		return id, false, fmt.Errorf("%s: %w", path, err)
 	}

@@ -1,6 +1,8 @@
 package log
 
 import (
+	"github.com/moldau/moldau/broker/routine"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,7 +37,7 @@ type Log struct {
 	fsys   FS
 	logger *slog.Logger
 	now    func() time.Time
-	bg     *background
+	bg     *routine.Group
 	// scheduleDelete runs fn after delay (file.delete.delay.ms); nil: now.
 	scheduleDelete func(delay time.Duration, fn func())
 

@@ -1,6 +1,8 @@
 package log
 
 import (
+	"github.com/moldau/moldau/broker/routine"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,7 +21,7 @@ type logParams struct {
 	fsys   FS
 	logger *slog.Logger
 	now    func() time.Time
-	bg     *background
+	bg     *routine.Group
 	// scheduleDelete runs fn after delay; nil: run it at once.
 	scheduleDelete func(delay time.Duration, fn func())
 

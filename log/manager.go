@@ -1,6 +1,8 @@
 package log
 
 import (
+	"github.com/moldau/moldau/broker/routine"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/moldau/moldau/broker/uuid"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -85,7 +89,7 @@ type Manager struct {
 	cfg     ManagerConfig
 	fsys    FS
 	logger  *slog.Logger
-	bg      *background
+	bg      routine.Group
 	deletes deleteQueue
 	metrics *logCollector
 
@@ -127,7 +131,7 @@ type DirLoadResult struct {
 func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		cfg: cfg, fsys: cfg.FS, logger: cfg.Logger, bg: newBackground(),
+		cfg: cfg, fsys: cfg.FS, logger: cfg.Logger,
 		logs: make(map[TopicPartition]*Log),
 	}
 	if len(cfg.Dirs) == 0 {
@@ -263,7 +267,7 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 		if m.cfg.TopicIDFor != nil {
 			if want, known := m.cfg.TopicIDFor(tp.Topic); known {
 				if have, ok, err := readPartitionMetadata(fsys, full); err == nil && ok && have != want {
-					stray := full + "." + UUIDString(have) + "-stray"
+					stray := full + "." + uuid.UUID(have).String() + "-stray"
 					m.logger.Warn("log belongs to an older topic of the same name; renaming it stray", "dir", full, "stray", stray)
 					if err := fsys.Rename(full, stray); err != nil {
 						m.logger.Warn("renaming stray log failed", "dir", full, "err", err)
@@ -282,7 +286,7 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 		j := jobs[i]
 		p := logParams{
 			dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
-			logger: m.logger, now: m.cfg.Now, bg: m.bg, scheduleDelete: m.scheduleDelete,
+			logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 			hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
 		}
 		if v, ok := rps[j.tp]; ok {
@@ -449,7 +453,7 @@ func (m *Manager) checkpointDir(d *logDir, files ...string) error {
 // shutdown marker (in each dir where all of that succeeded). Idempotent.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {
-		m.bg.Stop()
+		m.bg.StopAndWait()
 		m.mu.Lock()
 		m.closed = true
 		m.mu.Unlock()
@@ -506,7 +510,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	}
 	if l := m.logs[tp]; l != nil {
 		if have := l.TopicID(); topicID != ([16]byte{}) && have != ([16]byte{}) && have != topicID {
-			return nil, fmt.Errorf("%w: log %s has topic id %s, not %s", kerr.InconsistentTopicID, tp, UUIDString(have), UUIDString(topicID))
+			return nil, fmt.Errorf("%w: log %s has topic id %s, not %s", kerr.InconsistentTopicID, tp, uuid.UUID(have).String(), uuid.UUID(topicID).String())
 		}
 		return l, nil
 	}
@@ -531,7 +535,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	}
 	l, _, err := loadLog(logParams{
 		dir: filepath.Join(best.path, tp.String()), tp: tp, cfg: cfg, fsys: m.fsys,
-		logger: m.logger, now: m.cfg.Now, bg: m.bg, scheduleDelete: m.scheduleDelete,
+		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: topicID,
 	})
 	if err != nil {

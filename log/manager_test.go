@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moldau/moldau/broker/uuid"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -84,7 +86,7 @@ func TestCheckpointFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = os.ReadFile(filepath.Join(dir, PartitionMetadataFile))
-	if string(got) != "version: 0\ntopic_id: "+UUIDString(id)+"\n" || strings.ContainsAny(UUIDString(id), "=+/") {
+	if string(got) != "version: 0\ntopic_id: "+uuid.UUID(id).String()+"\n" || strings.ContainsAny(uuid.UUID(id).String(), "=+/") {
 		t.Fatalf("partition.metadata: %q", got)
 	}
 	if rid, ok, err := readPartitionMetadata(OSFS{}, dir); err != nil || !ok || rid != id {

@@ -2,10 +2,12 @@ package metadata
 
 import (
 	"log/slog"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // TopicID is a topic's UUID, as Kafka gives every topic (KIP-516).
-type TopicID [16]byte
+type TopicID = uuid.UUID
 
 // Topic is one topic as the cluster knows it. Values returned by Store are
 // immutable snapshots: callers may keep them, and must not modify their

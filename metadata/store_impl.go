@@ -1,8 +1,6 @@
 package metadata
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/uuid"
 	"github.com/moldau/moldau/log"
 )
 
@@ -23,55 +23,6 @@ import (
 const FileName = "cluster-metadata.json"
 
 const fileVersion = 1
-
-// String formats the ID as Kafka does (Uuid.toString): URL-safe base64
-// without padding.
-func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
-
-// IsZero reports whether the ID is Kafka's ZERO_UUID.
-func (id TopicID) IsZero() bool { return id == TopicID{} }
-
-// ParseTopicID parses a topic ID in Kafka's string form.
-func ParseTopicID(s string) (TopicID, error) {
-	var id TopicID
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("invalid topic id %q", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
-
-// MarshalText implements encoding.TextMarshaler.
-func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (id *TopicID) UnmarshalText(b []byte) error {
-	v, err := ParseTopicID(string(b))
-	*id = v
-	return err
-}
-
-// metadataTopicID is Kafka's Uuid.METADATA_TOPIC_ID (0, 1), reserved.
-var metadataTopicID = TopicID{15: 1}
-
-// newTopicID returns a random version-4 UUID as Kafka's Uuid.randomUuid:
-// never the zero or metadata-topic ID, never one whose string form starts
-// with '-' (it would look like a command-line flag).
-func newTopicID() TopicID {
-	for {
-		var id TopicID
-		if _, err := rand.Read(id[:]); err != nil {
-			panic(err) // crypto/rand does not fail on supported platforms
-		}
-		id[6] = id[6]&0x0f | 0x40
-		id[8] = id[8]&0x3f | 0x80
-		if id.IsZero() || id == metadataTopicID || id.String()[0] == '-' {
-			continue
-		}
-		return id
-	}
-}
 
 // state is what the file holds.
 type state struct {
@@ -236,27 +187,13 @@ func (s *Store) unpublish(t *Topic) {
 	s.byIDLookup.Delete(t.ID)
 }
 
-// errorf returns an error wrapping a kerr sentinel whose text is the
-// message (for the client's error_message).
-func errorf(code *kerr.Error, format string, args ...any) error {
-	return &codeError{code, fmt.Sprintf(format, args...)}
-}
-
-type codeError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *codeError) Error() string { return e.msg }
-func (e *codeError) Unwrap() error { return e.code }
-
 var errClosed = errors.New("metadata: store is closed")
 
 // partitionsFor builds partitions first..first+n-1 from an assignment (nil:
 // every partition on this node only).
 func (s *Store) partitionsFor(first, n int32, assignment [][]int32, rf int) ([]Partition, error) {
 	if assignment != nil && int32(len(assignment)) != n {
-		return nil, errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d partition(s), but %d assignment(s) were specified.", n, len(assignment))
+		return nil, apierr.Errorf(kerr.InvalidReplicaAssignment, "Attempted to add %d partition(s), but %d assignment(s) were specified.", n, len(assignment))
 	}
 	parts := make([]Partition, n)
 	for i := range parts {
@@ -264,14 +201,14 @@ func (s *Store) partitionsFor(first, n int32, assignment [][]int32, rf int) ([]P
 		if assignment != nil {
 			replicas = slices.Clone(assignment[i])
 			if len(replicas) == 0 {
-				return nil, errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+				return nil, apierr.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 			}
 			sorted := slices.Sorted(slices.Values(replicas))
 			if len(slices.Compact(sorted)) != len(replicas) {
-				return nil, errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment for partition %d includes a broker more than once.", first+int32(i))
+				return nil, apierr.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment for partition %d includes a broker more than once.", first+int32(i))
 			}
 			if rf > 0 && len(replicas) != rf {
-				return nil, errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+				return nil, apierr.Errorf(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
 			}
 			rf = len(replicas)
 		}
@@ -291,10 +228,10 @@ func (s *Store) partitionsFor(first, n int32, assignment [][]int32, rf int) ([]P
 // validated by the caller (kapi); the store checks existence and counts.
 func (s *Store) CreateTopic(name string, partitions int32, assignment [][]int32, configs map[string]string, internal bool) (Topic, error) {
 	if name == "" {
-		return Topic{}, errorf(kerr.InvalidTopicException, "Topic name is illegal, it can't be empty")
+		return Topic{}, apierr.Errorf(kerr.InvalidTopicException, "Topic name is illegal, it can't be empty")
 	}
 	if partitions <= 0 {
-		return Topic{}, errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+		return Topic{}, apierr.Errorf(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 	}
 	parts, err := s.partitionsFor(0, partitions, assignment, 0)
 	if err != nil {
@@ -302,11 +239,11 @@ func (s *Store) CreateTopic(name string, partitions int32, assignment [][]int32,
 	}
 	return s.mutate(func() (Change, error) {
 		if s.topics[name] != nil {
-			return Change{}, errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
+			return Change{}, apierr.Errorf(kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 		}
-		id := newTopicID()
+		id := uuid.Random()
 		for s.byID[id] != "" {
-			id = newTopicID()
+			id = uuid.Random()
 		}
 		t := &Topic{Name: name, ID: id, Internal: internal, Partitions: parts, Configs: maps.Clone(configs)}
 		if t.Configs == nil {
@@ -327,7 +264,7 @@ func (s *Store) DeleteTopic(name string) (Topic, error) {
 	return s.mutate(func() (Change, error) {
 		old = s.topics[name]
 		if old == nil {
-			return Change{}, errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			return Change{}, apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}
 		delete(s.topics, name)
 		delete(s.byID, old.ID)
@@ -345,14 +282,14 @@ func (s *Store) CreatePartitions(name string, total int32, assignment [][]int32)
 	return s.mutate(func() (Change, error) {
 		t = s.topics[name]
 		if t == nil {
-			return Change{}, errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			return Change{}, apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}
 		cur := int32(len(t.Partitions))
 		switch {
 		case total == cur:
-			return Change{}, errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
+			return Change{}, apierr.Errorf(kerr.InvalidPartitions, "Topic already has %d partition(s).", cur)
 		case total < cur:
-			return Change{}, errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, cur, total)
+			return Change{}, apierr.Errorf(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, cur, total)
 		}
 		rf := 0
 		if cur > 0 {
@@ -375,7 +312,7 @@ func (s *Store) AlterTopicConfigs(name string, configs map[string]string) (Topic
 	return s.mutate(func() (Change, error) {
 		t = s.topics[name]
 		if t == nil {
-			return Change{}, errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			return Change{}, apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}
 		nt := *t
 		nt.Configs = maps.Clone(configs)
@@ -446,7 +383,7 @@ func (s *Store) AllocateProducerIDs(n int) (int64, error) {
 	_, err := s.mutate(func() (Change, error) {
 		first = s.nextPID
 		if first > 1<<63-1-int64(n) {
-			return Change{}, errorf(kerr.UnknownServerError, "producer ids exhausted")
+			return Change{}, apierr.Errorf(kerr.UnknownServerError, "producer ids exhausted")
 		}
 		s.nextPID += int64(n)
 		return Change{}, nil // nothing for listeners
@@ -487,7 +424,7 @@ func (s *Store) mutate(apply func() (Change, error), undo func(Change)) (Topic, 
 		undo(c)
 		s.mu.Unlock()
 		s.log.Error("writing cluster metadata failed", "file", s.path, "err", err)
-		return Topic{}, errorf(kerr.KafkaStorageError, "writing cluster metadata: %v", err)
+		return Topic{}, apierr.Errorf(kerr.KafkaStorageError, "writing cluster metadata: %v", err)
 	}
 	switch c.Kind {
 	case TopicCreated, PartitionsCreated, TopicConfigChanged:

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 func open(t *testing.T, dir string) *Store {
@@ -30,7 +32,7 @@ func TestPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.ID.IsZero() || a.ID == metadataTopicID || len(a.Partitions) != 3 || a.Partitions[2].Leader != 1 ||
+	if a.ID.IsZero() || a.ID == uuid.MetadataTopicID || len(a.Partitions) != 3 || a.Partitions[2].Leader != 1 ||
 		a.Partitions[2].Index != 2 || len(a.Partitions[0].ISR) != 1 {
 		t.Fatalf("%+v", a)
 	}
@@ -210,11 +212,11 @@ func TestConcurrent(t *testing.T) {
 
 func TestTopicID(t *testing.T) {
 	for range 1000 {
-		id := newTopicID()
+		id := uuid.Random()
 		if id.IsZero() || id.String()[0] == '-' || id[6]>>4 != 4 {
 			t.Fatal(id)
 		}
-		back, err := ParseTopicID(id.String())
+		back, err := uuid.Parse(id.String())
 		if err != nil || back != id {
 			t.Fatal(err)
 		}

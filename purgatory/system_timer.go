@@ -1,6 +1,8 @@
 package purgatory
 
 import (
+	"github.com/moldau/moldau/broker/routine"
+
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -65,7 +67,7 @@ type SystemTimer struct {
 
 	closed    atomic.Bool
 	done      chan struct{}
-	reaper    goroutines
+	reaper    routine.Group
 	closeOnce sync.Once
 }
 
@@ -93,7 +95,7 @@ func newSystemTimer(opts TimerOptions, onTick func()) *SystemTimer {
 	return s
 }
 
-func (s *SystemTimer) startReaper() { s.reaper.Go(s.reap) }
+func (s *SystemTimer) startReaper() { s.reaper.Go(func(<-chan struct{}) { s.reap() }) }
 
 // elapsed is the timer's current time: nanoseconds since it started.
 func (s *SystemTimer) elapsed() int64 { return int64(s.now().Sub(s.start)) }
@@ -121,9 +123,9 @@ func (s *SystemTimer) Size() int { return s.core.size() }
 func (s *SystemTimer) Close() {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.reaper.stop()
+		s.reaper.Stop()
 		close(s.done)
-		s.reaper.wait()
+		s.reaper.Wait()
 		s.exec.close()
 	})
 }
@@ -171,13 +173,13 @@ type executor struct {
 
 	signal chan struct{}
 	done   chan struct{}
-	g      goroutines
+	g      routine.Group
 }
 
 func newExecutor(workers int, logger *slog.Logger) *executor {
 	x := &executor{logger: logger, signal: make(chan struct{}, 1), done: make(chan struct{})}
 	for range workers {
-		x.g.Go(x.work)
+		x.g.Go(func(<-chan struct{}) { x.work() })
 	}
 	return x
 }
@@ -251,33 +253,7 @@ func (x *executor) run(t *TimerTask) {
 }
 
 func (x *executor) close() {
-	x.g.stop()
+	x.g.Stop()
 	close(x.done)
-	x.g.wait()
+	x.g.Wait()
 }
-
-// goroutines tracks goroutines and refuses to start new ones once stopped.
-type goroutines struct {
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup
-}
-
-// Go starts f unless stop was called; it reports whether f was started.
-func (g *goroutines) Go(f func()) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped {
-		return false
-	}
-	g.wg.Go(f)
-	return true
-}
-
-func (g *goroutines) stop() {
-	g.mu.Lock()
-	g.stopped = true
-	g.mu.Unlock()
-}
-
-func (g *goroutines) wait() { g.wg.Wait() }

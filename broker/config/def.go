@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/broker/apierr"
 )
 
 // Type is a config's type, as Kafka's ConfigDef.Type. The values are the
@@ -373,29 +375,19 @@ func (o orValidator) expect(t Type) string {
 	return strings.Join(parts, ", or ")
 }
 
-// kerrError is an error whose message is for the client and which wraps a
-// kerr sentinel, so kapi.ErrorCode finds the code.
-type kerrError struct {
-	code *kerr.Error
-	msg  string
-}
-
-func (e *kerrError) Error() string { return e.msg }
-func (e *kerrError) Unwrap() error { return e.code }
-
 func invalidConfig(format string, args ...any) error {
-	return &kerrError{kerr.InvalidConfig, fmt.Sprintf(format, args...)}
+	return apierr.Errorf(kerr.InvalidConfig, format, args...)
 }
 
 func invalidRequest(format string, args ...any) error {
-	return &kerrError{kerr.InvalidRequest, fmt.Sprintf(format, args...)}
+	return apierr.Errorf(kerr.InvalidRequest, format, args...)
 }
 
 // asInvalidConfig turns a ValueError into INVALID_CONFIG, keeping its text.
 func asInvalidConfig(err error) error {
 	var ve *ValueError
 	if errors.As(err, &ve) {
-		return &kerrError{kerr.InvalidConfig, err.Error()}
+		return apierr.New(kerr.InvalidConfig, err.Error())
 	}
 	return err
 }
