@@ -44,3 +44,11 @@ func CodeOf(err error) *kerr.Error {
 	}
 	return kerr.UnknownServerError
 }
+
+// Code is CodeOf as a wire code: 0 for nil.
+func Code(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	return CodeOf(err).Code
+}

@@ -1,0 +1,270 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/uuid"
+)
+
+// Broker registration, heartbeats and fencing (Kafka's ClusterControlManager
+// and BrokerHeartbeatManager), and producer-id blocks
+// (ProducerIdControlManager).
+
+// brokerSession is the controller's view of a broker's liveness. Sessions
+// live only on the active controller and start afresh when it activates.
+type brokerSession struct {
+	lastContact time.Time
+	fenced      bool
+	// registeredAt is the offset of the broker's RegisterBrokerRecord:
+	// it is caught up once its metadata offset reaches it.
+	registeredAt int64
+	shuttingDown bool
+}
+
+func (s *brokerSession) valid(now time.Time, timeout time.Duration) bool {
+	return s != nil && !s.fenced && now.Sub(s.lastContact) < timeout
+}
+
+// ProducerIDBlockSize is the number of producer ids in one block
+// (Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE).
+const ProducerIDBlockSize = 1000
+
+// RegisterBroker is BrokerRegistration (KIP-631): a broker announces its
+// listeners, rack and supported features; a new incarnation gets a new
+// broker epoch (the offset of its record) and starts fenced.
+func (c *QuorumController) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	type out struct{ epoch int64 }
+	o, off, err := write(ctx, c, "registerBroker", func(im *metadata.Image) (writeResult[out], error) {
+		if req.ClusterID != c.cfg.ClusterID {
+			return writeResult[out]{}, apierr.Errorf(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", c.cfg.ClusterID, req.ClusterID)
+		}
+		existing := im.Brokers[req.BrokerID]
+		now := c.now()
+		if existing != nil && existing.IncarnationID != uuid.UUID(req.IncarnationID) &&
+			c.sessions[req.BrokerID].valid(now, c.cfg.SessionTimeout) {
+			return writeResult[out]{}, apierr.Errorf(kerr.DuplicateBrokerRegistration, "Another broker is registered with that broker id.")
+		}
+		rec := &metadata.RegisterBrokerRecord{
+			BrokerID: req.BrokerID, IncarnationID: req.IncarnationID, Rack: req.Rack, Fenced: true,
+		}
+		for _, l := range req.Listeners {
+			rec.EndPoints = append(rec.EndPoints, metadata.BrokerEndpoint{Name: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: l.SecurityProtocol})
+		}
+		for _, f := range req.Features {
+			if lvl, ok := im.Features[f.Name]; ok && (lvl < f.MinSupportedVersion || lvl > f.MaxSupportedVersion) {
+				return writeResult[out]{}, apierr.Errorf(kerr.UnsupportedVersion, "Unable to register because the broker does not support finalized version %d of %s. The broker wants a version between %d and %d, inclusive.", lvl, f.Name, f.MinSupportedVersion, f.MaxSupportedVersion)
+			}
+			rec.Features = append(rec.Features, metadata.BrokerFeature{Name: f.Name, MinSupportedVersion: f.MinSupportedVersion, MaxSupportedVersion: f.MaxSupportedVersion})
+		}
+		var recs []metadata.Record
+		if existing != nil && existing.IncarnationID == uuid.UUID(req.IncarnationID) {
+			// The same process again (a retried request): amend.
+			rec.BrokerEpoch, rec.Fenced, rec.InControlledShutdown = existing.Epoch, existing.Fenced, existing.InControlledShutdown
+		} else {
+			// A new incarnation: whatever the old one led is led
+			// no longer until this one has caught up (Kafka's
+			// handleBrokerUncleanShutdown).
+			if existing != nil {
+				recs = append(recs, c.leadershipLossRecords(im, req.BrokerID)...)
+			}
+			// The broker epoch is the offset the record will have,
+			// as in Kafka: unique and growing.
+			rec.BrokerEpoch = im.Offset + 1 + int64(len(recs))
+		}
+		recs = append(recs, rec)
+		return writeResult[out]{records: recs, resp: out{rec.BrokerEpoch}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.BrokerEpoch = o.epoch
+	c.queue.push(event{"registerSession", func() {
+		b := c.latest.Brokers[req.BrokerID]
+		if b == nil {
+			return
+		}
+		c.sessions[req.BrokerID] = &brokerSession{lastContact: c.now(), fenced: b.Fenced, registeredAt: off}
+	}})
+	c.log.Info("registered broker", "broker", req.BrokerID, "epoch", o.epoch, "rack", req.Rack)
+	return resp, nil
+}
+
+// BrokerHeartbeat keeps a broker's session alive and moves it between
+// fenced and unfenced: a fenced broker whose metadata has caught up with
+// its registration is unfenced; one that asks to be fenced is fenced; one
+// that asks to shut down gives up its leaderships first.
+func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
+	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	type out struct{ caughtUp, fenced, shutdown bool }
+	o, _, err := write(ctx, c, "brokerHeartbeat", func(im *metadata.Image) (writeResult[out], error) {
+		b := im.Brokers[req.BrokerID]
+		if b == nil {
+			return writeResult[out]{}, apierr.Errorf(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", req.BrokerID)
+		}
+		if b.Epoch != req.BrokerEpoch {
+			return writeResult[out]{}, apierr.Errorf(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d", b.Epoch, req.BrokerEpoch)
+		}
+		s := c.sessions[req.BrokerID]
+		if s == nil {
+			s = &brokerSession{fenced: b.Fenced, registeredAt: b.Epoch}
+			c.sessions[req.BrokerID] = s
+		}
+		s.lastContact = c.now()
+		caughtUp := req.CurrentMetadataOffset >= s.registeredAt
+		var recs []metadata.Record
+		switch {
+		case req.WantShutdown:
+			if !s.shuttingDown {
+				s.shuttingDown = true
+				recs = append(recs, c.leadershipLossRecords(im, b.ID)...)
+				recs = append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: 1})
+			}
+		case req.WantFence && !b.Fenced:
+			recs = append(recs, c.fenceRecords(im, b)...)
+		case !req.WantFence && b.Fenced && caughtUp:
+			recs = append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: -1})
+			recs = append(recs, c.electOnUnfence(im, b.ID)...)
+		}
+		fenced := b.Fenced
+		switch {
+		case req.WantFence:
+			fenced = true
+		case b.Fenced && caughtUp && !req.WantShutdown:
+			fenced = false
+		}
+		s.fenced = fenced
+		return writeResult[out]{records: recs, resp: out{caughtUp: caughtUp, fenced: fenced, shutdown: req.WantShutdown}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.IsCaughtUp, resp.IsFenced, resp.ShouldShutdown = o.caughtUp, o.fenced, o.shutdown
+	return resp, nil
+}
+
+// fenceStaleBrokers fences brokers whose session expired (Kafka's
+// maybeFenceOneStaleBroker, all at once here). On the loop.
+func (c *QuorumController) fenceStaleBrokers() {
+	if !c.active {
+		return
+	}
+	now := c.now()
+	for _, b := range c.latest.SortedBrokers() {
+		s := c.sessions[b.ID]
+		if b.Fenced || s == nil || now.Sub(s.lastContact) < c.cfg.SessionTimeout {
+			continue
+		}
+		c.log.Info("fencing broker: its session expired", "broker", b.ID, "last_heartbeat", s.lastContact.Format(time.RFC3339Nano))
+		s.fenced = true
+		recs := c.fenceRecords(c.latest, b)
+		if _, err := c.appendRecords(recs, func(int64, error) {}); err != nil {
+			c.log.Warn("fencing broker failed", "broker", b.ID, "err", err)
+			return
+		}
+	}
+}
+
+// fenceRecords fences a broker and moves its leaderships away.
+func (c *QuorumController) fenceRecords(im *metadata.Image, b *metadata.Broker) []metadata.Record {
+	recs := c.leadershipLossRecords(im, b.ID)
+	return append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: 1})
+}
+
+// leadershipLossRecords moves the leadership of every partition the broker
+// leads to another in-sync, unfenced replica, or to no leader when there is
+// none; the broker also leaves the ISR of partitions where others remain
+// (Kafka keeps the last ISR member, as only it has every committed record).
+func (c *QuorumController) leadershipLossRecords(im *metadata.Image, broker int32) []metadata.Record {
+	var recs []metadata.Record
+	for _, t := range im.Topics() {
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.Replicas, broker) {
+				continue
+			}
+			isr := p.ISR
+			if len(isr) > 1 && slices.Contains(isr, broker) {
+				isr = slices.DeleteFunc(slices.Clone(isr), func(b int32) bool { return b == broker })
+			}
+			leader := p.Leader
+			if leader == broker {
+				leader = c.chooseLeader(im, p, isr, broker)
+			}
+			if leader == p.Leader && slices.Equal(isr, p.ISR) {
+				continue
+			}
+			r := metadata.NewPartitionChangeRecord(t.ID, p.Index)
+			if leader != p.Leader {
+				r.Leader = leader
+			}
+			if !slices.Equal(isr, p.ISR) {
+				r.ISR = isr
+			}
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
+// chooseLeader picks the first replica (preferred order) that is in the
+// ISR, unfenced and not excluded; NoLeader if none.
+func (c *QuorumController) chooseLeader(im *metadata.Image, p metadata.Partition, isr []int32, exclude int32) int32 {
+	for _, r := range p.Replicas {
+		if r == exclude || !slices.Contains(isr, r) {
+			continue
+		}
+		if b := im.Brokers[r]; b != nil && !b.Fenced && !b.InControlledShutdown {
+			return r
+		}
+	}
+	return metadata.NoLeader
+}
+
+// electOnUnfence gives leaderless partitions back to a broker that has
+// just been unfenced, if it is in their ISR.
+func (c *QuorumController) electOnUnfence(im *metadata.Image, broker int32) []metadata.Record {
+	var recs []metadata.Record
+	for _, t := range im.Topics() {
+		for _, p := range t.Partitions {
+			if p.Leader != metadata.NoLeader || !slices.Contains(p.ISR, broker) {
+				continue
+			}
+			r := metadata.NewPartitionChangeRecord(t.ID, p.Index)
+			r.Leader = broker
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
+// AllocateProducerIDs hands a broker the next block of producer ids.
+func (c *QuorumController) AllocateProducerIDs(ctx context.Context, req *kmsg.AllocateProducerIDsRequest) (*kmsg.AllocateProducerIDsResponse, error) {
+	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	first, _, err := write(ctx, c, "allocateProducerIds", func(im *metadata.Image) (writeResult[int64], error) {
+		b := im.Brokers[req.BrokerID]
+		if b == nil {
+			return writeResult[int64]{}, apierr.Errorf(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", req.BrokerID)
+		}
+		if b.Epoch != req.BrokerEpoch {
+			return writeResult[int64]{}, apierr.Errorf(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d", b.Epoch, req.BrokerEpoch)
+		}
+		next := im.NextProducerID
+		if next > 1<<63-1-ProducerIDBlockSize {
+			return writeResult[int64]{}, apierr.Errorf(kerr.UnknownServerError, "Exhausted all producerIds.")
+		}
+		rec := &metadata.ProducerIdsRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, NextProducerID: next + ProducerIDBlockSize}
+		return writeResult[int64]{records: []metadata.Record{rec}, resp: next}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.ProducerIDStart, resp.ProducerIDLen = first, ProducerIDBlockSize
+	return resp, nil
+}

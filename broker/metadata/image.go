@@ -1,0 +1,193 @@
+package metadata
+
+import (
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/moldau/moldau/broker/uuid"
+)
+
+// Image is the cluster metadata at one offset of the metadata log (Kafka's
+// MetadataImage). It is immutable: a Delta built on it makes a new Image,
+// sharing every part that did not change, so readers keep and pass images
+// around without locks or copies. Nothing in an Image may be modified.
+type Image struct {
+	// Offset and Epoch of the last record replayed into the image (-1
+	// for the empty image).
+	Offset int64
+	Epoch  int32
+
+	Features map[string]int16 // finalized feature levels
+	Brokers  map[int32]*Broker
+	topics   topicsImage
+	// Configs of brokers ("" is the cluster default) and topics, by
+	// resource; topic configs are also in each Topic.
+	Configs        map[ConfigResource]map[string]string
+	NextProducerID int64 // first id of the next block to hand out
+}
+
+// ConfigResource names a config resource: Kafka's ConfigResource.
+type ConfigResource struct {
+	Type int8 // TopicResource or BrokerResource
+	Name string
+}
+
+// Topic is one topic. Partitions[i] is partition i.
+type Topic struct {
+	Name       string
+	ID         uuid.UUID
+	Internal   bool // __consumer_offsets, __transaction_state
+	Partitions []Partition
+	// Configs are the topic's own overrides (DescribeConfigs source
+	// TOPIC_CONFIG); defaults come from the broker config.
+	Configs map[string]string
+}
+
+// Partition is one partition's assignment and leadership.
+type Partition struct {
+	Index               int32
+	Leader              int32 // NoLeader (-1) when offline
+	LeaderEpoch         int32
+	PartitionEpoch      int32
+	Replicas            []int32
+	ISR                 []int32
+	LeaderRecoveryState int8
+}
+
+// Broker is a registered broker.
+type Broker struct {
+	ID                   int32
+	Epoch                int64
+	IncarnationID        uuid.UUID
+	Endpoints            []BrokerEndpoint
+	Features             []BrokerFeature
+	Rack                 *string
+	Fenced               bool
+	InControlledShutdown bool
+}
+
+// Endpoint returns the broker's endpoint on a listener.
+func (b *Broker) Endpoint(listener string) (BrokerEndpoint, bool) {
+	for _, e := range b.Endpoints {
+		if e.Name == listener {
+			return e, true
+		}
+	}
+	return BrokerEndpoint{}, false
+}
+
+type topicsImage struct {
+	byName map[string]*Topic
+	byID   map[uuid.UUID]*Topic
+}
+
+// Empty is the image before any record.
+var Empty = &Image{
+	Offset:   -1,
+	Epoch:    -1,
+	Features: map[string]int16{},
+	Brokers:  map[int32]*Broker{},
+	topics:   topicsImage{byName: map[string]*Topic{}, byID: map[uuid.UUID]*Topic{}},
+	Configs:  map[ConfigResource]map[string]string{},
+}
+
+// Topic returns a topic by name.
+func (im *Image) Topic(name string) (*Topic, bool) {
+	t, ok := im.topics.byName[name]
+	return t, ok
+}
+
+// TopicByID returns a topic by ID.
+func (im *Image) TopicByID(id uuid.UUID) (*Topic, bool) {
+	t, ok := im.topics.byID[id]
+	return t, ok
+}
+
+// NumTopics is the number of topics.
+func (im *Image) NumTopics() int { return len(im.topics.byName) }
+
+// Topics returns every topic, sorted by name.
+func (im *Image) Topics() []*Topic {
+	out := make([]*Topic, 0, len(im.topics.byName))
+	for _, t := range im.topics.byName {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NumPartitions counts the partitions of every topic.
+func (im *Image) NumPartitions() int {
+	n := 0
+	for _, t := range im.topics.byName {
+		n += len(t.Partitions)
+	}
+	return n
+}
+
+// SortedBrokers returns the registered brokers by id.
+func (im *Image) SortedBrokers() []*Broker {
+	out := make([]*Broker, 0, len(im.Brokers))
+	for _, b := range im.Brokers {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// BrokerConfigs returns the dynamic configs of a broker resource ("" is
+// the cluster default); nil if none. The map must not be modified.
+func (im *Image) BrokerConfigs(resource string) map[string]string {
+	return im.Configs[ConfigResource{BrokerResource, resource}]
+}
+
+// Records returns the records that rebuild the image from Empty, in an
+// order that replays cleanly: the snapshot of the image (Kafka's
+// MetadataImage.write).
+func (im *Image) Records() []Record {
+	var recs []Record
+	for _, name := range slices.Sorted(maps.Keys(im.Features)) {
+		recs = append(recs, &FeatureLevelRecord{Name: name, FeatureLevel: im.Features[name]})
+	}
+	for _, b := range im.SortedBrokers() {
+		recs = append(recs, &RegisterBrokerRecord{
+			BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,
+			EndPoints: b.Endpoints, Features: b.Features, Rack: b.Rack,
+			Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown,
+		})
+	}
+	for _, t := range im.Topics() {
+		recs = append(recs, &TopicRecord{Name: t.Name, TopicID: t.ID})
+		for _, p := range t.Partitions {
+			recs = append(recs, &PartitionRecord{
+				PartitionID: p.Index, TopicID: t.ID, Replicas: p.Replicas, ISR: p.ISR,
+				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				LeaderRecoveryState: p.LeaderRecoveryState,
+			})
+		}
+	}
+	resources := slices.SortedFunc(maps.Keys(im.Configs), func(a, b ConfigResource) int {
+		if a.Type != b.Type {
+			return int(a.Type) - int(b.Type)
+		}
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	for _, r := range resources {
+		c := im.Configs[r]
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			v := c[k]
+			recs = append(recs, &ConfigRecord{ResourceType: r.Type, ResourceName: r.Name, Name: k, Value: &v})
+		}
+	}
+	if im.NextProducerID > 0 {
+		recs = append(recs, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: im.NextProducerID})
+	}
+	return recs
+}

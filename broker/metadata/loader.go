@@ -1,0 +1,226 @@
+package metadata
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+)
+
+// Publisher receives each new image with the delta that made it (Kafka's
+// MetadataPublisher). Publishers are called in order, one update at a time,
+// from the loader's goroutine; an update must not block for long (the
+// replica manager creating logs is the longest).
+type Publisher interface {
+	Name() string
+	OnMetadataUpdate(delta *Delta, image *Image)
+}
+
+// Loader replays the committed metadata log into images and hands them to
+// the publishers (Kafka's MetadataLoader). It is the broker side of the
+// quorum's listener; the controller has its own.
+type Loader struct {
+	log *slog.Logger
+
+	image atomic.Pointer[Image]
+
+	mu         sync.Mutex // serializes updates and publisher changes
+	publishers []Publisher
+	failed     error
+
+	waitMu  sync.Mutex
+	waiters []offsetWaiter
+}
+
+type offsetWaiter struct {
+	offset int64
+	ch     chan struct{}
+}
+
+// NewLoader returns a loader at the empty image.
+func NewLoader(logger *slog.Logger) *Loader {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	l := &Loader{log: logger.With("component", "metadata-loader")}
+	l.image.Store(Empty)
+	return l
+}
+
+// Image returns the newest published image. Safe for concurrent use, and
+// lock-free: the produce and fetch paths call it.
+func (l *Loader) Image() *Image { return l.image.Load() }
+
+// InstallPublisher adds a publisher; it first receives the current image
+// as a delta from the empty image, so it sees everything that exists.
+func (l *Loader) InstallPublisher(p Publisher) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed != nil {
+		return l.failed
+	}
+	im := l.image.Load()
+	d := NewDelta(Empty)
+	for _, r := range im.Records() {
+		if err := d.Replay(r); err != nil {
+			return fmt.Errorf("metadata: replaying the image for %s: %w", p.Name(), err)
+		}
+	}
+	d.SetProvenance(im.Offset, im.Epoch)
+	// The publisher gets the real image (the delta's own would be an
+	// equal copy).
+	p.OnMetadataUpdate(d, im)
+	l.publishers = append(l.publishers, p)
+	return nil
+}
+
+// HandleCommit replays one committed batch of records (framed metadata
+// records) whose last offset and epoch are given, and publishes the result.
+// A record that does not decode or does not fit stops the loader: the
+// error is returned, logged, and every later call fails with it.
+func (l *Loader) HandleCommit(lastOffset int64, epoch int32, records [][]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed != nil {
+		return l.failed
+	}
+	d := NewDelta(l.image.Load())
+	for _, raw := range records {
+		rec, err := Decode(raw)
+		if err == nil {
+			err = d.Replay(rec)
+		}
+		if err != nil {
+			return l.fail(fmt.Errorf("metadata: record in the batch ending at offset %d: %w", lastOffset, err))
+		}
+	}
+	d.SetProvenance(lastOffset, epoch)
+	l.publish(d)
+	return nil
+}
+
+// HandleSnapshot replaces the image with a snapshot's, publishing the
+// difference: topics the snapshot lacks are deleted, the others changed.
+func (l *Loader) HandleSnapshot(offset int64, epoch int32, records [][]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed != nil {
+		return l.failed
+	}
+	fresh := NewDelta(Empty)
+	for _, raw := range records {
+		rec, err := Decode(raw)
+		if err == nil {
+			err = fresh.Replay(rec)
+		}
+		if err != nil {
+			return l.fail(fmt.Errorf("metadata: snapshot at offset %d: %w", offset, err))
+		}
+	}
+	fresh.SetProvenance(offset, epoch)
+	d, err := snapshotDelta(l.image.Load(), fresh.Apply())
+	if err != nil {
+		return l.fail(err)
+	}
+	l.publish(d)
+	return nil
+}
+
+// snapshotDelta expresses the move from base to a snapshot's image as a
+// delta over base.
+func snapshotDelta(base, snap *Image) (*Delta, error) {
+	d := NewDelta(base)
+	for _, t := range base.Topics() {
+		if st, ok := snap.TopicByID(t.ID); !ok || st.Name != t.Name {
+			if err := d.Replay(&RemoveTopicRecord{TopicID: t.ID}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for id := range base.Brokers {
+		if snap.Brokers[id] == nil {
+			d.brokers[id] = nil
+		}
+	}
+	for r := range base.Configs {
+		if snap.Configs[r] == nil {
+			d.configs[r] = nil
+		}
+	}
+	for _, rec := range snap.Records() {
+		if tr, ok := rec.(*TopicRecord); ok && d.topic(tr.TopicID) != nil {
+			continue // kept: its partitions are replayed over it below
+		}
+		if cr, ok := rec.(*ConfigRecord); ok {
+			// Replace whole config maps rather than merging.
+			res := ConfigResource{cr.ResourceType, cr.ResourceName}
+			if _, done := d.configs[res]; !done || d.configs[res] == nil {
+				d.configs[res] = map[string]string{}
+			}
+		}
+		if err := d.Replay(rec); err != nil {
+			return nil, fmt.Errorf("metadata: applying snapshot: %w", err)
+		}
+	}
+	d.SetProvenance(snap.Offset, snap.Epoch)
+	return d, nil
+}
+
+func (l *Loader) publish(d *Delta) {
+	im := d.Apply()
+	l.image.Store(im)
+	for _, p := range l.publishers {
+		p.OnMetadataUpdate(d, im)
+	}
+	l.wake(im.Offset)
+}
+
+func (l *Loader) fail(err error) error {
+	l.failed = err
+	l.log.Error("metadata log cannot be replayed; this node stops applying metadata", "err", err)
+	return err
+}
+
+// WaitForOffset blocks until the published image has reached offset (or
+// ctx ends).
+func (l *Loader) WaitForOffset(ctx context.Context, offset int64) error {
+	if l.image.Load().Offset >= offset {
+		return nil
+	}
+	ch := make(chan struct{})
+	l.waitMu.Lock()
+	l.waiters = append(l.waiters, offsetWaiter{offset, ch})
+	l.waitMu.Unlock()
+	if l.image.Load().Offset >= offset {
+		l.wake(l.image.Load().Offset)
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		l.waitMu.Lock()
+		for i, w := range l.waiters {
+			if w.ch == ch {
+				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+				break
+			}
+		}
+		l.waitMu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (l *Loader) wake(offset int64) {
+	l.waitMu.Lock()
+	kept := l.waiters[:0]
+	for _, w := range l.waiters {
+		if w.offset <= offset {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	l.waiters = kept
+	l.waitMu.Unlock()
+}
