@@ -1,6 +1,10 @@
 // Command moldau is the Moldau broker and its command-line tools.
 //
 //	moldau serve [--config server.properties] [--override key=value ...]
+//	moldau topic create|list|describe|delete|alter-config|add-partitions
+//	moldau produce TOPIC / moldau consume TOPIC...
+//	moldau group list|describe|delete|seek
+//	moldau cluster info
 //	moldau bench produce|consume|e2e|floor [flags]
 //	moldau version
 package main
@@ -17,6 +21,9 @@ func main() {
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
+	}
+	if isCLICommand(os.Args[1]) {
+		os.Exit(runCLI(os.Args[1:]))
 	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
@@ -46,8 +53,16 @@ Usage:
   moldau serve [--config FILE] [--override key=value ...]
                       start a broker; with no flags, a single node on
                       localhost:9092 with its data in ./moldau-data
+  moldau topic        create, list, describe, configure and delete topics
+  moldau produce      produce records: one per line of stdin, or --value
+  moldau consume      print records from topics, optionally as a group member
+  moldau group        list, describe, delete consumer groups and move their offsets
+  moldau cluster      show brokers, controller, API versions and the quorum
   moldau bench MODE   load-test a broker (produce, consume, e2e) or this machine (floor)
   moldau version      print the version
+
+Client commands connect to --brokers (default localhost:9092, or
+$MOLDAU_BROKERS) and print tables, or JSON with --json.
 
 Run 'moldau COMMAND --help' for a command's flags.
 `)
