@@ -93,7 +93,7 @@ func usageErrorf(e *env, format string, args ...any) error {
 
 // commands is the tree of the everyday commands.
 func commands() []*command {
-	return []*command{topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand()}
+	return []*command{topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand(), logCommand()}
 }
 
 // isCLICommand reports whether name is one of the everyday commands.

@@ -47,7 +47,7 @@ func leaves(prefix []string, cmds []*command) [][]string {
 // with exit 0, a usage line, its flags and an example.
 func TestHelpEverywhere(t *testing.T) {
 	all := leaves(nil, commands())
-	if len(all) < 13 {
+	if len(all) < 14 {
 		t.Fatalf("only %d commands: %v", len(all), all)
 	}
 	for _, path := range all {
@@ -64,7 +64,7 @@ func TestHelpEverywhere(t *testing.T) {
 			}
 		}
 	}
-	for _, group := range []string{"topic", "group", "cluster"} {
+	for _, group := range []string{"topic", "group", "cluster", "log"} {
 		code, out, _ := runInProcess(t, "", nil, group, "--help")
 		if code != exitOK || !strings.Contains(out, "Commands:") {
 			t.Errorf("%s --help: exit %d:\n%s", group, code, out)
@@ -95,6 +95,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"topic", "add-partitions", "t"}, "--num must be a positive"},
 		{[]string{"group", "seek", "g"}, "--to: required"},
 		{[]string{"group", "seek", "g", "--to", "t:0=1", "--topics", "t"}, "--topics cannot be used"},
+		{[]string{"log", "dump"}, "missing PATH"},
 		{[]string{"topic", "list", "--brokers", " , "}, "--brokers is empty"},
 	}
 	for _, tt := range tests {

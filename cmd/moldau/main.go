@@ -5,6 +5,7 @@
 //	moldau produce TOPIC / moldau consume TOPIC...
 //	moldau group list|describe|delete|seek
 //	moldau cluster info
+//	moldau log dump PATH...
 //	moldau bench produce|consume|e2e|floor [flags]
 //	moldau version
 package main
@@ -58,6 +59,7 @@ Usage:
   moldau consume      print records from topics, optionally as a group member
   moldau group        list, describe, delete consumer groups and move their offsets
   moldau cluster      show brokers, controller, API versions and the quorum
+  moldau log          decode a broker's data files offline (log dump)
   moldau bench MODE   load-test a broker (produce, consume, e2e) or this machine (floor)
   moldau version      print the version
 
