@@ -171,6 +171,11 @@ func describeQuorum(ctx context.Context, cl *kgo.Client) (*quorumInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return quorumFrom(resp)
+}
+
+// quorumFrom reads a DescribeQuorum response.
+func quorumFrom(resp *kmsg.DescribeQuorumResponse) (*quorumInfo, error) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return nil, withMessage(err, derefString(resp.ErrorMessage))
 	}

@@ -25,7 +25,7 @@ each partition in offset order, until Ctrl-C, --num records, or with
 --exit-at-end the end offsets listed when the command started.
 
 --offset is where each partition starts:
-  ` + offsetSpecHelp + `
+` + offsetSpecList + `
 An offset outside the log is moved to its start or end.
 
 With --group, the command joins the consumer group (as any consumer does)
@@ -297,7 +297,9 @@ func (c *consumer) assigned(ctx context.Context, _ *kgo.Client, assigned map[str
 	if !c.o.exitAtEnd {
 		return
 	}
-	committed, err := c.adm.FetchOffsets(ctx, c.o.group)
+	fctx, cancel := context.WithTimeout(ctx, c.e.client.timeout)
+	committed, err := c.adm.FetchOffsets(fctx, c.o.group)
+	cancel()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gotAssigned = true

@@ -25,8 +25,9 @@ func groupSeekCommand() *command {
 		summary: "Move a group's committed offsets (reset offsets).",
 		long: `Commits new offsets for a group, so its consumers resume there. --to is
 one of:
-  ` + offsetSpecHelp + `
-  TOPIC:PARTITION=OFFSET,...  exact offsets for the listed partitions only
+` + offsetSpecList + `
+  TOPIC:PARTITION=OFFSET,...
+         exact offsets for the listed partitions only
 
 With start, end, N, -N, +N or @T, the partitions moved are those of
 --topics, or else every partition the group has committed offsets for.

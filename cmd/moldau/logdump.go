@@ -357,9 +357,17 @@ func (d *dumper) dumpFile(path string) {
 	}
 }
 
-// readSmallFile reads a whole index, snapshot or checkpoint file; these
-// are bounded by the broker's settings (segment.index.bytes, ...).
+// maxSmallFile bounds what readSmallFile reads: segment.index.bytes is at
+// most 2 GiB and defaults to 10 MiB; snapshots and checkpoints are smaller.
+const maxSmallFile = 1 << 30
+
+// readSmallFile reads a whole index, snapshot or checkpoint file.
 func (d *dumper) readSmallFile(path string) ([]byte, bool) {
+	st, err := os.Stat(path)
+	if err == nil && st.Size() > maxSmallFile {
+		d.fail(path, -1, "%d bytes: larger than the %d an index, snapshot or checkpoint can be here", st.Size(), maxSmallFile)
+		return nil, false
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		d.fail(path, -1, "%v", unwrapPathError(err))

@@ -12,6 +12,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -20,7 +21,7 @@ var version = "dev"
 
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	if isCLICommand(os.Args[1]) {
@@ -35,10 +36,10 @@ func main() {
 	case "version", "--version", "-v":
 		fmt.Println("moldau", version)
 	case "help", "-h", "--help":
-		usage()
+		usage(os.Stdout)
 	default:
 		fmt.Fprintf(os.Stderr, "moldau: unknown command %q\n\n", cmd)
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	if err != nil {
@@ -47,8 +48,8 @@ func main() {
 	}
 }
 
-func usage() {
-	fmt.Fprint(os.Stderr, `Moldau: a Kafka broker in one binary.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Moldau: a Kafka broker in one binary.
 
 Usage:
   moldau serve [--config FILE] [--override key=value ...]

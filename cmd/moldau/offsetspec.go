@@ -41,8 +41,18 @@ type offsetSpec struct {
 	millis int64 // offsetTime
 }
 
-const offsetSpecHelp = `start, end, an offset N, -N (N before the end), +N (N after the start), or @T
-(the first record at or after T: Unix ms, RFC 3339, a date, or @-DURATION)`
+// offsetSpecHelp names the forms in one line, for errors; offsetSpecList
+// explains them, for --help.
+const offsetSpecHelp = `start, end, N, -N, +N or @T`
+
+const offsetSpecList = `  start  the log start offset (also: beginning, earliest, oldest)
+  end    the end offset, the high watermark (also: latest, newest)
+  N      offset N
+  -N     N records before the end
+  +N     N records after the start
+  @T     the first record at or after T: Unix ms (@1700000000000), RFC 3339
+         (@2024-05-01T12:00:00Z), a UTC date (@2024-05-01), or a duration
+         before now (@-1h30m)`
 
 var errEmptySpec = errors.New("empty offset")
 
