@@ -386,7 +386,15 @@ be removed, and adding them changes which partition a key hashes to.`,
 func describeTopicsMeta(ctx context.Context, adm *kadm.Client, topics []string) (kadm.TopicDetails, error) {
 	tds, err := adm.ListTopicsWithInternal(ctx, topics...)
 	if err != nil {
-		return nil, firstShardError(err)
+		// An authorization failure fails the whole request: name the
+		// topics it was for.
+		if err = firstShardError(err); isAuthError(err) {
+			if len(topics) == 1 {
+				return nil, topicError(topics[0], err)
+			}
+			return nil, fmt.Errorf("topics %q: %w", topics, err)
+		}
+		return nil, err
 	}
 	for _, t := range topics {
 		td, ok := tds[t]
