@@ -1,12 +1,18 @@
 // Command moldau is the Moldau broker and its command-line tools.
 //
 //	moldau serve [--config server.properties] [--override key=value ...]
+//	moldau topic create|list|describe|delete|alter-config|add-partitions
+//	moldau produce TOPIC / moldau consume TOPIC...
+//	moldau group list|describe|delete|seek
+//	moldau cluster info
+//	moldau log dump PATH...
 //	moldau bench produce|consume|e2e|floor [flags]
 //	moldau version
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -15,8 +21,11 @@ var version = "dev"
 
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
+	}
+	if isCLICommand(os.Args[1]) {
+		os.Exit(runCLI(os.Args[1:]))
 	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
@@ -27,10 +36,10 @@ func main() {
 	case "version", "--version", "-v":
 		fmt.Println("moldau", version)
 	case "help", "-h", "--help":
-		usage()
+		usage(os.Stdout)
 	default:
 		fmt.Fprintf(os.Stderr, "moldau: unknown command %q\n\n", cmd)
-		usage()
+		usage(os.Stderr)
 		os.Exit(2)
 	}
 	if err != nil {
@@ -39,15 +48,24 @@ func main() {
 	}
 }
 
-func usage() {
-	fmt.Fprint(os.Stderr, `Moldau: a Kafka broker in one binary.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Moldau: a Kafka broker in one binary.
 
 Usage:
   moldau serve [--config FILE] [--override key=value ...]
                       start a broker; with no flags, a single node on
                       localhost:9092 with its data in ./moldau-data
+  moldau topic        create, list, describe, configure and delete topics
+  moldau produce      produce records: one per line of stdin, or --value
+  moldau consume      print records from topics, optionally as a group member
+  moldau group        list, describe, delete consumer groups and move their offsets
+  moldau cluster      show brokers, controller, API versions and the quorum
+  moldau log          decode a broker's data files offline (log dump)
   moldau bench MODE   load-test a broker (produce, consume, e2e) or this machine (floor)
   moldau version      print the version
+
+Client commands connect to --brokers (default localhost:9092, or
+$MOLDAU_BROKERS) and print tables, or JSON with --json.
 
 Run 'moldau COMMAND --help' for a command's flags.
 `)

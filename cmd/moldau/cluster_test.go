@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func quorumResponse() *kmsg.DescribeQuorumResponse {
+	resp := kmsg.NewPtrDescribeQuorumResponse()
+	t := kmsg.NewDescribeQuorumResponseTopic()
+	t.Topic = metadataTopic
+	p := kmsg.NewDescribeQuorumResponseTopicPartition()
+	p.LeaderID, p.LeaderEpoch, p.HighWatermark = 2, 7, 1500
+	for _, r := range []struct {
+		id  int32
+		leo int64
+	}{{1, 1480}, {2, 1510}, {3, 1510}} {
+		v := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		v.ReplicaID, v.LogEndOffset = r.id, r.leo
+		v.LastFetchTimestamp, v.LastCaughtUpTimestamp = 1714564799000, 1714564798000
+		p.CurrentVoters = append(p.CurrentVoters, v)
+	}
+	o := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+	o.ReplicaID, o.LogEndOffset = 4, 1200
+	p.Observers = append(p.Observers, o)
+	t.Partitions = append(t.Partitions, p)
+	resp.Topics = append(resp.Topics, t)
+	return resp
+}
+
+func TestQuorumFromResponse(t *testing.T) {
+	q, err := quorumFrom(quorumResponse())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.LeaderID != 2 || q.LeaderEpoch != 7 || q.HighWatermark != 1500 || q.MaxFollowerLag != 30 || len(q.Voters) != 3 || len(q.Observers) != 1 {
+		t.Fatalf("%+v", q)
+	}
+	if v := q.Voters[0]; v.Role != "Follower" || v.Lag != 30 {
+		t.Errorf("voter 1: %+v", v)
+	}
+	if v := q.Voters[1]; v.Role != "Leader" || v.Lag != 0 {
+		t.Errorf("voter 2: %+v", v)
+	}
+	if o := q.Observers[0]; o.Role != "Observer" || o.Lag != 310 || o.LastFetchTimestamp != -1 {
+		t.Errorf("observer: %+v", o)
+	}
+
+	var out bytes.Buffer
+	now := time.UnixMilli(1714564800000)
+	if err := printClusterInfo(&out, &clusterInfo{Quorum: q}, false, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"LEADER            2", "MAX-FOLLOWER-LAG  30", "1     Follower  1480            30   1s ago      2s ago", "4     Observer  1200            310  -"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	bad := quorumResponse()
+	bad.Topics[0].Partitions[0].ErrorCode = kerr.NotLeaderForPartition.Code
+	if _, err := quorumFrom(bad); err == nil {
+		t.Error("a partition error is not reported")
+	}
+	bad = quorumResponse()
+	bad.Topics = nil
+	if _, err := quorumFrom(bad); err == nil {
+		t.Error("a response without the partition is not reported")
+	}
+}
+
+func TestPrintAPIVersions(t *testing.T) {
+	same := []brokerAPIVersions{
+		{Broker: 1, APIs: []apiVersion{{0, "Produce", 3, 13}, {1, "Fetch", 4, 18}}},
+		{Broker: 2, APIs: []apiVersion{{0, "Produce", 3, 13}, {1, "Fetch", 4, 18}}},
+	}
+	var out bytes.Buffer
+	if err := printAPIVersions(&out, same); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "KEY  API      MIN  MAX\n0    Produce  3    13\n") {
+		t.Errorf("one table expected:\n%s", out.String())
+	}
+	differ := append(same[:1:1], brokerAPIVersions{Broker: 2, APIs: []apiVersion{{0, "Produce", 3, 12}}})
+	out.Reset()
+	if err := printAPIVersions(&out, differ); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "KEY  API      BROKER-1  BROKER-2\n0    Produce  3-13      3-12\n1    Fetch    4-18      -\n") {
+		t.Errorf("a column per broker expected:\n%s", out.String())
+	}
+}
