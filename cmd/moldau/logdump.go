@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/moldau/moldau/broker/uuid"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -422,8 +424,8 @@ func (d *dumper) dumpPartitionMetadata(path string) {
 		d.fail(path, -1, "%s", pathless(firstErr(err, errors.New("missing")), path))
 		return
 	}
-	d.textf("version: 0 topicId: %s", log.UUIDString(id))
-	d.object(partitionMetadata{Type: "partition_metadata", File: path, Version: 0, TopicID: log.UUIDString(id)})
+	d.textf("version: 0 topicId: %s", uuid.UUID(id).String())
+	d.object(partitionMetadata{Type: "partition_metadata", File: path, Version: 0, TopicID: uuid.UUID(id).String()})
 }
 
 type checkpointEntry struct {

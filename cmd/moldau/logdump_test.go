@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/moldau/moldau/broker/uuid"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -136,7 +138,7 @@ func writeFixture(t *testing.T, dir string) {
 		base + ".txnindex":  txn,
 		filepath.Join(pdir, "00000000000000000009.snapshot"):    snap,
 		filepath.Join(pdir, log.LeaderEpochCheckpointFile):      []byte("0\n2\n0 0\n1 5\n"),
-		filepath.Join(pdir, log.PartitionMetadataFile):          []byte("version: 0\ntopic_id: " + log.UUIDString(fixtureTopicID) + "\n"),
+		filepath.Join(pdir, log.PartitionMetadataFile):          []byte("version: 0\ntopic_id: " + uuid.UUID(fixtureTopicID).String() + "\n"),
 		filepath.Join(dir, log.RecoveryPointCheckpointFile):     []byte("0\n1\norders 0 9\n"),
 		filepath.Join(dir, log.ReplicationCheckpointFile):       []byte("0\n1\norders 0 9\n"),
 		filepath.Join(dir, log.LogStartOffsetCheckpointFile):    []byte("0\n1\norders 0 0\n"),

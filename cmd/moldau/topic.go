@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/moldau/moldau/broker/uuid"
+
 	"context"
 	"fmt"
 	"sort"
@@ -9,8 +11,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/moldau/moldau/log"
 )
 
 func topicCommand() *command {
@@ -415,5 +415,5 @@ func topicIDString(id kadm.TopicID) string {
 	if id == (kadm.TopicID{}) {
 		return ""
 	}
-	return log.UUIDString(id)
+	return uuid.UUID(id).String()
 }
