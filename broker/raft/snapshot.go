@@ -53,9 +53,7 @@ func parseSnapshotFileName(name string) (OffsetAndEpoch, bool) {
 	return OffsetAndEpoch{Offset: off, Epoch: int32(ep)}, true
 }
 
-// listSnapshots returns the finished snapshots in dir, oldest first, and
-// removes leftovers of unfinished writes and deletes (Kafka deletes
-// .checkpoint.part and .checkpoint.deleted files at start-up).
+// listSnapshots returns the finished snapshots in dir, oldest first.
 func listSnapshots(fsys log.FS, dir string) ([]OffsetAndEpoch, error) {
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
@@ -63,20 +61,31 @@ func listSnapshots(fsys log.FS, dir string) ([]OffsetAndEpoch, error) {
 	}
 	var ids []OffsetAndEpoch
 	for _, e := range ents {
-		name := e.Name()
-		switch {
-		case strings.HasSuffix(name, partialSnapshotSuffix), strings.HasSuffix(name, deletedSnapshotSuffix):
-			if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
-				return nil, err
-			}
-		default:
-			if id, ok := parseSnapshotFileName(name); ok {
-				ids = append(ids, id)
-			}
+		if id, ok := parseSnapshotFileName(e.Name()); ok {
+			ids = append(ids, id)
 		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i].Offset < ids[j].Offset })
 	return ids, nil
+}
+
+// removeSnapshotLeftovers removes what unfinished writes and deletes left
+// (Kafka deletes .checkpoint.part and .checkpoint.deleted files at
+// start-up).
+func removeSnapshotLeftovers(fsys log.FS, dir string) error {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, partialSnapshotSuffix) || strings.HasSuffix(name, deletedSnapshotSuffix) {
+			if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // readWholeFile reads a file through fsys.

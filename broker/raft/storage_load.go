@@ -63,6 +63,9 @@ func openMetadataLog(cfg Config, logger *slog.Logger) (*metadataLog, *loadedSnap
 // loadNewestSnapshot returns the newest snapshot in dir (nil if none) and
 // deletes the older ones.
 func loadNewestSnapshot(fsys log.FS, dir string, logger *slog.Logger) (*loadedSnapshot, error) {
+	if err := removeSnapshotLeftovers(fsys, dir); err != nil {
+		return nil, err
+	}
 	ids, err := listSnapshots(fsys, dir)
 	if err != nil || len(ids) == 0 {
 		return nil, err

@@ -110,6 +110,11 @@ func (n *Node) HandleTransportRequest(body []byte) ([]byte, error) {
 	if err != nil {
 		return ackBody(kerr.InvalidRequest), err
 	}
+	select {
+	case <-n.g.Stopping():
+		return ackBody(kerr.BrokerNotAvailable), n.stoppedErr()
+	default:
+	}
 	t := time.NewTimer(inboxWait)
 	defer t.Stop()
 	select {
