@@ -263,3 +263,26 @@ func TestRestartReplaysSnapshotAndTail(t *testing.T) {
 		t.Fatalf("loaded snapshots %v", snaps)
 	}
 }
+
+// With Kafka's default controller.quorum.election.timeout.ms (1 s) a
+// new leader is elected within a few seconds of the old one dying.
+func TestFailoverWithDefaultTimeouts(t *testing.T) {
+	c := newCluster(t, 3, func(cfg *Config) { cfg.TickInterval, cfg.ElectionTimeout = 0, 0 })
+	var want []string
+	for round := range 2 {
+		lid, epoch := c.leader(10 * time.Second)
+		r := fmt.Sprintf("round%d", round)
+		appendAndCommit(t, c.nodes[lid], epoch, r)
+		want = append(want, r)
+		c.stop(lid)
+		start := time.Now()
+		nlid, _ := c.leader(10 * time.Second)
+		took := time.Since(start)
+		t.Logf("round %d: leader %d killed, %d elected after %v", round, lid, nlid, took)
+		if took > 4*time.Second {
+			t.Fatalf("failover took %v", took)
+		}
+		c.waitState(want)
+		c.start(lid)
+	}
+}
