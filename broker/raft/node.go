@@ -416,12 +416,11 @@ func (n *Node) handleReady() error {
 // a snapshot, then quorum-state (term, vote), then entries, fsynced.
 func (n *Node) persist(rd *raft.Ready) error {
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		id, hdr, err := n.ml.installSnapshot(rd.Snapshot)
+		id, hdr, err := n.ml.installSnapshot(rd.Snapshot, n.app.loadSnapshot)
 		if err != nil {
 			return fmt.Errorf("raft: installing the leader's snapshot: %w", err)
 		}
 		n.logger.Info("installed snapshot from the leader", "snapshot", id.String(), "index", hdr.LastContainedRaftIndex)
-		n.app.loadSnapshot(&loadedSnapshot{id: id, hdr: hdr, data: rd.Snapshot.GetData()})
 	}
 	lead := n.lastLead
 	if rd.SoftState != nil {

@@ -359,8 +359,10 @@ func (s *metadataLog) truncateTo(index uint64) error {
 func (s *metadataLog) sync() error { return s.l.Flush() }
 
 // installSnapshot persists a snapshot received from the leader: the file
-// first, then the log starts over at its end offset.
-func (s *metadataLog) installSnapshot(snap *pb.Snapshot) (OffsetAndEpoch, snapshotHeader, error) {
+// first, then the log starts over at its end offset. loaded is called in
+// between, once the file is durable: the listener must have the snapshot
+// queued before the log it may be reading goes.
+func (s *metadataLog) installSnapshot(snap *pb.Snapshot, loaded func(*loadedSnapshot)) (OffsetAndEpoch, snapshotHeader, error) {
 	md := snap.GetMetadata()
 	hdr, err := checkSnapshot(snap.GetData())
 	if err != nil {
@@ -373,6 +375,7 @@ func (s *metadataLog) installSnapshot(snap *pb.Snapshot) (OffsetAndEpoch, snapsh
 	if err := writeSnapshotFile(s.fsys, s.dir, id, snap.GetData()); err != nil {
 		return id, hdr, err
 	}
+	loaded(&loadedSnapshot{id: id, hdr: hdr, data: snap.GetData()})
 	if err := s.l.TruncateFullyAndStartAt(id.Offset); err != nil {
 		return id, hdr, err
 	}
@@ -427,7 +430,9 @@ func (s *metadataLog) snapshotCreated(id OffsetAndEpoch, index uint64, retention
 	if !ok {
 		newBase = s.last + 1
 	}
-	s.l.UpdateHighWatermark(id.Offset)
+	if s.l.HighWatermark() < newStart {
+		s.l.UpdateHighWatermark(newStart)
+	}
 	if _, err := s.l.DeleteRecordsBefore(newStart); err != nil {
 		return err
 	}
