@@ -77,6 +77,9 @@ func TestSingleNodeElectsItselfAndCommits(t *testing.T) {
 
 	// Restart: the log replays into a new state machine, a new epoch.
 	c.stop(1)
+	if err := n.Close(); err != nil || !errors.Is(n.Err(), ErrClosed) {
+		t.Fatalf("second Close: %v, Err %v", err, n.Err())
+	}
 	c.start(1)
 	lid, epoch2 := c.leader(2 * time.Second)
 	if lid != 1 || epoch2 != 2 {
