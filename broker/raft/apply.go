@@ -59,7 +59,8 @@ type applier struct {
 	leader *pendingLeader
 
 	// Listener goroutine only.
-	next       int64 // next offset to deliver
+	next       int64  // next offset to deliver
+	lastIndex  uint64 // raft index of the last batch delivered (one batch, one index)
 	lastEpoch  int32
 	lastTs     int64
 	sinceSnap  int64 // bytes delivered since the last snapshot
@@ -154,6 +155,7 @@ func (a *applier) step() (bool, error) {
 		}
 		a.sm.HandleLoadSnapshot(r)
 		a.next, a.snapOffset, a.sinceSnap = snap.id.Offset, snap.id.Offset, 0
+		a.lastIndex = snap.hdr.LastContainedRaftIndex
 		a.lastEpoch, a.lastTs = snap.id.Epoch, snap.hdr.LastContainedLogTimestamp
 		return true, nil
 	}
@@ -167,6 +169,12 @@ func (a *applier) step() (bool, error) {
 			}
 			return false, err
 		}
+		if a.next == hw && a.lastIndex != hwIdx {
+			return false, fmt.Errorf("raft: delivered %d batches to offset %d, the leader counts %d", a.lastIndex, hw, hwIdx)
+		}
+		if a.sinceSnap >= a.n.cfg.MaxBytesBetweenSnapshots {
+			return true, a.writeSnapshot()
+		}
 		return true, nil
 	}
 	if ld != nil && ld.after < a.next {
@@ -177,9 +185,6 @@ func (a *applier) step() (bool, error) {
 		a.mu.Unlock()
 		a.sm.HandleLeaderChange(ld.le)
 		return true, nil
-	}
-	if a.next == hw && a.sinceSnap >= a.n.cfg.MaxBytesBetweenSnapshots && hw > a.snapOffset {
-		return true, a.writeSnapshot(hwIdx)
 	}
 	return false, nil
 }
@@ -217,6 +222,7 @@ func (a *applier) deliver(hw int64) error {
 	a.sm.HandleCommit(batches)
 	last := batches[len(batches)-1]
 	a.next, a.lastEpoch, a.lastTs = last.LastOffset+1, last.Epoch, last.AppendTimestamp
+	a.lastIndex += uint64(len(batches))
 	for _, b := range batches {
 		a.sinceSnap += int64(b.SizeInBytes)
 	}
@@ -225,7 +231,8 @@ func (a *applier) deliver(hw int64) error {
 
 // writeSnapshot asks the state machine for a snapshot at the current
 // offset, writes it durably and tells the raft goroutine.
-func (a *applier) writeSnapshot(index uint64) error {
+func (a *applier) writeSnapshot() error {
+	index := a.lastIndex
 	id := OffsetAndEpoch{Offset: a.next, Epoch: a.lastEpoch}
 	w, err := newSnapshotWriter(a.n.cfg.FS, a.n.ml.dir, id,
 		snapshotHeader{LastContainedLogTimestamp: a.lastTs, LastContainedRaftIndex: index, EndOffset: id.Offset}, snapshotBatchBytes)
