@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/moldau/moldau/log"
@@ -208,5 +209,27 @@ func TestHandleTransportRequestChecksMessages(t *testing.T) {
 	body, _ := encodeMessages(nil, []*pb.Message{{Type: pb.MsgHeartbeat.Enum(), To: new(raftID(1)), From: new(raftID(2))}})
 	if _, err := n.HandleTransportRequest(body); err == nil {
 		t.Fatal("a closed node took messages")
+	}
+}
+
+func TestTransportQueueFullDropsAndReports(t *testing.T) {
+	n := &Node{wake: make(chan struct{}, 1)}
+	tr := &transport{n: n, peers: map[uint64]*peer{2: {id: 2, queue: make(chan *pb.Message, 1)}}}
+	tr.send([]*pb.Message{
+		{Type: pb.MsgApp.Enum(), To: new(uint64(2))},
+		{Type: pb.MsgApp.Enum(), To: new(uint64(2))},  // queue full: dropped
+		{Type: pb.MsgSnap.Enum(), To: new(uint64(2))}, // dropped, snapshot failed
+		{Type: pb.MsgApp.Enum(), To: new(uint64(7))},  // no such peer: ignored
+	})
+	if len(tr.peers[2].queue) != 1 {
+		t.Fatalf("queued %d", len(tr.peers[2].queue))
+	}
+	if !n.notes.unreachable[2] || n.notes.snapStatus[2] != raft.SnapshotFailure {
+		t.Fatalf("notes %v %v", n.notes.unreachable, n.notes.snapStatus)
+	}
+	select {
+	case <-n.wake:
+	default:
+		t.Fatal("the raft goroutine was not woken")
 	}
 }
