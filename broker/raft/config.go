@@ -1,0 +1,194 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/moldau/moldau/log"
+)
+
+// MetadataTopicPartition is the metadata log's partition, as KRaft names
+// it; its dir is Config.Dir/__cluster_metadata-0.
+var MetadataTopicPartition = log.TopicPartition{Topic: "__cluster_metadata", Partition: 0}
+
+// Config configures a Node. Zero values take the defaults noted, which are
+// Kafka's where Kafka has the setting.
+type Config struct {
+	// NodeID is this node's node.id; it must be one of Voters.
+	NodeID int32
+	// Voters maps each voter's node id to its controller listener
+	// address (controller.quorum.voters, see ParseVoters). The set is
+	// static: it is the raft configuration, never changed by the log.
+	Voters map[int32]string
+	// Dir is metadata.log.dir; the log and snapshots live in
+	// Dir/__cluster_metadata-0.
+	Dir        string
+	Logger     *slog.Logger          // nil: slog.Default()
+	Registerer prometheus.Registerer // nil: no metrics
+	FS         log.FS                // nil: the OS
+	Now        func() time.Time      // nil: time.Now
+
+	// TickInterval is the raft tick, and the leader's heartbeat interval.
+	// Default 100ms.
+	TickInterval time.Duration
+	// ElectionTimeout is controller.quorum.election.timeout.ms (default
+	// 1s): a follower that hears nothing from a leader for a random time
+	// between it and twice it starts an election, and a leader that does
+	// not hear from a majority for it steps down (CheckQuorum).
+	ElectionTimeout time.Duration
+	// RequestTimeout is controller.quorum.request.timeout.ms (default 2s):
+	// how long a peer has to acknowledge a batch of messages.
+	RequestTimeout time.Duration
+	// RetryBackoff is controller.quorum.retry.backoff.ms (default 20ms),
+	// the first wait before redialling a peer; it doubles up to 1s.
+	RetryBackoff time.Duration
+	// Dial dials a peer (nil: a net.Dialer).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// PeerQueueSize bounds the messages waiting for one peer (default
+	// 1024); when full, messages are dropped and raft told the peer is
+	// unreachable.
+	PeerQueueSize int
+
+	// MaxBytesBetweenSnapshots is
+	// metadata.log.max.record.bytes.between.snapshots (default 20 MiB):
+	// a snapshot is taken once this many bytes of batches were committed
+	// since the last one.
+	MaxBytesBetweenSnapshots int64
+	// MaxRetentionBytes is metadata.max.retention.bytes (default 100 MiB):
+	// once the log is larger, its segments wholly before the newest
+	// snapshot are deleted. Negative: never.
+	MaxRetentionBytes int64
+	// SegmentBytes is metadata.log.segment.bytes (default 1 GiB).
+	SegmentBytes int32
+	// MaxBatchSizeBytes bounds one appended batch (Kafka's
+	// KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB).
+	MaxBatchSizeBytes int
+}
+
+// Defaults.
+const (
+	DefaultTickInterval             = 100 * time.Millisecond
+	DefaultElectionTimeout          = time.Second
+	DefaultRequestTimeout           = 2 * time.Second
+	DefaultRetryBackoff             = 20 * time.Millisecond
+	DefaultPeerQueueSize            = 1024
+	DefaultMaxBytesBetweenSnapshots = 20 << 20
+	DefaultMaxRetentionBytes        = 100 << 20
+	DefaultSegmentBytes             = 1 << 30
+	DefaultMaxBatchSizeBytes        = 8 << 20
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.FS == nil {
+		c.FS = log.OSFS{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.ElectionTimeout <= 0 {
+		c.ElectionTimeout = DefaultElectionTimeout
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.Dial == nil {
+		var d net.Dialer
+		c.Dial = d.DialContext
+	}
+	if c.PeerQueueSize <= 0 {
+		c.PeerQueueSize = DefaultPeerQueueSize
+	}
+	if c.MaxBytesBetweenSnapshots <= 0 {
+		c.MaxBytesBetweenSnapshots = DefaultMaxBytesBetweenSnapshots
+	}
+	if c.MaxRetentionBytes == 0 {
+		c.MaxRetentionBytes = DefaultMaxRetentionBytes
+	}
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.MaxBatchSizeBytes <= 0 {
+		c.MaxBatchSizeBytes = DefaultMaxBatchSizeBytes
+	}
+	switch {
+	case c.Dir == "":
+		return c, errors.New("raft: no metadata.log.dir")
+	case len(c.Voters) == 0:
+		return c, errors.New("raft: no voters (controller.quorum.voters)")
+	case c.NodeID < 0:
+		return c, fmt.Errorf("raft: node.id %d is negative", c.NodeID)
+	}
+	if _, ok := c.Voters[c.NodeID]; !ok {
+		return c, fmt.Errorf("raft: node.id %d is not among the voters %v", c.NodeID, c.voterIDs())
+	}
+	if c.ElectionTimeout < 2*c.TickInterval {
+		return c, fmt.Errorf("raft: election timeout %v is under two ticks of %v", c.ElectionTimeout, c.TickInterval)
+	}
+	return c, nil
+}
+
+// voterIDs returns the voters' ids, sorted.
+func (c Config) voterIDs() []int32 {
+	ids := make([]int32, 0, len(c.Voters))
+	for id := range c.Voters {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ParseVoters parses controller.quorum.voters: "id@host:port,...", each id
+// a non-negative node id used once.
+func ParseVoters(s string) (map[int32]string, error) {
+	out := map[int32]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("controller.quorum.voters: %q is not id@host:port", part)
+		}
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("controller.quorum.voters: %q has no valid node id", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("controller.quorum.voters: %q: %v", part, err)
+		}
+		if _, dup := out[int32(id)]; dup {
+			return nil, fmt.Errorf("controller.quorum.voters: node id %d appears twice", id)
+		}
+		out[int32(id)] = addr
+	}
+	if len(out) == 0 {
+		return nil, errors.New("controller.quorum.voters is empty")
+	}
+	return out, nil
+}
+
+// raftID is the etcd raft id of a Kafka node id: etcd reserves 0 (None),
+// Kafka allows node.id 0, so raft id = node id + 1.
+func raftID(nodeID int32) uint64 { return uint64(nodeID) + 1 }
+
+// nodeID is the Kafka node id of an etcd raft id; None (0) is -1.
+func nodeID(id uint64) int32 { return int32(id) - 1 }

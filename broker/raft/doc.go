@@ -1,0 +1,181 @@
+// Package raft is the metadata quorum (Kafka's KafkaRaftClient and
+// KafkaMetadataLog): the controller voters replicate the cluster metadata
+// log, __cluster_metadata-0, with go.etcd.io/raft/v3 (not home-made
+// consensus), store it with the log package in Kafka's layout, and hand
+// the committed batches, in order, to a state machine (the controller's
+// and broker's metadata image).
+//
+// # API
+//
+//	n, err := raft.Open(cfg, sm)              // sm: StateMachine (Listener + WriteSnapshot)
+//	off, err := n.ScheduleAppend(epoch, recs) // leader of epoch only; offset of the last record
+//	err = n.WaitForCommit(ctx, epoch, off)    // nil once committed; *NotLeaderError if leadership went first
+//	n.LeaderAndEpoch(), n.HighWatermark(), n.DescribeQuorum(), n.State()
+//	resp, err := n.HandleTransportRequest(body) // the controller listener's handler for APIKey
+//	n.Done(), n.Err(), n.Close()
+//
+// # Entries, batches, offsets
+//
+// One raft entry is one magic-v2 record batch: the records the active
+// controller appends with one ScheduleAppend, all or none (Kafka's atomic
+// append). The entry's term is the batch's partition leader epoch. etcd's
+// empty entry at the start of a term is written as a control batch holding
+// one LeaderChangeMessage (control record type 2, version 0: the new
+// leader and the voters; GrantingVoters is left empty, etcd does not say
+// who voted).
+//
+// Offsets count records, as in every Kafka log: a batch of n records takes
+// n offsets, and the log of a new quorum starts at offset 0 (the first
+// batch is the first leader's LeaderChangeMessage). Raft indices count
+// entries: index i is the i-th batch of the quorum's history. So the raft
+// index is not the offset. It cannot be with etcd raft: its indices are
+// contiguous, one per entry, and the only way to give a batch n indices
+// would be n entries, which etcd may send to a follower in different
+// messages and so split a batch between leaders. The map from index to
+// offset is kept in memory (8 bytes per batch in the log), rebuilt at
+// start-up from the batch headers, and anchored by the newest snapshot,
+// which records its raft index. etcd's index 0 (the empty log) is offset
+// 0, i.e. nothing.
+//
+// Raft ids are node ids + 1: etcd reserves id 0 for "none", Kafka allows
+// node.id 0.
+//
+// # Files
+//
+// In <metadata.log.dir>/__cluster_metadata-0/:
+//
+//	00000000000000000000.log, .index, .timeindex   the log, Kafka's segment
+//	        format (see package log); one batch per entry, offsets as above
+//	leader-epoch-checkpoint   epochs and their start offsets (package log)
+//	quorum-state              Kafka's FileQuorumStateStore JSON, version 0:
+//	        {"clusterId":"","leaderId":L,"leaderEpoch":T,"votedId":V,
+//	         "appliedOffset":0,"currentVoters":[{"voterId":1},...],
+//	         "data_version":0}
+//	        etcd's HardState: term = leaderEpoch, vote = votedId (-1: none)
+//	%020d-%010d.checkpoint    a snapshot: its end offset (it holds every
+//	        record below it) and the epoch of its last record. Kafka's
+//	        format: magic-v2 batches with offsets from 0 and the snapshot's
+//	        epoch; first a control batch with a SnapshotHeaderRecord
+//	        (type 3), then the state machine's records, last a control
+//	        batch with a SnapshotFooterRecord (type 4). The header carries
+//	        two tagged fields of Moldau's (tags 10000 and 10001: the raft
+//	        index of the last batch contained and the end offset); Kafka
+//	        readers skip unknown tags.
+//	*.checkpoint.part         a snapshot being written; removed at start-up
+//	*.checkpoint.deleted      a snapshot being deleted; removed at start-up
+//
+// # What is persisted when
+//
+// For every Ready of the raft goroutine, in this order and before any of
+// its messages is sent (etcd's rule): a snapshot from the leader (written
+// to .part, fsynced, renamed, dir fsynced; then the log starts over at its
+// end offset); quorum-state when the term, vote or leader changed
+// (written atomically: temp file, fsync, rename, dir fsync); the entries,
+// appended as a follower would (a conflict first truncates the log at the
+// first new index) and fsynced in one Flush. A leader's proposals ride the
+// same fsync: appends are group-committed per Ready.
+//
+// The commit index is not persisted, as Kafka does not persist the
+// metadata log's high watermark. At start-up it is the newest snapshot's
+// index, and the node learns the rest from the leader (or, alone, from its
+// own election, which commits everything in its log). This is safe: a
+// commit index is knowledge about the quorum, not state of this node;
+// entries a majority stored stay committed whatever one node forgets, and
+// the state machine is rebuilt from the snapshot at every start, so
+// nothing is applied twice.
+//
+// Snapshots: the listener goroutine asks the state machine for one once
+// metadata.log.max.record.bytes.between.snapshots (20 MiB) of batches were
+// committed since the last. When it is durable, older snapshots are
+// deleted, and if the log is over metadata.max.retention.bytes (100 MiB)
+// its segments wholly before the snapshot are deleted (Kafka's
+// KafkaMetadataLog.maybeClean; the time limit, metadata.max.retention.ms,
+// is not applied). A follower that needs entries older than the leader's
+// log gets the newest snapshot whole (etcd's MsgSnap).
+//
+// Start-up (Kafka's KafkaMetadataLog.apply and truncateToLatestSnapshot):
+// partial and deleted snapshot files are removed; the newest snapshot is
+// checked and older ones deleted; the log is opened with full recovery
+// (every batch's CRC checked; a torn or corrupt tail truncated); if the
+// log does not reach the snapshot's end, or its batch there does not end
+// the snapshot's epoch, it starts over at the snapshot's end. The
+// listener then gets the snapshot (HandleLoadSnapshot) and the committed
+// batches after it as the commit index becomes known.
+//
+// # Guarantees
+//
+//   - A batch is committed once a majority of the voters fsynced it. Every
+//     committed batch is delivered to every voter's listener, once per
+//     process lifetime, in offset order, each whole. Nothing committed is
+//     lost while a majority of voters keeps its disk, whichever nodes are
+//     closed, killed (kill -9) or restarted, and in any order.
+//   - A single voter commits after its own fsync; it elects itself at once
+//     at Open.
+//   - With PreVote and CheckQuorum on and the default 1 s election timeout
+//     and 100 ms ticks, a new leader is elected 1 to 2 s (plus a round
+//     trip) after the old one stops; a leader cut off from a majority
+//     steps down within the election timeout.
+//   - ScheduleAppend fails at once with a *NotLeaderError (errors.Is
+//     ErrNotLeader and kerr.NotController) unless this node leads that
+//     epoch. WaitForCommit never hangs on a lost leadership: it fails as
+//     soon as this node stops leading the epoch (the batch may still be
+//     committed by the next leader, or dropped; HandleCommit tells).
+//   - HandleLeaderChange naming this node as leader comes only after the
+//     listener saw every batch up to and including the epoch's
+//     LeaderChange batch, so the state is complete before the first
+//     append of the epoch.
+//   - An I/O error (write, fsync, rename, read) stops the node: Done is
+//     closed, Err says why, pending calls fail with it; nothing panics
+//     (etcd raft panics on storage errors; the raft goroutine recovers
+//     and reports the storage error).
+//
+// # Goroutines and locks
+//
+// All goroutines are started through one routine.Group and stop on Close
+// (idempotent; it waits for a listener callback in progress to return):
+//
+//   - the raft goroutine owns the RawNode and the storage (metadataLog): it
+//     ticks, steps inbound messages and proposals, and handles each Ready
+//     (persist, send, publish). It never waits for another goroutine of
+//     the node: sends to peers go to bounded queues, and the listener is
+//     told the new high watermark, not handed entries.
+//   - the listener goroutine (applier) reads committed batches from the
+//     log (safe for concurrent use) up to the high watermark and calls the
+//     Listener, in order; it also writes snapshots. So a slow listener
+//     neither blocks raft nor grows memory, and it may call ScheduleAppend.
+//   - one sender goroutine per peer voter: a queue of PeerQueueSize
+//     messages (full: the message is dropped and raft told the peer is
+//     unreachable), one connection, one request in flight, redial with
+//     backoff (controller.quorum.retry.backoff.ms doubling to 1 s).
+//
+// Node.mu guards the status other goroutines read (leader, epoch, high
+// watermark, voters' progress) and the commit waiters; notes.mu the
+// reports left for the raft goroutine; applier.mu the listener's targets.
+// None is held while taking another, nor across I/O. The log's own locks
+// are below all of them.
+//
+// # Transport
+//
+// Raft messages travel as Kafka-framed requests on the controller
+// listener with a Moldau-private API key (APIKey = 10000, version 0, not
+// advertised in ApiVersions): the body is a count and length-prefixed
+// marshalled raftpb.Messages; the response (header v0) is an int16 error
+// code. The broker's socket server must let this key through to the
+// controller listener's handler, which calls HandleTransportRequest.
+//
+// # Differences from Kafka's KRaft
+//
+//   - etcd raft pushes: the leader sends appends and heartbeats
+//     (MsgApp/MsgHeartbeat) and followers acknowledge, where KRaft's
+//     followers pull with Fetch and FetchSnapshot and elections use Vote,
+//     BeginQuorumEpoch and EndQuorumEpoch RPCs. Here every message is one
+//     private request type; DescribeQuorum's "last fetch" is the last
+//     acknowledgement the leader got.
+//   - Raft indices count batches, offsets count records (above); KRaft
+//     uses offsets for both.
+//   - The voter set is static (controller.quorum.voters, KIP-595); no
+//     KIP-853 dynamic voters, no KRaftVersion/Voters control records, and
+//     no observers: brokers that are not voters do not follow the log.
+//   - The high watermark can be learned only from the leader, as in
+//     KRaft; the commit index is not in quorum-state (appliedOffset is 0).
+package raft

@@ -1,0 +1,643 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/moldau/moldau/broker/routine"
+)
+
+// ErrClosed is returned once the node was closed.
+var ErrClosed = errors.New("raft: node is closed")
+
+// ErrNotLeader matches (errors.Is) every *NotLeaderError.
+var ErrNotLeader = errors.New("raft: not the leader")
+
+// NotLeaderError says this node is not the leader of the epoch asked for
+// (Kafka's NotLeaderException), with the leader and epoch it knows. It
+// unwraps to kerr.NotController: the metadata quorum's leader is the
+// active controller.
+type NotLeaderError struct {
+	LeaderID int32 // -1 if unknown
+	Epoch    int32 // the current epoch
+	Asked    int32 // the epoch the caller asked for
+}
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("raft: not the leader of epoch %d (epoch %d, leader %d)", e.Asked, e.Epoch, e.LeaderID)
+}
+
+// Unwrap returns kerr.NotController.
+func (e *NotLeaderError) Unwrap() error { return kerr.NotController }
+
+// Is matches ErrNotLeader.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// LeaderAndEpoch is Kafka's LeaderAndEpoch: the leader's node id (-1 if
+// none is known) and the epoch.
+type LeaderAndEpoch struct {
+	LeaderID int32
+	Epoch    int32
+}
+
+// Node is one voter of the metadata quorum (Kafka's KafkaRaftClient): an
+// etcd raft RawNode driven by one goroutine, its storage on
+// __cluster_metadata-0, a transport to the other voters and a goroutine
+// that hands committed batches to the state machine. See doc.go.
+type Node struct {
+	cfg     Config
+	logger  *slog.Logger
+	id      uint64 // raft id (node id + 1)
+	ml      *metadataLog
+	rn      *raft.RawNode // raft goroutine only
+	app     *applier
+	tr      *transport
+	metrics *raftMetrics
+	g       routine.Group
+	ctx     context.Context // cancelled when the node stops
+	cancel  context.CancelFunc
+
+	inbox     chan []*pb.Message
+	proposals chan *proposal
+	wake      chan struct{}
+	notes     notes
+
+	// Raft goroutine only.
+	pending    []*proposal      // proposed, waiting for their offsets
+	inflight   []inflightAppend // appended as leader, not yet committed
+	lastLead   uint64
+	lastTerm   uint64
+	written    quorumState // last quorum-state written
+	epochStart int64       // offset of this leader's LeaderChange batch
+	contact    map[uint64]time.Time
+	caughtUp   map[uint64]time.Time
+
+	mu      sync.Mutex
+	st      status
+	waiters []*commitWaiter
+	err     error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// status is what other goroutines read (under Node.mu).
+type status struct {
+	leader    int32
+	epoch     int32
+	vote      int32
+	role      raft.StateType
+	hw        int64 // offset after the last committed batch
+	leo       int64
+	logStart  int64
+	voters    []ReplicaState // leader only
+	sinceLead time.Time      // when the leader was last lost (election latency)
+}
+
+// notes are what other goroutines leave for the raft goroutine.
+type notes struct {
+	mu          sync.Mutex
+	unreachable map[uint64]bool
+	snapStatus  map[uint64]raft.SnapshotStatus
+	created     []createdSnapshot
+}
+
+type createdSnapshot struct {
+	id    OffsetAndEpoch
+	index uint64
+}
+
+type proposal struct {
+	epoch   int32
+	data    []byte
+	records int
+	start   time.Time
+	done    chan proposalResult // buffered 1
+}
+
+type proposalResult struct {
+	offset int64
+	err    error
+}
+
+type inflightAppend struct {
+	lastOffset int64
+	start      time.Time
+}
+
+// Open opens the metadata log in cfg.Dir, replays its newest snapshot and
+// log to sm (from a goroutine of the node, see Listener), and joins the
+// quorum. A quorum of one elects itself at once.
+func Open(cfg Config, sm StateMachine) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger.With("component", "raft", "node_id", cfg.NodeID)
+	ml, snap, err := openMetadataLog(cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("raft: opening %s: %w", filepath.Join(cfg.Dir, MetadataTopicPartition.String()), err)
+	}
+	n := &Node{
+		cfg: cfg, logger: logger, id: raftID(cfg.NodeID), ml: ml,
+		inbox: make(chan []*pb.Message, 256), proposals: make(chan *proposal, 256),
+		wake: make(chan struct{}, 1), epochStart: -1,
+		contact: map[uint64]time.Time{}, caughtUp: map[uint64]time.Time{},
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.written = newQuorumState(int32(ml.hs.GetTerm()), nodeID(ml.hs.GetVote()), -1, ml.voters)
+	n.st = status{leader: -1, epoch: int32(ml.hs.GetTerm()), vote: nodeID(ml.hs.GetVote()), hw: ml.offsetOf(ml.hs.GetCommit() + 1),
+		leo: ml.l.LogEndOffset(), logStart: ml.l.LogStartOffset(), sinceLead: cfg.Now()}
+	if ml.snap.Offset == 0 {
+		n.st.hw = 0
+	}
+	n.rn, err = raft.NewRawNode(&raft.Config{
+		ID: n.id, ElectionTick: int(cfg.ElectionTimeout / cfg.TickInterval), HeartbeatTick: 1,
+		Storage: ml, Applied: ml.hs.GetCommit(),
+		MaxSizePerMsg: 1 << 20, MaxCommittedSizePerReady: 64 << 20, MaxUncommittedEntriesSize: 256 << 20,
+		MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
+		Logger: raftLogger{logger},
+	})
+	if err != nil {
+		ml.l.Close()
+		return nil, fmt.Errorf("raft: %w", err)
+	}
+	n.app = newApplier(n, sm, snap)
+	if cfg.Registerer != nil {
+		n.metrics = newRaftMetrics(n)
+		if err := cfg.Registerer.Register(n.metrics); err != nil {
+			ml.l.Close()
+			return nil, fmt.Errorf("raft: registering metrics: %w", err)
+		}
+	}
+	n.tr = newTransport(n)
+	if len(cfg.Voters) == 1 {
+		if err := n.rn.Campaign(); err != nil {
+			n.closeLog()
+			return nil, fmt.Errorf("raft: campaigning: %w", err)
+		}
+	}
+	logger.Info("metadata quorum node starting", "voters", cfg.voterIDs(), "epoch", ml.hs.GetTerm(),
+		"log_start_offset", ml.l.LogStartOffset(), "log_end_offset", ml.l.LogEndOffset(), "snapshot", ml.snap.String())
+	n.g.Go(n.run)
+	n.g.Go(n.app.run)
+	n.tr.start()
+	return n, nil
+}
+
+// Close stops every goroutine of the node and closes its log. Idempotent.
+// Pending appends and waits fail with ErrClosed.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.mu.Lock()
+		if n.err == nil {
+			n.err = ErrClosed
+		}
+		n.mu.Unlock()
+		n.cancel()
+		n.g.StopAndWait()
+		n.failWaiters(n.Err())
+		n.closeLog()
+	})
+	return n.closeErr
+}
+
+func (n *Node) closeLog() {
+	if n.metrics != nil {
+		n.cfg.Registerer.Unregister(n.metrics)
+	}
+	n.closeErr = n.ml.l.Close()
+	n.logger.Info("metadata quorum node closed")
+}
+
+// Err returns why the node stopped: ErrClosed after Close, the I/O (or
+// other) error that stopped it, or nil while it runs.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// Done is closed once the node stops (Close, or an error: see Err).
+func (n *Node) Done() <-chan struct{} { return n.g.Stopping() }
+
+// fail stops the node with err (the first error wins).
+func (n *Node) fail(err error) {
+	n.mu.Lock()
+	first := n.err == nil
+	if first {
+		n.err = err
+	}
+	n.mu.Unlock()
+	if first {
+		n.logger.Error("metadata quorum node stopped on an error", "err", err)
+	}
+	n.cancel()
+	n.g.Stop()
+	n.failWaiters(n.Err())
+}
+
+// stoppedErr is the error returned to callers once the node stopped.
+func (n *Node) stoppedErr() error {
+	if err := n.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
+}
+
+// LeaderAndEpoch returns the leader and epoch this node knows.
+func (n *Node) LeaderAndEpoch() LeaderAndEpoch {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return LeaderAndEpoch{LeaderID: n.st.leader, Epoch: n.st.epoch}
+}
+
+// HighWatermark returns the offset after the last batch known committed.
+func (n *Node) HighWatermark() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.st.hw
+}
+
+// NodeID is this node's id.
+func (n *Node) NodeID() int32 { return n.cfg.NodeID }
+
+// ScheduleAppend appends records as one batch at epoch, which must be the
+// epoch this node leads (Kafka's scheduleAtomicAppend), and returns the
+// offset of its last record. It returns once the batch is in this node's
+// log and fsynced, not committed: see WaitForCommit and
+// Listener.HandleCommit. The batch is appended whole or not at all; it
+// fails at once with a *NotLeaderError if this node is not the leader of
+// epoch.
+func (n *Node) ScheduleAppend(epoch int32, records [][]byte) (int64, error) {
+	if len(records) == 0 {
+		return 0, errors.New("raft: no records to append")
+	}
+	data, err := buildDataBatch(epoch, n.cfg.Now().UnixMilli(), records)
+	if err != nil {
+		return 0, err
+	}
+	if len(data) > n.cfg.MaxBatchSizeBytes {
+		return 0, fmt.Errorf("%w: a batch of %d bytes exceeds the %d bytes a metadata batch may have", kerr.RecordListTooLarge, len(data), n.cfg.MaxBatchSizeBytes)
+	}
+	p := &proposal{epoch: epoch, data: data, records: len(records), start: time.Now(), done: make(chan proposalResult, 1)}
+	stop := n.g.Stopping()
+	select {
+	case n.proposals <- p:
+	case <-stop:
+		return 0, n.stoppedErr()
+	}
+	select {
+	case r := <-p.done:
+		return r.offset, r.err
+	case <-stop:
+		return 0, n.stoppedErr()
+	}
+}
+
+// run is the raft goroutine: it ticks, steps messages and proposals into
+// the RawNode, and handles each Ready: persist, then send, then hand
+// commits to the applier (etcd's rule).
+func (n *Node) run(done <-chan struct{}) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.fail(n.panicErr(r))
+		}
+	}()
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		if err := n.handleReady(); err != nil {
+			n.fail(err)
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-ticker.C:
+			n.rn.Tick()
+			n.onTick()
+		case msgs := <-n.inbox:
+			n.step(msgs)
+			for range 64 {
+				select {
+				case msgs := <-n.inbox:
+					n.step(msgs)
+					continue
+				default:
+				}
+				break
+			}
+		case p := <-n.proposals:
+			n.propose(p)
+			for range 1024 {
+				select {
+				case p := <-n.proposals:
+					n.propose(p)
+					continue
+				default:
+				}
+				break
+			}
+		case <-n.wake:
+			if err := n.handleNotes(); err != nil {
+				n.fail(err)
+				return
+			}
+		}
+	}
+}
+
+// panicErr turns a panic of etcd raft (which panics on storage errors and
+// broken invariants) into the node's error.
+func (n *Node) panicErr(r any) error {
+	if err := n.ml.storageErr; err != nil {
+		return fmt.Errorf("raft: storage failed: %w", err)
+	}
+	n.logger.Error("raft panicked", "panic", r, "stack", string(debug.Stack()))
+	return fmt.Errorf("raft: internal error: %v", r)
+}
+
+func (n *Node) step(msgs []*pb.Message) {
+	now := n.cfg.Now()
+	for _, m := range msgs {
+		switch m.GetType() {
+		case pb.MsgAppResp, pb.MsgHeartbeatResp:
+			n.contact[m.GetFrom()] = now
+		}
+		if err := n.rn.Step(m); err != nil {
+			n.logger.Debug("dropped a raft message", "type", m.GetType().String(), "from", nodeID(m.GetFrom()), "err", err)
+		}
+	}
+}
+
+func (n *Node) propose(p *proposal) {
+	st := n.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader || st.GetTerm() != uint64(p.epoch) {
+		p.done <- proposalResult{err: &NotLeaderError{LeaderID: nodeID(st.Lead), Epoch: int32(st.GetTerm()), Asked: p.epoch}}
+		return
+	}
+	if err := n.rn.Propose(p.data); err != nil {
+		p.done <- proposalResult{err: fmt.Errorf("raft: append at epoch %d dropped: %w", p.epoch, err)}
+		return
+	}
+	n.pending = append(n.pending, p)
+}
+
+// handleReady handles every Ready the RawNode has.
+func (n *Node) handleReady() error {
+	for n.rn.HasReady() {
+		rd := n.rn.Ready()
+		if err := n.persist(&rd); err != nil {
+			for _, p := range n.pending {
+				p.done <- proposalResult{err: err}
+			}
+			n.pending = nil
+			return err
+		}
+		n.tr.send(rd.Messages)
+		n.afterReady(&rd)
+		n.rn.Advance(rd)
+	}
+	return nil
+}
+
+// persist writes what a Ready asks to be durable before messages go out:
+// a snapshot, then quorum-state (term, vote), then entries, fsynced.
+func (n *Node) persist(rd *raft.Ready) error {
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		id, hdr, err := n.ml.installSnapshot(rd.Snapshot, n.app.loadSnapshot)
+		if err != nil {
+			return fmt.Errorf("raft: installing the leader's snapshot: %w", err)
+		}
+		n.logger.Info("installed snapshot from the leader", "snapshot", id.String(), "index", hdr.LastContainedRaftIndex)
+	}
+	lead := n.lastLead
+	if rd.SoftState != nil {
+		lead = rd.SoftState.Lead
+	}
+	hs := rd.HardState
+	if hs == nil {
+		hs = n.ml.hs
+	}
+	qs := newQuorumState(int32(hs.GetTerm()), nodeID(hs.GetVote()), nodeID(lead), n.ml.voters)
+	if qs.LeaderEpoch != n.written.LeaderEpoch || qs.VotedID != n.written.VotedID || qs.LeaderID != n.written.LeaderID {
+		if err := writeQuorumState(n.cfg.FS, filepath.Join(n.ml.dir, quorumStateFile), qs); err != nil {
+			return fmt.Errorf("raft: writing quorum-state: %w", err)
+		}
+		n.written = qs
+	}
+	if rd.HardState != nil {
+		n.ml.hs = rd.HardState
+	}
+	if len(rd.Entries) == 0 {
+		return nil
+	}
+	startLeo := n.ml.l.LogEndOffset()
+	if err := n.ml.append(rd.Entries, nodeID(lead), n.cfg.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("raft: appending to the metadata log: %w", err)
+	}
+	if rd.MustSync {
+		if err := n.ml.sync(); err != nil {
+			return fmt.Errorf("raft: fsyncing the metadata log: %w", err)
+		}
+	}
+	if lead == n.id {
+		for _, e := range rd.Entries {
+			if h, err := parseHeader(e.Data); err == nil && h.IsControl() && e.GetTerm() == hs.GetTerm() && n.epochStart < h.BaseOffset {
+				n.epochStart = h.BaseOffset
+			}
+		}
+	}
+	n.assignOffsets(rd.Entries)
+	if n.metrics != nil {
+		n.metrics.appended(lead == n.id, rd.Entries, n.ml.l.LogEndOffset()-startLeo)
+	}
+	return nil
+}
+
+// assignOffsets answers the proposals of this Ready: they are its last
+// entries, in order (nothing else appends between a proposal and the
+// Ready that carries it).
+func (n *Node) assignOffsets(ents []*pb.Entry) {
+	if len(n.pending) == 0 {
+		return
+	}
+	if len(n.pending) > len(ents) {
+		for _, p := range n.pending {
+			p.done <- proposalResult{err: errors.New("raft: proposal missing from the log")}
+		}
+		n.pending = nil
+		return
+	}
+	tail := ents[len(ents)-len(n.pending):]
+	for i, p := range n.pending {
+		h, err := parseHeader(tail[i].Data)
+		if err != nil || tail[i].GetTerm() != uint64(p.epoch) || int(h.NumRecords) != p.records {
+			p.done <- proposalResult{err: fmt.Errorf("raft: proposal at epoch %d not found in the log", p.epoch)}
+			continue
+		}
+		n.inflight = append(n.inflight, inflightAppend{lastOffset: h.LastOffset(), start: p.start})
+		p.done <- proposalResult{offset: h.LastOffset()}
+	}
+	n.pending = nil
+}
+
+// afterReady publishes the new state: commits to the applier, status,
+// leader changes, commit waiters.
+func (n *Node) afterReady(rd *raft.Ready) {
+	st := n.rn.BasicStatus()
+	if k := len(rd.CommittedEntries); k > 0 {
+		ci := rd.CommittedEntries[k-1].GetIndex()
+		hw := n.ml.offsetOf(ci + 1)
+		n.ml.l.UpdateHighWatermark(hw)
+		n.app.commitTo(hw, ci)
+		n.mu.Lock()
+		n.st.hw = hw
+		n.mu.Unlock()
+		n.completeInflight(hw)
+	}
+	lead, term := st.Lead, st.GetTerm()
+	changed := lead != n.lastLead || term != n.lastTerm
+	if changed {
+		after := int64(-1)
+		if lead == n.id {
+			after = n.epochStart
+		} else if n.lastLead == n.id {
+			n.inflight = nil
+		}
+		le := LeaderAndEpoch{LeaderID: nodeID(lead), Epoch: int32(term)}
+		n.app.leaderChange(le, after)
+		n.logger.Info("leader changed", "leader", le.LeaderID, "epoch", le.Epoch)
+		n.lastLead, n.lastTerm = lead, term
+	}
+	n.mu.Lock()
+	if changed {
+		if n.st.leader >= 0 && lead == raft.None {
+			n.st.sinceLead = n.cfg.Now()
+		} else if n.st.leader < 0 && lead != raft.None && n.metrics != nil {
+			n.metrics.elected(n.cfg.Now().Sub(n.st.sinceLead))
+		}
+		if lead != n.id {
+			n.st.voters = nil
+		}
+	}
+	n.st.leader, n.st.epoch, n.st.vote = nodeID(lead), int32(term), nodeID(st.GetVote())
+	n.st.role = st.RaftState
+	n.st.leo, n.st.logStart = n.ml.l.LogEndOffset(), n.ml.l.LogStartOffset()
+	hw, epoch, isLeader := n.st.hw, n.st.epoch, lead == n.id
+	n.mu.Unlock()
+	if changed && isLeader {
+		n.onTick()
+	}
+	n.resolveWaiters(hw, epoch, isLeader)
+}
+
+// completeInflight records the commit latency of appends now committed.
+func (n *Node) completeInflight(hw int64) {
+	k := 0
+	now := time.Now()
+	for k < len(n.inflight) && n.inflight[k].lastOffset < hw {
+		if n.metrics != nil {
+			n.metrics.committed(now.Sub(n.inflight[k].start))
+		}
+		k++
+	}
+	n.inflight = n.inflight[k:]
+}
+
+// onTick refreshes what DescribeQuorum reports (leader only).
+func (n *Node) onTick() {
+	if n.rn.BasicStatus().RaftState != raft.StateLeader {
+		return
+	}
+	now := n.cfg.Now()
+	n.contact[n.id] = now
+	st := n.rn.Status()
+	voters := make([]ReplicaState, 0, len(n.ml.voters))
+	for _, v := range n.ml.voters {
+		rid := raftID(v)
+		rs := ReplicaState{ReplicaID: v, LogEndOffset: -1, LastFetchTimestamp: -1, LastCaughtUpTimestamp: -1}
+		if pr, ok := st.Progress[rid]; ok {
+			if pr.Match >= n.ml.base {
+				rs.LogEndOffset = n.ml.offsetOf(pr.Match + 1)
+			}
+			if pr.Match >= n.ml.last {
+				n.caughtUp[rid] = n.contact[rid]
+			}
+		}
+		if t, ok := n.contact[rid]; ok {
+			rs.LastFetchTimestamp = t.UnixMilli()
+		}
+		if t, ok := n.caughtUp[rid]; ok && !t.IsZero() {
+			rs.LastCaughtUpTimestamp = t.UnixMilli()
+		}
+		voters = append(voters, rs)
+	}
+	n.mu.Lock()
+	n.st.voters = voters
+	n.mu.Unlock()
+}
+
+// handleNotes passes on what the transport and the applier left.
+func (n *Node) handleNotes() error {
+	n.notes.mu.Lock()
+	unreachable, snaps, created := n.notes.unreachable, n.notes.snapStatus, n.notes.created
+	n.notes.unreachable, n.notes.snapStatus, n.notes.created = nil, nil, nil
+	n.notes.mu.Unlock()
+	for id := range unreachable {
+		n.rn.ReportUnreachable(id)
+	}
+	for id, s := range snaps {
+		n.rn.ReportSnapshot(id, s)
+	}
+	for _, c := range created {
+		if err := n.ml.snapshotCreated(c.id, c.index, n.cfg.MaxRetentionBytes); err != nil {
+			return fmt.Errorf("raft: cleaning the metadata log after snapshot %s: %w", c.id, err)
+		}
+	}
+	return nil
+}
+
+// note queues something for the raft goroutine and wakes it.
+func (n *Node) note(fn func(*notes)) {
+	n.notes.mu.Lock()
+	fn(&n.notes)
+	n.notes.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) reportUnreachable(id uint64) {
+	n.note(func(ns *notes) {
+		if ns.unreachable == nil {
+			ns.unreachable = map[uint64]bool{}
+		}
+		ns.unreachable[id] = true
+	})
+}
+
+func (n *Node) reportSnapshot(id uint64, s raft.SnapshotStatus) {
+	n.note(func(ns *notes) {
+		if ns.snapStatus == nil {
+			ns.snapStatus = map[uint64]raft.SnapshotStatus{}
+		}
+		ns.snapStatus[id] = s
+	})
+}
+
+func (n *Node) snapshotCreated(id OffsetAndEpoch, index uint64) {
+	n.note(func(ns *notes) { ns.created = append(ns.created, createdSnapshot{id: id, index: index}) })
+}
