@@ -209,13 +209,18 @@ func (b *Broker) endpoints() []kapi.Endpoint {
 	return eps
 }
 
-// Close stops accepting connections, lets in-flight requests finish, and
-// closes the logs cleanly (so the next start skips recovery). Idempotent.
+// Close stops accepting connections, answers the fetches waiting in the
+// purgatory (a consumer's long poll would otherwise hold the drain up for
+// its fetch.max.wait.ms), lets in-flight requests finish, and closes the
+// logs cleanly (so the next start skips recovery). Idempotent.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
 		if b.socket != nil {
 			b.socket.StopAccepting()
+			if b.replicas != nil {
+				b.replicas.BeginShutdown()
+			}
 			errs = append(errs, b.socket.Close())
 		}
 		if b.httpSrv != nil {

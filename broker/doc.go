@@ -106,6 +106,12 @@
 // a group that refuses new work once shutdown began, and Close waits for
 // all of them. Close is idempotent.
 //
+// Broker.Close calls replica.Manager.BeginShutdown between (1) and (2):
+// fetches waiting in the purgatory (a consumer's long poll, up to
+// fetch.max.wait.ms) are answered with what is there and later fetches do
+// not wait, so the drain takes as long as the requests being handled, not
+// the longest long poll, and SIGTERM ends `moldau serve` with exit 0.
+//
 // # Idle gauges
 //
 // kafka_network_socketserver_networkprocessoravgidlepercent: Kafka's value is
