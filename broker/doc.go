@@ -73,6 +73,17 @@
 // connection is gone by the time the handler answers. Close writes Buf, if
 // any, closes the connection and logs CloseReason with the peer.
 //
+// # Connection logging
+//
+// Each connection opened or closed is logged at DEBUG, with its reason
+// (peer, idle, refused, bad_request, io_error, shutdown). At INFO there is
+// one summary line per minute (ConnectionSummaryInterval), only when
+// something happened: opened N, closed M by reason, open now. A connection
+// the request handler closed (an API or version not served, a malformed
+// request) is logged at INFO the first time its reason appears in an
+// interval and counted in the summary after that, so a client reconnecting
+// several times a second costs one line a minute.
+//
 // # Idle connections, socket options
 //
 // The read waiting for the next request, and each read or write of a

@@ -55,6 +55,11 @@ type SocketServerConfig struct {
 	// before forcing the connections closed; default 30 s.
 	ShutdownTimeout time.Duration
 
+	// ConnectionSummaryInterval is how often connections opened and
+	// closed are summarised at INFO (each one is logged at DEBUG);
+	// default 1 minute.
+	ConnectionSummaryInterval time.Duration
+
 	Handler RequestHandler // required
 	Logger  *slog.Logger   // nil discards
 	Metrics *Metrics       // nil: no metrics
@@ -79,6 +84,8 @@ type SocketServer struct {
 	log     *slog.Logger
 	metrics *Metrics
 	epoch   time.Time
+
+	connLog *connectionLog
 
 	acceptors  []*acceptor
 	processors []*Processor // all listeners' processors
@@ -147,6 +154,9 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = defaultShutdownTimeout
 	}
+	if cfg.ConnectionSummaryInterval <= 0 {
+		cfg.ConnectionSummaryInterval = defaultConnectionSummaryInterval
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -163,6 +173,7 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 		stopBackground: make(chan struct{}),
 		acceptDone:     make(chan struct{}),
 	}
+	s.connLog = newConnectionLog(logger, s.epoch)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.networkIdle.Store(math.Float64bits(1))
 	s.handlerIdle.Store(math.Float64bits(1))
@@ -209,6 +220,7 @@ func (s *SocketServer) Start() {
 	s.started = true
 	s.handlers.start()
 	s.backgroundGroup.Go(func(<-chan struct{}) { s.sampleIdle() })
+	s.backgroundGroup.Go(func(<-chan struct{}) { s.summarizeConnections() })
 	for _, a := range s.acceptors {
 		s.acceptorGroup.Go(func(<-chan struct{}) { a.run() })
 		s.log.Debug("accepting", "listener", a.name, "addr", a.ln.Addr().String())
@@ -295,6 +307,7 @@ func (s *SocketServer) shutdown() error {
 	if s.metrics != nil {
 		s.metrics.queueLen.CompareAndSwap(s.queueLenFn, nil)
 	}
+	s.connLog.summarize(time.Now(), 0)
 	s.log.Info("socket server closed", "took", time.Since(begin).Round(time.Millisecond))
 	return err
 }
@@ -348,6 +361,25 @@ func (s *SocketServer) sampleIdle() {
 		select {
 		case <-t.C:
 			sample()
+		case <-s.stopBackground:
+			return
+		}
+	}
+}
+
+// summarizeConnections logs the connection summary every
+// ConnectionSummaryInterval until shutdown.
+func (s *SocketServer) summarizeConnections() {
+	t := time.NewTicker(s.cfg.ConnectionSummaryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			open := 0
+			for _, p := range s.processors {
+				open += p.connectionCount()
+			}
+			s.connLog.summarize(now, open)
 		case <-s.stopBackground:
 			return
 		}
