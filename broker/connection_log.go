@@ -17,6 +17,9 @@ const (
 	closedBadFrame   = "bad_request" // invalid size or header
 	closedIOError    = "io_error"    // a read or write failed
 	closedByShutdown = "shutdown"    // the broker is stopping
+	// closedProcessorRemoved: num.network.threads shrank and the
+	// connection's processor was removed; the client reconnects.
+	closedProcessorRemoved = "processor_removed"
 )
 
 // defaultConnectionSummaryInterval is how often the INFO summary of

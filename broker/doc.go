@@ -36,6 +36,17 @@
 // Connection ids are Kafka's: "localHost:localPort-remoteHost:remotePort-index",
 // index counting the processor's connections.
 //
+// # Resizing at run time
+//
+// num.io.threads and num.network.threads are dynamic, as in Kafka: the
+// broker registers a config.Reconfigurable that calls ResizeHandlers and
+// ResizeProcessors. A handler goroutine asked to stop finishes its request
+// first. New processors take new connections at once; a removed processor
+// takes no more and its connections close after their request in flight
+// (Kafka closes them too; clients reconnect), and it is forgotten once it
+// has none. The idle gauges follow: the handler gauge divides by the
+// pool's current size, the processor window starts over.
+//
 // # Framing and limits
 //
 // A request is a 4-byte big-endian size followed by that many bytes. A size

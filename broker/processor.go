@@ -39,6 +39,7 @@ type Processor struct {
 	conns   map[*connection]struct{}
 	index   uint64 // connections registered so far, for connection ids
 	closing bool
+	retired bool // removed by a smaller num.network.threads
 }
 
 func newProcessor(s *SocketServer, id int, listener string) *Processor {
@@ -117,6 +118,22 @@ func (p *Processor) drain() {
 	for c := range p.conns {
 		c.drain()
 	}
+}
+
+// retire drains the processor because num.network.threads shrank: it
+// takes no new connection and its connections close after their request
+// in flight.
+func (p *Processor) retire() {
+	p.mu.Lock()
+	p.retired = true
+	p.mu.Unlock()
+	p.drain()
+}
+
+func (p *Processor) isRetired() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retired
 }
 
 // force interrupts every connection's blocking I/O.
@@ -401,6 +418,9 @@ func (c *connection) close() {
 	why := c.why
 	if why == "" {
 		why = closedIOError
+	}
+	if why == closedByShutdown && c.processor.isRetired() {
+		why = closedProcessorRemoved
 	}
 	c.server.connLog.closed1(c, why)
 }

@@ -93,7 +93,7 @@ type KafkaConfig struct {
 	mu              sync.RWMutex
 	dynBroker       map[string]string // resource "<node.id>"
 	dynDefault      map[string]string // resource ""
-	reconfigurables []Reconfigurable
+	reconfigurables []*registration
 }
 
 var (

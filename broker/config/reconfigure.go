@@ -25,20 +25,24 @@ type Reconfigurable interface {
 
 // AddReconfigurable registers r; the returned function removes it.
 func (c *KafkaConfig) AddReconfigurable(r Reconfigurable) (remove func()) {
+	reg := &registration{r} // compared by pointer: r need not be comparable
 	c.mu.Lock()
-	c.reconfigurables = append(c.reconfigurables, r)
+	c.reconfigurables = append(c.reconfigurables, reg)
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for i, x := range c.reconfigurables {
-			if x == r {
+			if x == reg {
 				c.reconfigurables = append(c.reconfigurables[:i:i], c.reconfigurables[i+1:]...)
 				return
 			}
 		}
 	}
 }
+
+// registration is one AddReconfigurable.
+type registration struct{ Reconfigurable }
 
 // ReconfigurableFunc adapts functions to Reconfigurable, for a part that
 // only needs a callback: validate may be nil.
