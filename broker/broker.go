@@ -42,6 +42,9 @@ type Broker struct {
 	metrics  *Metrics
 	httpSrv  *MetricsServer
 
+	// unregister removes the broker's Reconfigurable from cfg.
+	unregister func()
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -128,10 +131,13 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	for i, l := range cfg.Listeners {
 		listeners[i] = ListenerConfig{Name: l.Name, Host: l.Host, Port: l.Port}
 	}
+	// num.io.threads and num.network.threads may be dynamic (set with
+	// AlterConfigs, persisted, installed above): start with the values
+	// in effect, and follow their changes.
 	b.socket, err = NewSocketServer(SocketServerConfig{
 		Listeners:                listeners,
-		NumNetworkThreads:        cfg.NumNetworkThreads,
-		NumIOThreads:             cfg.NumIOThreads,
+		NumNetworkThreads:        int(cfg.GetInt("num.network.threads")),
+		NumIOThreads:             int(cfg.GetInt("num.io.threads")),
 		QueuedMaxRequests:        cfg.QueuedMaxRequests,
 		SocketRequestMaxBytes:    cfg.SocketRequestMaxBytes,
 		SocketSendBufferBytes:    cfg.SocketSendBufferBytes,
@@ -144,6 +150,17 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	b.unregister = cfg.AddReconfigurable(config.ReconfigurableFunc{
+		Keys: []string{"num.io.threads", "num.network.threads"},
+		Apply: func(old, new map[string]any) {
+			if n, _ := new["num.io.threads"].(int32); n != old["num.io.threads"] {
+				b.socket.ResizeHandlers(int(n))
+			}
+			if n, _ := new["num.network.threads"].(int32); n != old["num.network.threads"] {
+				b.socket.ResizeProcessors(int(n))
+			}
+		},
+	})
 	if cfg.MetricsListener != "" {
 		if b.httpSrv, err = ServeMetrics(cfg.MetricsListener, b.registry, b.log); err != nil {
 			return nil, fmt.Errorf("metrics listener %s: %w", cfg.MetricsListener, err)
@@ -187,6 +204,12 @@ func (b *Broker) MetricsAddr() net.Addr {
 	return b.httpSrv.Addr()
 }
 
+// NumIOThreads and NumNetworkThreads are the sizes of the request handler
+// pool and of each listener's processors, which follow num.io.threads and
+// num.network.threads, also when AlterConfigs changes them.
+func (b *Broker) NumIOThreads() int      { return b.socket.NumIOThreads() }
+func (b *Broker) NumNetworkThreads() int { return b.socket.NumNetworkThreads() }
+
 // ClusterID returns the cluster ID from meta.properties.
 func (b *Broker) ClusterID() string { return b.clusterID }
 
@@ -209,13 +232,21 @@ func (b *Broker) endpoints() []kapi.Endpoint {
 	return eps
 }
 
-// Close stops accepting connections, lets in-flight requests finish, and
-// closes the logs cleanly (so the next start skips recovery). Idempotent.
+// Close stops accepting connections, answers the fetches waiting in the
+// purgatory (a consumer's long poll would otherwise hold the drain up for
+// its fetch.max.wait.ms), lets in-flight requests finish, and closes the
+// logs cleanly (so the next start skips recovery). Idempotent.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
+		if b.unregister != nil {
+			b.unregister()
+		}
 		if b.socket != nil {
 			b.socket.StopAccepting()
+			if b.replicas != nil {
+				b.replicas.BeginShutdown()
+			}
 			errs = append(errs, b.socket.Close())
 		}
 		if b.httpSrv != nil {

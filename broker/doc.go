@@ -36,6 +36,17 @@
 // Connection ids are Kafka's: "localHost:localPort-remoteHost:remotePort-index",
 // index counting the processor's connections.
 //
+// # Resizing at run time
+//
+// num.io.threads and num.network.threads are dynamic, as in Kafka: the
+// broker registers a config.Reconfigurable that calls ResizeHandlers and
+// ResizeProcessors. A handler goroutine asked to stop finishes its request
+// first. New processors take new connections at once; a removed processor
+// takes no more and its connections close after their request in flight
+// (Kafka closes them too; clients reconnect), and it is forgotten once it
+// has none. The idle gauges follow: the handler gauge divides by the
+// pool's current size, the processor window starts over.
+//
 // # Framing and limits
 //
 // A request is a 4-byte big-endian size followed by that many bytes. A size
@@ -73,6 +84,17 @@
 // connection is gone by the time the handler answers. Close writes Buf, if
 // any, closes the connection and logs CloseReason with the peer.
 //
+// # Connection logging
+//
+// Each connection opened or closed is logged at DEBUG, with its reason
+// (peer, idle, refused, bad_request, io_error, shutdown). At INFO there is
+// one summary line per minute (ConnectionSummaryInterval), only when
+// something happened: opened N, closed M by reason, open now. A connection
+// the request handler closed (an API or version not served, a malformed
+// request) is logged at INFO the first time its reason appears in an
+// interval and counted in the summary after that, so a client reconnecting
+// several times a second costs one line a minute.
+//
 // # Idle connections, socket options
 //
 // The read waiting for the next request, and each read or write of a
@@ -105,6 +127,12 @@
 // handler pool and the metrics sampler. Every goroutine is started through
 // a group that refuses new work once shutdown began, and Close waits for
 // all of them. Close is idempotent.
+//
+// Broker.Close calls replica.Manager.BeginShutdown between (1) and (2):
+// fetches waiting in the purgatory (a consumer's long poll, up to
+// fetch.max.wait.ms) are answered with what is there and later fetches do
+// not wait, so the drain takes as long as the requests being handled, not
+// the longest long poll, and SIGTERM ends `moldau serve` with exit 0.
 //
 // # Idle gauges
 //

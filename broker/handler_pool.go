@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/moldau/moldau/kapi"
@@ -11,41 +12,64 @@ import (
 // KafkaRequestHandlerPool is num.io.threads goroutines taking requests from
 // the RequestChannel and calling RequestHandler.Handle (Kafka's
 // KafkaRequestHandlerPool). A panic in Handle is recovered, logged with its
-// stack, and answered with a Close response.
+// stack, and answered with a Close response. Resize changes the number of
+// goroutines at run time (Kafka's resizeThreadPool, for a dynamic
+// num.io.threads): a goroutine asked to stop finishes the request it is
+// handling first.
 type KafkaRequestHandlerPool struct {
 	server *SocketServer
-	meters []*busyMeter // one per handler goroutine: time inside Handle
+	busy   *busyMeter // time inside Handle, summed over the handlers
+
+	mu    sync.Mutex
+	stops []chan struct{} // one per running handler, in id order
 }
 
-func newKafkaRequestHandlerPool(s *SocketServer, n int) *KafkaRequestHandlerPool {
-	p := &KafkaRequestHandlerPool{server: s, meters: make([]*busyMeter, n)}
-	for i := range p.meters {
-		p.meters[i] = newBusyMeter(s.epoch)
+func newKafkaRequestHandlerPool(s *SocketServer) *KafkaRequestHandlerPool {
+	return &KafkaRequestHandlerPool{server: s, busy: newBusyMeter(s.epoch)}
+}
+
+// Size is the number of handler goroutines.
+func (p *KafkaRequestHandlerPool) Size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.stops)
+}
+
+// Resize starts or stops handler goroutines until there are n (at least
+// 1). It does nothing once the server is shutting down.
+func (p *KafkaRequestHandlerPool) Resize(n int) {
+	n = max(n, 1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.stops) < n {
+		stop := make(chan struct{})
+		id := len(p.stops)
+		if !p.server.handlerGroup.Go(func(<-chan struct{}) { p.run(id, stop) }) {
+			return
+		}
+		p.stops = append(p.stops, stop)
 	}
-	return p
-}
-
-func (p *KafkaRequestHandlerPool) start() {
-	for id := range p.meters {
-		p.server.handlerGroup.Go(func(<-chan struct{}) { p.run(id) })
+	for len(p.stops) > n {
+		last := len(p.stops) - 1
+		close(p.stops[last])
+		p.stops = p.stops[:last]
 	}
 }
 
 // run is one handler goroutine (Kafka's KafkaRequestHandler).
-func (p *KafkaRequestHandlerPool) run(id int) {
+func (p *KafkaRequestHandlerPool) run(id int, stop <-chan struct{}) {
 	s := p.server
-	meter := p.meters[id]
 	for {
-		r := s.channel.receiveRequest(s.stopHandlers)
+		r := s.channel.receiveRequest(s.stopHandlers, stop)
 		if r == nil {
 			return
 		}
-		start := meter.begin()
+		start := p.busy.begin()
 		r.dequeued = time.Now()
 		p.handle(id, r)
 		handled := time.Now()
 		r.handledAt.Store(int64(handled.Sub(s.epoch)))
-		meter.end(start)
+		p.busy.end(start)
 		if s.metrics != nil {
 			s.metrics.api(r.APIKey, r.APIVersion).localTime.Observe(ms(handled.Sub(r.dequeued)))
 		}

@@ -2,10 +2,12 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/bits"
 	"net"
@@ -37,6 +39,7 @@ type Processor struct {
 	conns   map[*connection]struct{}
 	index   uint64 // connections registered so far, for connection ids
 	closing bool
+	retired bool // removed by a smaller num.network.threads
 }
 
 func newProcessor(s *SocketServer, id int, listener string) *Processor {
@@ -87,6 +90,7 @@ func (p *Processor) register(nc net.Conn) {
 		p.connCount.Inc()
 		p.connCreation.Inc()
 	}
+	s.connLog.opened1(c)
 }
 
 func (p *Processor) unregister(c *connection) {
@@ -114,6 +118,22 @@ func (p *Processor) drain() {
 	for c := range p.conns {
 		c.drain()
 	}
+}
+
+// retire drains the processor because num.network.threads shrank: it
+// takes no new connection and its connections close after their request
+// in flight.
+func (p *Processor) retire() {
+	p.mu.Lock()
+	p.retired = true
+	p.mu.Unlock()
+	p.drain()
+}
+
+func (p *Processor) isRetired() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retired
 }
 
 // force interrupts every connection's blocking I/O.
@@ -155,6 +175,10 @@ type connection struct {
 	respCh       chan *kapi.Response
 	lastClientID string // interned: clients send the same id every time
 	sizeBuf      [4]byte
+
+	// why is the reason the connection closes (closed* constants), set
+	// by the serving goroutine before it returns.
+	why string
 
 	mu       sync.Mutex
 	state    connState
@@ -234,6 +258,7 @@ func (c *connection) serve() {
 func (c *connection) serveRequest() bool {
 	s := c.server
 	if !c.awaitRequest() {
+		c.why = closedByShutdown
 		return false
 	}
 	if _, err := io.ReadFull(c.br, c.sizeBuf[:]); err != nil {
@@ -245,6 +270,7 @@ func (c *connection) serveRequest() bool {
 	if ok {
 		ok = s.channel.sendRequest(r, s.forced)
 		if !ok {
+			c.why = closedByShutdown
 			s.frames.put(r.frame)
 		}
 	}
@@ -260,6 +286,7 @@ func (c *connection) serveRequest() bool {
 	case <-s.forced:
 		// The handler may still be reading the frame: leave it to
 		// the garbage collector, and its late response to close.
+		c.why = closedByShutdown
 		return false
 	}
 
@@ -275,15 +302,22 @@ func (c *connection) serveRequest() bool {
 		s.metrics.observeRequest(r, s.epoch, sendStart, sendEnd)
 	}
 	if err != nil {
+		c.why = closedByShutdown
 		if err != errForced {
+			c.why = closedIOError
 			s.log.Debug("writing response failed, closing connection",
 				"peer", c.peer, "conn", c.id, "request", apiName(r.APIKey), "err", err)
 		}
 		return false
 	}
 	if resp.Close {
-		s.log.Info("closing connection as the request handler asked",
-			"peer", c.peer, "conn", c.id, "listener", c.processor.listener,
+		c.why = closedByHandler
+		level := slog.LevelDebug
+		if s.connLog.refused(resp.CloseReason) {
+			level = slog.LevelInfo // first time in this summary interval
+		}
+		s.log.Log(context.Background(), level, "closing connection as the request handler asked",
+			"peer", c.peer, "conn", c.id, "listener", c.processor.listener, "client_id", r.ClientID,
 			"request", apiName(r.APIKey), "version", r.APIVersion, "reason", resp.CloseReason)
 		return false
 	}
@@ -295,10 +329,12 @@ func (c *connection) serveRequest() bool {
 func (c *connection) readRequest(sizeBuf [4]byte) (*request, bool) {
 	s := c.server
 	if !c.beginRequest() {
+		c.why = closedByShutdown
 		return nil, false
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 	if size < 0 || size > s.cfg.SocketRequestMaxBytes {
+		c.why = closedBadFrame
 		s.log.Warn("invalid request size, closing connection",
 			"peer", c.peer, "conn", c.id, "listener", c.processor.listener,
 			"size", size, "socket.request.max.bytes", s.cfg.SocketRequestMaxBytes)
@@ -312,6 +348,7 @@ func (c *connection) readRequest(sizeBuf [4]byte) (*request, bool) {
 	received := time.Now()
 	h, body, err := parseRequestHeader(fb.b)
 	if err != nil {
+		c.why = closedBadFrame
 		s.log.Warn("invalid request header, closing connection",
 			"peer", c.peer, "conn", c.id, "listener", c.processor.listener, "err", err,
 			"size", size, "api_key", h.APIKey, "api_version", h.APIVersion,
@@ -353,12 +390,15 @@ func (c *connection) readFailed(err error, waiting bool) {
 	switch {
 	case draining:
 		// Shutdown interrupted the read.
+		c.why = closedByShutdown
 	case errors.Is(err, io.EOF) && waiting:
-		s.log.Debug("connection closed by peer", "peer", c.peer, "conn", c.id)
+		c.why = closedByPeer
 	case errors.As(err, &ne) && ne.Timeout():
+		c.why = closedIdle
 		s.log.Debug("closing idle connection", "peer", c.peer, "conn", c.id,
 			"connections.max.idle.ms", s.cfg.ConnectionsMaxIdle.Milliseconds(), "mid_request", !waiting)
 	default:
+		c.why = closedIOError
 		s.log.Debug("connection read failed", "peer", c.peer, "conn", c.id, "mid_request", !waiting, "err", err)
 	}
 }
@@ -375,6 +415,14 @@ func (c *connection) close() {
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	c.processor.unregister(c)
+	why := c.why
+	if why == "" {
+		why = closedIOError
+	}
+	if why == closedByShutdown && c.processor.isRetired() {
+		why = closedProcessorRemoved
+	}
+	c.server.connLog.closed1(c, why)
 }
 
 // respond is the request's respond function, handed to the handler.

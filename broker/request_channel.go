@@ -58,12 +58,20 @@ func (c *RequestChannel) sendRequest(r *request, done <-chan struct{}) bool {
 }
 
 // receiveRequest takes the next request, blocking until one is queued or
-// done is closed (then it returns nil).
-func (c *RequestChannel) receiveRequest(done <-chan struct{}) *request {
+// done or stop is closed (then it returns nil): done stops every handler,
+// stop one handler of a shrinking pool.
+func (c *RequestChannel) receiveRequest(done, stop <-chan struct{}) *request {
+	select {
+	case <-stop:
+		return nil
+	default:
+	}
 	select {
 	case r := <-c.queue:
 		return r
 	case <-done:
+		return nil
+	case <-stop:
 		return nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,11 @@ type SocketServerConfig struct {
 	// before forcing the connections closed; default 30 s.
 	ShutdownTimeout time.Duration
 
+	// ConnectionSummaryInterval is how often connections opened and
+	// closed are summarised at INFO (each one is logged at DEBUG);
+	// default 1 minute.
+	ConnectionSummaryInterval time.Duration
+
 	Handler RequestHandler // required
 	Logger  *slog.Logger   // nil discards
 	Metrics *Metrics       // nil: no metrics
@@ -80,11 +86,20 @@ type SocketServer struct {
 	metrics *Metrics
 	epoch   time.Time
 
-	acceptors  []*acceptor
-	processors []*Processor // all listeners' processors
-	channel    *RequestChannel
-	handlers   *KafkaRequestHandlerPool
-	frames     framePool
+	connLog *connectionLog
+
+	acceptors []*acceptor
+	// procMu guards processors and nextProcessorID. processors holds
+	// every processor that may still own connections: those the
+	// acceptors assign to, and those retired by a smaller
+	// num.network.threads until their connections are gone.
+	procMu          sync.Mutex
+	processors      []*Processor
+	nextProcessorID int
+	procVersion     atomic.Int64 // bumped when the acceptors' processors change
+	channel         *RequestChannel
+	handlers        *KafkaRequestHandlerPool
+	frames          framePool
 
 	// sampleInterval is the idle gauges' sampling period (tests shorten it).
 	sampleInterval time.Duration
@@ -147,6 +162,9 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = defaultShutdownTimeout
 	}
+	if cfg.ConnectionSummaryInterval <= 0 {
+		cfg.ConnectionSummaryInterval = defaultConnectionSummaryInterval
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -163,6 +181,7 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 		stopBackground: make(chan struct{}),
 		acceptDone:     make(chan struct{}),
 	}
+	s.connLog = newConnectionLog(logger, s.epoch)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.networkIdle.Store(math.Float64bits(1))
 	s.handlerIdle.Store(math.Float64bits(1))
@@ -187,14 +206,14 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 			return nil, fmt.Errorf("socket server: listener %s: %w", lc.Name, err)
 		}
 		a := &acceptor{server: s, name: lc.Name, ln: ln, log: logger.With("listener", lc.Name)}
-		for range cfg.NumNetworkThreads {
-			p := newProcessor(s, len(s.processors), lc.Name)
-			a.processors = append(a.processors, p)
-			s.processors = append(s.processors, p)
+		ps := make([]*Processor, cfg.NumNetworkThreads)
+		for i := range ps {
+			ps[i] = s.newProcessorLocked(lc.Name)
 		}
+		a.processors.Store(&ps)
 		s.acceptors = append(s.acceptors, a)
 	}
-	s.handlers = newKafkaRequestHandlerPool(s, cfg.NumIOThreads)
+	s.handlers = newKafkaRequestHandlerPool(s)
 	return s, nil
 }
 
@@ -207,8 +226,9 @@ func (s *SocketServer) Start() {
 		return
 	}
 	s.started = true
-	s.handlers.start()
+	s.handlers.Resize(s.cfg.NumIOThreads)
 	s.backgroundGroup.Go(func(<-chan struct{}) { s.sampleIdle() })
+	s.backgroundGroup.Go(func(<-chan struct{}) { s.summarizeConnections() })
 	for _, a := range s.acceptors {
 		s.acceptorGroup.Go(func(<-chan struct{}) { a.run() })
 		s.log.Debug("accepting", "listener", a.name, "addr", a.ln.Addr().String())
@@ -266,7 +286,7 @@ func (s *SocketServer) shutdown() error {
 	// 2. Drain: idle connections close now, busy ones after their
 	// in-flight request.
 	s.connGroup.Stop()
-	for _, p := range s.processors {
+	for _, p := range s.allProcessors() {
 		p.drain()
 	}
 	timer := time.NewTimer(s.cfg.ShutdownTimeout)
@@ -276,10 +296,7 @@ func (s *SocketServer) shutdown() error {
 	case <-s.connGroup.Done():
 	case <-timer.C:
 		// 3. Force.
-		n := 0
-		for _, p := range s.processors {
-			n += p.connectionCount()
-		}
+		n := s.connectionCount()
 		s.log.Warn("shutdown timeout: closing connections with requests in flight", "timeout", s.cfg.ShutdownTimeout, "connections", n)
 		err = fmt.Errorf("socket server: %d connections still busy after %v, closed", n, s.cfg.ShutdownTimeout)
 		s.force()
@@ -295,6 +312,7 @@ func (s *SocketServer) shutdown() error {
 	if s.metrics != nil {
 		s.metrics.queueLen.CompareAndSwap(s.queueLenFn, nil)
 	}
+	s.connLog.summarize(time.Now(), 0)
 	s.log.Info("socket server closed", "took", time.Since(begin).Round(time.Millisecond))
 	return err
 }
@@ -303,22 +321,30 @@ func (s *SocketServer) force() {
 	s.forceOnce.Do(func() {
 		close(s.forced)
 		s.cancel()
-		for _, p := range s.processors {
+		for _, p := range s.allProcessors() {
 			p.force()
 		}
 	})
 }
 
-// sampleIdle updates the idle gauges every sampleInterval.
+// sampleIdle updates the idle gauges every sampleInterval. When
+// num.network.threads changes, the processor window starts over; the
+// handler gauge divides by the pool's current size.
 func (s *SocketServer) sampleIdle() {
-	procMeters := make([]*busyMeter, len(s.processors))
-	for i, p := range s.processors {
-		procMeters[i] = p.busy
-	}
-	handlerMeters := s.handlers.meters
-	procWin := newIdleWindow(idleWindowSamples, len(procMeters))
-	handlerWin := newIdleWindow(idleWindowSamples, len(handlerMeters))
+	var procMeters []*busyMeter
+	var procWin *idleWindow
+	version := int64(-1)
+	handlerMeters := []*busyMeter{s.handlers.busy}
+	handlerWin := newIdleWindow(idleWindowSamples, 1)
 	sample := func() {
+		if v := s.procVersion.Load(); v != version {
+			version = v
+			procMeters = procMeters[:0]
+			for _, p := range s.activeProcessors() {
+				procMeters = append(procMeters, p.busy)
+			}
+			procWin = newIdleWindow(idleWindowSamples, len(procMeters))
+		}
 		now := int64(time.Since(s.epoch))
 		var idleSum float64
 		procWin.add(now, procMeters, func(_ int, busy, wall int64) {
@@ -332,8 +358,12 @@ func (s *SocketServer) sampleIdle() {
 		if handlerWall == 0 { // first sample
 			return
 		}
-		networkIdle := idleSum / float64(len(procMeters))
-		handlerIdle := clamp01(1 - float64(handlerBusy)/(float64(handlerWall)*float64(len(handlerMeters))))
+		networkIdle := 1.0
+		if len(procMeters) > 0 {
+			networkIdle = idleSum / float64(len(procMeters))
+		}
+		handlers := max(s.handlers.Size(), 1)
+		handlerIdle := clamp01(1 - float64(handlerBusy)/(float64(handlerWall)*float64(handlers)))
 		s.networkIdle.Store(math.Float64bits(networkIdle))
 		s.handlerIdle.Store(math.Float64bits(handlerIdle))
 		if s.metrics != nil {
@@ -354,14 +384,31 @@ func (s *SocketServer) sampleIdle() {
 	}
 }
 
+// summarizeConnections logs the connection summary every
+// ConnectionSummaryInterval until shutdown.
+func (s *SocketServer) summarizeConnections() {
+	t := time.NewTicker(s.cfg.ConnectionSummaryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			s.connLog.summarize(now, s.connectionCount())
+		case <-s.stopBackground:
+			return
+		}
+	}
+}
+
 // acceptor accepts the connections of one listener and hands them
 // round-robin to the listener's processors (Kafka's Acceptor).
 type acceptor struct {
-	server     *SocketServer
-	name       string
-	ln         net.Listener
-	log        *slog.Logger
-	processors []*Processor
+	server *SocketServer
+	name   string
+	ln     net.Listener
+	log    *slog.Logger
+	// processors are those new connections go to, round-robin; replaced
+	// as a whole when num.network.threads changes.
+	processors atomic.Pointer[[]*Processor]
 	closed     atomic.Bool
 }
 
@@ -390,8 +437,10 @@ func (a *acceptor) run() {
 		}
 		backoff = 0
 		s.configureSocket(nc)
-		p := a.processors[next]
-		next = (next + 1) % len(a.processors)
+		ps := *a.processors.Load()
+		next %= len(ps)
+		p := ps[next]
+		next++
 		p.register(nc)
 	}
 }
@@ -414,4 +463,91 @@ func (s *SocketServer) configureSocket(nc net.Conn) {
 			s.log.Debug("socket.receive.buffer.bytes", "peer", nc.RemoteAddr().String(), "err", err)
 		}
 	}
+}
+
+// newProcessorLocked creates a processor of listener and adds it to
+// s.processors; s.procMu held (or the server not yet shared).
+func (s *SocketServer) newProcessorLocked(listener string) *Processor {
+	p := newProcessor(s, s.nextProcessorID, listener)
+	s.nextProcessorID++
+	s.processors = append(s.processors, p)
+	return p
+}
+
+// allProcessors returns every processor that may own connections.
+func (s *SocketServer) allProcessors() []*Processor {
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
+	return slices.Clone(s.processors)
+}
+
+// activeProcessors returns the processors the acceptors assign to.
+func (s *SocketServer) activeProcessors() []*Processor {
+	var ps []*Processor
+	for _, a := range s.acceptors {
+		ps = append(ps, *a.processors.Load()...)
+	}
+	return ps
+}
+
+// connectionCount is the number of open connections.
+func (s *SocketServer) connectionCount() int {
+	n := 0
+	for _, p := range s.allProcessors() {
+		n += p.connectionCount()
+	}
+	return n
+}
+
+// NumNetworkThreads is the number of processors per listener.
+func (s *SocketServer) NumNetworkThreads() int { return len(*s.acceptors[0].processors.Load()) }
+
+// NumIOThreads is the number of request handler goroutines.
+func (s *SocketServer) NumIOThreads() int { return s.handlers.Size() }
+
+// ResizeHandlers sets the number of request handler goroutines
+// (num.io.threads changed at run time).
+func (s *SocketServer) ResizeHandlers(n int) {
+	s.handlers.Resize(n)
+	s.log.Info("resized the request handler pool", "num.io.threads", s.handlers.Size())
+}
+
+// ResizeProcessors sets the number of processors per listener
+// (num.network.threads changed at run time, as Kafka's
+// SocketServer.resizeThreadPool): new processors take new connections at
+// once; a removed one takes no more and its connections close after the
+// request in flight, as Kafka closes them, so their clients reconnect to
+// the remaining ones. Nothing happens once shutdown began.
+func (s *SocketServer) ResizeProcessors(n int) {
+	n = max(n, 1)
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return
+	}
+	s.procMu.Lock()
+	var retired []*Processor
+	for _, a := range s.acceptors {
+		cur := *a.processors.Load()
+		next := slices.Clone(cur)
+		for len(next) < n {
+			next = append(next, s.newProcessorLocked(a.name))
+		}
+		if len(next) > n {
+			retired = append(retired, next[n:]...)
+			next = next[:n]
+		}
+		a.processors.Store(&next)
+	}
+	// Forget processors retired earlier whose connections are gone.
+	s.processors = slices.DeleteFunc(s.processors, func(p *Processor) bool {
+		return p.isRetired() && p.connectionCount() == 0
+	})
+	s.procMu.Unlock()
+	s.procVersion.Add(1)
+	for _, p := range retired {
+		p.retire()
+	}
+	s.log.Info("resized the network processors", "num.network.threads", n, "listeners", len(s.acceptors))
 }

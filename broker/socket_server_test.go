@@ -361,10 +361,7 @@ func waitConnections(t *testing.T, s *SocketServer, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n := 0
-		for _, p := range s.processors {
-			n += p.connectionCount()
-		}
+		n := s.connectionCount()
 		if n == want {
 			return
 		}

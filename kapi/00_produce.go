@@ -6,7 +6,13 @@ package kapi
 //     versions carried magic 0/1 message sets and are not served, as in
 //     Kafka 4.0, KIP-896).
 //   - v5: the response adds log_start_offset.
-//   - v8: the response adds per-record errors and an error message.
+//   - v8: the response adds per-record errors and an error message
+//     (KIP-467): when records of a batch fail the per-record checks
+//     (a keyless record to a compacted topic, a timestamp out of range),
+//     record_errors lists each one's batch_index and message and
+//     error_message is Kafka's summary, so the client fails exactly those
+//     records and retries the others (librdkafka:
+//     _INVALID_DIFFERENT_RECORD).
 //   - v9: flexible versions (KIP-482).
 //   - v10: the response may carry the current leader (KIP-951).
 //   - v11: no change on the wire (KIP-890 part 1 client support).
@@ -20,11 +26,13 @@ package kapi
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/metadata"
 	"github.com/moldau/moldau/replica"
 )
@@ -76,6 +84,7 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 				anyErr = true
 				if req.Version >= 8 {
 					sp.ErrorMessage = ErrorMessage(r.Err)
+					setRecordErrors(sp, r.Err)
 				}
 				if sp.ErrorCode == kerr.UnknownServerError.Code {
 					h.log.Error("produce failed", "topic", r.Topic, "partition", r.Partition, "err", r.Err)
@@ -130,4 +139,37 @@ func (h *Handler) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (meta
 	}
 	h.log.Info("auto-created topic on produce", "topic", rt.Topic, "partitions", len(t.Partitions))
 	return t, nil
+}
+
+// setRecordErrors fills record_errors and error_message from a per-record
+// validation failure (Kafka's RecordValidationException), with Kafka's
+// message: LogValidator.processRecordErrors, the list formatted as Java's
+// List<RecordError>.toString.
+func setRecordErrors(sp *kmsg.ProduceResponseTopicPartition, err error) {
+	var rve *log.RecordValidationError
+	if !errors.As(err, &rve) || len(rve.Records) == 0 {
+		return
+	}
+	// kmsg's ErrorRecords is the schema's record_errors; RelativeOffset
+	// is batch_index, ErrorMessage batch_index_error_message.
+	sp.ErrorRecords = make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(rve.Records))
+	for i, re := range rve.Records {
+		e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		e.RelativeOffset = re.BatchIndex
+		msg := re.Message
+		e.ErrorMessage = &msg
+		sp.ErrorRecords[i] = e
+	}
+	var msg string
+	if errors.Is(rve.Err, kerr.InvalidTimestamp) {
+		msg = "One or more records have been rejected due to invalid timestamp"
+	} else {
+		first := make([]string, 0, 3)
+		for _, re := range rve.Records[:min(len(rve.Records), 3)] {
+			first = append(first, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", re.BatchIndex, re.Message))
+		}
+		msg = fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]",
+			len(rve.Records), strings.Join(first, ", "))
+	}
+	sp.ErrorMessage = &msg
 }

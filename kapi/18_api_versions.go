@@ -44,9 +44,10 @@ func (h *Handler) apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
 
 func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
-	for _, a := range apis {
+	for i := range apis {
+		a := &apis[i]
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.advertisedMin(), a.max
 		keys = append(keys, k)
 	}
 	return keys

@@ -16,9 +16,12 @@ package kapi
 //     TOPIC_CONFIG for the topic's overrides, else where the broker default
 //     comes from (see broker/config). Invalid name: INVALID_TOPIC_EXCEPTION;
 //     unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER "<node.id>": every broker config, read_only unless it can be
-//     changed dynamically, sensitive (PASSWORD, and unknown keys of the
-//     file) with a null value. BROKER "": the cluster-wide dynamic defaults
+//   - BROKER "<node.id>": every broker config Kafka defines, read_only
+//     unless it can be changed dynamically, sensitive (PASSWORD, and keys
+//     of no known type) with a null value; a key derived from another when
+//     unset (log.dirs from log.dir, ...) with the value in effect and the
+//     source it comes from; the keys Moldau only stores say so in their
+//     documentation. BROKER "": the cluster-wide dynamic defaults
 //     only. Another broker id, or a name that is not a number:
 //     INVALID_REQUEST.
 //   - BROKER_LOGGER "<node.id>": answered with no loggers (Moldau logs

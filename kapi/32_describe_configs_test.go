@@ -46,7 +46,7 @@ func TestDescribeConfigs(t *testing.T) {
 	if r := describeConfigs(t, h, 4, kmsg.ConfigResourceTypeTopic, "missing"); r.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("%+v", r)
 	}
-	r := describeConfigs(t, h, 4, kmsg.ConfigResourceTypeBroker, "1", "log.retention.hours", "num.io.threads")
+	r := describeConfigs(t, h, 4, kmsg.ConfigResourceTypeBroker, "1", "log.retention.hours", "queued.max.requests")
 	if r.ErrorCode != 0 || len(r.Configs) != 2 || r.Configs[0].Source != kmsg.ConfigSourceStaticBrokerConfig || !r.Configs[1].ReadOnly {
 		t.Fatalf("%+v", r)
 	}

@@ -17,9 +17,14 @@ package kapi
 //   - TOPIC: "" is INVALID_REQUEST, an invalid name INVALID_TOPIC_EXCEPTION;
 //     unknown keys and bad values INVALID_CONFIG; then an unknown topic
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER "<node.id>" or "" (cluster default): only dynamic keys at that
-//     level, with valid values, else INVALID_REQUEST (as Kafka's broker-side
-//     validation); another broker id INVALID_REQUEST.
+//   - BROKER "<node.id>" or "" (cluster default): every key Kafka defines,
+//     at Kafka's dynamic update mode (read-only keys, SSL keys without a
+//     listener prefix, per-broker keys at the cluster level and bad values
+//     are INVALID_REQUEST with Kafka's messages, see
+//     config.KafkaConfig.ValidateDynamic); keys Kafka does not define are
+//     custom configs, stored as Kafka does; another broker id
+//     INVALID_REQUEST. Installing the change resizes the pools that follow
+//     it (num.io.threads, num.network.threads).
 //   - any other type, BROKER_LOGGER included: INVALID_REQUEST.
 //
 // Changes are persisted in the metadata store (whose listeners update the

@@ -105,6 +105,12 @@ func (h *Handler) Handle(ctx context.Context, r *Request, respond func(*Response
 			respond(&Response{Close: true, CloseReason: fmt.Sprintf("unknown API key %d", r.APIKey)})
 			return
 		}
+		if r.APIVersion >= 0 && r.APIVersion < a.min && a.advertiseV0 {
+			// Advertised but not served (Produce v0-2, KAFKA-18659):
+			// Kafka's socket server closes the connection with this.
+			respond(&Response{Close: true, CloseReason: fmt.Sprintf("Received request for api with key %d (%s) and unsupported version %d (versions %d to %d are served; older ones are advertised only for librdkafka's sake, KAFKA-18659)", r.APIKey, name, r.APIVersion, a.min, a.max)})
+			return
+		}
 		respond(&Response{Close: true, CloseReason: fmt.Sprintf("unsupported version %d of %s (supported %d to %d)", r.APIVersion, name, a.min, a.max)})
 		return
 	}

@@ -15,6 +15,17 @@ type api struct {
 	min, max int16
 	sync     func(h *Handler, rc *RequestContext, req kmsg.Request) kmsg.Response
 	async    func(h *Handler, rc *RequestContext, req kmsg.Request)
+	// advertiseV0: ApiVersions reports the API from v0 though versions
+	// below min are refused (Produce, as Kafka 4.0 after KAFKA-18659).
+	advertiseV0 bool
+}
+
+// advertisedMin is the min version ApiVersions reports.
+func (a *api) advertisedMin() int16 {
+	if a.advertiseV0 {
+		return 0
+	}
+	return a.min
 }
 
 // apis is the table of supported APIs, in key order. It builds the
@@ -26,6 +37,14 @@ type api struct {
 // ListOffsets starts at v1 as in Kafka 4.0. Every other API is served from
 // v0, which costs nothing since kmsg decodes every version, and keeps older
 // clients (kafka-python, older librdkafka) working.
+//
+// Produce is nevertheless advertised from v0, as Kafka 4.0 does since
+// KAFKA-18659: librdkafka before 2.8 (Debian's 2.0.2, under kcat and
+// confluent-kafka) enables gzip, snappy and lz4 only if Produce's minimum
+// version is 0, and otherwise silently sends uncompressed batches. Clients
+// pick the highest version both sides support, so none sends v0-2; one
+// that does has its connection closed, as Kafka's socket server does for a
+// version it does not enable (magic 0/1 message sets are never accepted).
 var apis []api
 
 var apiIndex map[int16]*api
@@ -34,7 +53,7 @@ var apiIndex map[int16]*api
 // initialization cycle otherwise).
 func init() {
 	apis = []api{
-		{key: 0, min: 3, max: 13, async: (*Handler).handleProduce},
+		{key: 0, min: 3, max: 13, async: (*Handler).handleProduce, advertiseV0: true},
 		{key: 1, min: 4, max: 18, async: (*Handler).handleFetch},
 		{key: 2, min: 1, max: 11, sync: (*Handler).handleListOffsets},
 		{key: 3, min: 0, max: 13, sync: (*Handler).handleMetadata},

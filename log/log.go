@@ -59,6 +59,9 @@ type Log struct {
 	logStart int64
 	hw       int64
 	size     int64
+	// hwMeta caches the high watermark's position when it is below
+	// the log end (see FetchOffsetSnapshot).
+	hwMeta hwMetaPtr
 }
 
 // TopicPartition returns the partition.

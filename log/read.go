@@ -73,6 +73,11 @@ type FetchData struct {
 	// FirstBatchOffset is the base offset of the first batch returned (-1
 	// if none).
 	FirstBatchOffset int64
+	// FetchOffsetMetadata is where the offset read from is (Kafka's
+	// fetchOffsetMetadata): the position of the batch holding it, or
+	// the end of the active segment for the log end offset. A
+	// DelayedFetch compares it with the high watermark's position.
+	FetchOffsetMetadata LogOffsetMetadata
 }
 
 func offsetOutOfRange(tp TopicPartition, offset, start, end int64) error {
@@ -103,20 +108,25 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		start, end := l.logStart, l.leo
 		if offset < start || offset > end {
 			l.segMu.RUnlock()
-			return FetchData{FirstBatchOffset: -1}, offsetOutOfRange(l.tp, offset, start, end)
+			return FetchData{FirstBatchOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, offsetOutOfRange(l.tp, offset, start, end)
 		}
 		if len(l.segs) == 0 {
 			l.segMu.RUnlock()
-			return FetchData{FirstBatchOffset: -1}, fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
+			return FetchData{FirstBatchOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
 		}
 		i := max(l.segmentFloor(offset), 0)
 		seg := l.segs[i]
-		if offset == end || offset >= maxOffset {
+		if offset == end {
 			act := l.active()
 			empty := act.slice(act.size, 0)
+			meta := LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: act.baseOffset, RelativePosition: act.size}
 			l.segMu.RUnlock()
-			return FetchData{Records: empty, FirstBatchOffset: -1}, nil
+			return FetchData{Records: empty, FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
 		}
+		// An offset at or past maxOffset (the high watermark) but below
+		// the log end reads nothing, but its position is still looked
+		// up: a delayed fetch counts the bytes from there to the high
+		// watermark, so it must not start from the log end.
 		committed := seg.size
 		startPos := int64(seg.offIdx.Lookup(offset).Position)
 		var next *Segment
@@ -127,22 +137,24 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 
 		pos, h, found, err := seg.findBatch(offset, startPos, committed, buf)
 		if err != nil {
-			return FetchData{FirstBatchOffset: -1}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+			return FetchData{FirstBatchOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
 		}
 		if !found {
 			if next == nil {
 				// Raced with nothing to read: the segment ends before offset.
-				return FetchData{Records: seg.slice(committed, 0), FirstBatchOffset: -1}, nil
+				meta := LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: seg.baseOffset, RelativePosition: committed}
+				return FetchData{Records: seg.slice(committed, 0), FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
 			}
 			offset = max(offset, next.baseOffset)
 			continue
 		}
-		if h.LastOffset() >= maxOffset {
-			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1}, nil
+		meta := LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: seg.baseOffset, RelativePosition: pos}
+		if offset >= maxOffset || h.LastOffset() >= maxOffset {
+			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
 		}
 		size := int64(h.TotalSize())
 		if size > int64(maxBytes) && !minOneMessage {
-			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1}, nil
+			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
 		}
 		// Extend with whole batches while they fit and stay below maxOffset.
 		for p := pos + size; p < committed && size < int64(maxBytes); {
@@ -157,6 +169,6 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 			size += ns
 			p += ns
 		}
-		return FetchData{Records: seg.slice(pos, size), FirstBatchOffset: h.BaseOffset}, nil
+		return FetchData{Records: seg.slice(pos, size), FirstBatchOffset: h.BaseOffset, FetchOffsetMetadata: meta}, nil
 	}
 }

@@ -5,7 +5,9 @@
 // # Model
 //
 // A DelayedOperation (DelayedProduce, DelayedFetch, DelayedJoin, ...) embeds Operation and
-// implements TryComplete, OnComplete and OnExpiration. A request handler calls
+// implements TryComplete, OnComplete and OnExpiration. The operations live with the state
+// they wait on (replica.DelayedFetch and replica.DelayedProduce next to the ReplicaManager);
+// this package is only the mechanism. A request handler calls
 // Purgatory.TryCompleteElseWatch(op, keys); whoever changes the state an operation waits on
 // (an append moving the high watermark, a follower fetch, a member joining) calls
 // Purgatory.CheckAndComplete(key) afterwards. If nothing completes the operation, the timer
@@ -30,7 +32,9 @@
 //     CheckAndComplete visits it, and all lists are purged when more than PurgeInterval
 //     completed operations may remain on them; the reaper checks at least every 200ms.
 //   - Close stops every goroutine it started and returns when they have exited; it is
-//     idempotent. Like Kafka's shutdown it does not complete waiting operations.
+//     idempotent. Like Kafka's shutdown it does not complete waiting operations; an owner
+//     that wants them answered first makes their TryComplete say so and calls
+//     CheckAndCompleteAll (the replica manager does at shutdown).
 //
 // # Goroutines
 //

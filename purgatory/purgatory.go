@@ -242,6 +242,28 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 	return completed
 }
 
+// CheckAndCompleteAll is CheckAndComplete on every watched key: it tries
+// every operation still waiting and returns how many it completed. The
+// replica manager uses it at shutdown, after setting a flag that makes its
+// operations' TryComplete answer. The same rules as CheckAndComplete apply
+// to the caller's locks.
+func (p *Purgatory[K]) CheckAndCompleteAll() int {
+	var keys []K
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		for k := range s.watchers {
+			keys = append(keys, k)
+		}
+		s.mu.Unlock()
+	}
+	completed := 0
+	for _, k := range keys {
+		completed += p.CheckAndComplete(k)
+	}
+	return completed
+}
+
 // removeCompleted drops completed operations from w and w from the shard if it is empty and
 // still the key's list. Called with s.mu held.
 func (s *shard[K]) removeCompleted(key K, w *watchers) int {

@@ -530,3 +530,28 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	}
 	return got
 }
+
+// CheckAndCompleteAll tries every watched operation once, whatever its
+// keys, and counts those it completed.
+func TestCheckAndCompleteAll(t *testing.T) {
+	p := New[string]("test", Options{})
+	defer p.Close()
+	ops := []*testOp{newTestOp(time.Hour), newTestOp(time.Hour), newTestOp(time.Hour)}
+	p.TryCompleteElseWatch(ops[0], []string{"a"})
+	p.TryCompleteElseWatch(ops[1], []string{"a", "b"})
+	p.TryCompleteElseWatch(ops[2], []string{"c"})
+	if n := p.CheckAndCompleteAll(); n != 0 {
+		t.Fatalf("completed %d operations that were not ready", n)
+	}
+	ops[1].ready.Store(true)
+	ops[2].ready.Store(true)
+	if n := p.CheckAndCompleteAll(); n != 2 {
+		t.Fatalf("completed %d, want 2", n)
+	}
+	if ops[0].IsCompleted() || !ops[1].IsCompleted() || !ops[2].IsCompleted() {
+		t.Fatal("wrong operations completed")
+	}
+	if c := ops[1].completions.Load(); c != 1 {
+		t.Fatalf("operation watched on two keys completed %d times", c)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/metadata"
-	"github.com/moldau/moldau/purgatory"
 )
 
 // ProduceEntry is one partition's records in a produce request.
@@ -43,59 +42,53 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 		return
 	}
 	required := make([]int64, len(entries)) // offset the HW must reach; -1 if nothing to wait for
-	anyWait := false
 	for i, e := range entries {
 		results[i], required[i] = m.appendToLocalLog(e)
-		if acks == -1 && required[i] >= 0 {
-			anyWait = true
-		}
 	}
-	// New data: waiting fetches may now complete. Never under a
-	// partition lock (the log released its own before returning).
+	// New data: waiting fetches may now complete. appendToLocalLog moved
+	// each high watermark first, so a DelayedFetch tried from here sees
+	// the new data. Never under a partition lock (the log released its
+	// own before returning).
 	for i, e := range entries {
 		if results[i].Err == nil {
 			m.fetchP.CheckAndComplete(e.TopicPartition)
 		}
 	}
-	check := func(i int) (bool, error) {
-		if required[i] < 0 {
-			return true, nil
-		}
-		p := m.Partition(entries[i].TopicPartition)
-		if p == nil {
-			return true, kerr.UnknownTopicOrPartition
-		}
-		return p.Log.HighWatermark() >= required[i], nil
-	}
-	if anyWait {
-		// The common case, and always so on one node: the high
-		// watermark has passed every append already, so nothing waits
-		// and no delayed operation is built.
-		anyWait = false
-		for i := range entries {
-			if ok, _ := check(i); !ok {
-				anyWait = true
-				break
+	var status []produceStatus
+	if acks == -1 {
+		for i, e := range entries {
+			if required[i] < 0 {
+				continue
 			}
+			// The common case, and always so on one node: the high
+			// watermark has passed the append already, so nothing
+			// waits and no delayed operation is built.
+			if done, _ := m.checkEnoughReplicasReachOffset(e.TopicPartition, required[i]); done {
+				continue
+			}
+			status = append(status, produceStatus{tp: e.TopicPartition, requiredOffset: required[i], acksPending: true})
 		}
 	}
-	if !anyWait {
+	if len(status) == 0 {
 		done(results)
 		return
 	}
-	op := purgatory.NewDelayedProduce(timeout, len(entries), check, func(errs []error) {
-		for i := range results {
-			if required[i] >= 0 && errs[i] != nil {
-				results[i].Err = errs[i]
+	op := newDelayedProduce(m, timeout, status, func(status []produceStatus) {
+		for _, s := range status {
+			if s.err == nil {
+				continue
+			}
+			for i := range results {
+				if results[i].TopicPartition == s.tp && required[i] >= 0 {
+					results[i].Err = s.err
+				}
 			}
 		}
 		done(results)
 	})
-	keys := make([]TopicPartition, 0, len(entries))
-	for i, e := range entries {
-		if required[i] >= 0 {
-			keys = append(keys, e.TopicPartition)
-		}
+	keys := make([]TopicPartition, len(status))
+	for i, s := range status {
+		keys[i] = s.tp
 	}
 	m.produceP.TryCompleteElseWatch(op, keys)
 }
@@ -125,7 +118,6 @@ func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
 		return res, -1
 	}
 	if !info.Duplicate {
-		p.appended.Add(int64(info.ValidBytes))
 		p.stats.bytesIn.Add(float64(info.ValidBytes))
 		p.stats.messagesIn.Add(float64(info.NumRecords))
 	}

@@ -5,10 +5,30 @@
 // Today a broker is a single node, so every partition is led here, the ISR
 // is this node, and the high watermark moves to the log end offset right
 // after each append. The paths are built for followers all the same: an
-// acks=all produce waits in the DelayedProduce purgatory until the high
-// watermark passes its last offset, and a fetch waits in the DelayedFetch
-// purgatory until fetch.min.bytes are available below the high watermark or
-// fetch.max.wait.ms passes.
+// acks=all produce waits in the produce purgatory as a DelayedProduce
+// until the high watermark passes its last offset, and a fetch waits in
+// the fetch purgatory as a DelayedFetch until fetch.min.bytes are
+// available below the high watermark or fetch.max.wait.ms passes. Both
+// types live here (delayed_fetch.go, delayed_produce.go), next to the
+// state they read; the purgatory package is only the mechanism.
+//
+// # No missed wake-up
+//
+// A DelayedFetch records where each fetch offset is in the log (Kafka's
+// LogOffsetMetadata: segment and byte position, from the first read) and
+// TryComplete compares it with the high watermark's position as it is
+// then (log.Log.FetchOffsetSnapshot), never with counters taken at
+// another moment. An append moves the high watermark before it calls
+// CheckAndComplete on the fetch purgatory, and the purgatory tries an
+// operation again after watching it, so every append is seen either by
+// the fetch's own tries or by the append's CheckAndComplete.
+//
+// # Shutdown
+//
+// BeginShutdown (called by the broker before it drains its connections)
+// answers every waiting fetch with what is there and makes new fetches
+// answer at once; acks=all produces still waiting answer
+// NOT_LEADER_OR_FOLLOWER.
 //
 // Thread-safety: a Manager is safe for concurrent use. Partitions are held
 // in a sync.Map, so the produce and fetch paths find them without a lock,

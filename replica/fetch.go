@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/log"
-	"github.com/moldau/moldau/purgatory"
 )
 
 // FetchParams are a fetch request's request-wide settings.
@@ -44,53 +43,34 @@ type FetchResult struct {
 
 // FetchMessages reads every partition and calls done with the results
 // (Kafka's fetchMessages). If fewer than MinBytes are available and
-// MaxWait is positive, it waits in the fetch purgatory until enough data
-// arrives or MaxWait passes, then reads again. done may run on another
-// goroutine.
+// MaxWait is positive, it waits in the fetch purgatory as a DelayedFetch
+// until MinBytes are readable, a partition changes (see
+// DelayedFetch.TryComplete) or MaxWait passes, then reads again. During
+// shutdown it never waits. done may run on another goroutine.
 func (m *Manager) FetchMessages(params FetchParams, parts []FetchPartition, done func([]FetchResult)) {
-	results, bytes, anyErr := m.readFromLocalLog(params, parts)
-	if params.MaxWait <= 0 || len(parts) == 0 || bytes >= int64(params.MinBytes) || anyErr {
+	results, bytes, anyErr, start := m.readFromLocalLog(params, parts)
+	if params.MaxWait <= 0 || len(parts) == 0 || bytes >= int64(params.MinBytes) || anyErr || m.shuttingDown.Load() {
 		done(results)
 		return
 	}
-	// Not enough yet: wait for appends. Track how many bytes each
-	// partition had appended when we read, and complete once the sum of
-	// what arrived since reaches MinBytes.
-	watched := make([]*Partition, len(parts))
-	start := make([]int64, len(parts))
+	seen := make([]*Partition, len(parts))
 	keys := make([]TopicPartition, len(parts))
 	for i, fp := range parts {
 		keys[i] = fp.TopicPartition
-		if p := m.Partition(fp.TopicPartition); p != nil {
-			watched[i] = p
-			start[i] = p.appended.Load()
-		}
+		seen[i] = m.Partition(fp.TopicPartition)
 	}
-	op := purgatory.NewDelayedFetch(params.MaxWait, func() bool {
-		var arrived int64
-		for i, p := range watched {
-			cur := m.Partition(keys[i])
-			if cur != p {
-				return true // partition deleted or re-created: answer now
-			}
-			if p != nil {
-				arrived += p.appended.Load() - start[i]
-			}
-		}
-		return arrived >= int64(params.MinBytes)
-	}, func() {
-		results, _, _ := m.readFromLocalLog(params, parts)
-		done(results)
-	})
-	m.fetchP.TryCompleteElseWatch(op, keys)
+	m.fetchP.TryCompleteElseWatch(newDelayedFetch(m, params, parts, start, seen, done), keys)
 }
 
 // readFromLocalLog reads each partition in order, within the response
 // limit. The first partition that has data gets its first batch whole
 // even when it is larger than the limits (KIP-74), so a consumer always
-// makes progress.
-func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) ([]FetchResult, int64, bool) {
+// makes progress. It returns the results, the bytes read, whether any
+// partition failed, and where each fetch offset is in its log
+// (UnknownOffsetMetadata for a partition that failed).
+func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) ([]FetchResult, int64, bool, []log.LogOffsetMetadata) {
 	results := make([]FetchResult, len(parts))
+	start := make([]log.LogOffsetMetadata, len(parts))
 	remaining := int64(params.MaxBytes)
 	var total int64
 	anyErr := false
@@ -98,6 +78,7 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		r := &results[i]
 		r.TopicPartition = fp.TopicPartition
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
+		start[i] = log.UnknownOffsetMetadata
 		p, err := m.getPartition(fp.TopicPartition)
 		if err == nil {
 			err = checkLeaderEpoch(p, fp.CurrentLeaderEpoch)
@@ -108,6 +89,8 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			continue
 		}
 		l := p.Log
+		// The high watermark is read before the data: what is read
+		// never goes past the high watermark reported with it.
 		hw := l.HighWatermark()
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, hw, l.LogStartOffset()
 		limit := int64(fp.MaxBytes)
@@ -130,6 +113,7 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			anyErr = true
 			continue
 		}
+		start[i] = data.FetchOffsetMetadata
 		r.Records = data.Records
 		total += data.Records.Size
 		remaining -= data.Records.Size
@@ -137,7 +121,7 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			p.stats.bytesOut.Add(float64(data.Records.Size))
 		}
 	}
-	return results, total, anyErr
+	return results, total, anyErr, start
 }
 
 // ListOffset answers one partition of ListOffsets: the offset for a

@@ -24,10 +24,7 @@ type Partition struct {
 	LeaderEpoch int32
 	Log         *log.Log
 
-	// appended counts bytes appended since start-up; DelayedFetch uses
-	// the difference to know when fetch.min.bytes have arrived.
-	appended atomic.Int64
-	stats    *topicStats
+	stats *topicStats
 }
 
 // Config wires a Manager.
@@ -58,6 +55,9 @@ type Manager struct {
 
 	unsubscribe func()
 	closed      atomic.Bool
+	// shuttingDown: delayed fetches answer now and new fetches do not
+	// wait (see BeginShutdown).
+	shuttingDown atomic.Bool
 }
 
 // NewManager creates the manager and a partition for every partition the
@@ -100,11 +100,33 @@ func NewManager(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// Close stops the purgatories. The logs are closed by their Manager.
+// BeginShutdown answers every waiting fetch with what it has now and makes
+// later fetches answer without waiting; acks=all produces still waiting
+// answer NOT_LEADER_OR_FOLLOWER. The broker calls it before draining its
+// connections, so a consumer's long poll does not hold shutdown up for
+// fetch.max.wait.ms (on several nodes Kafka gets the same effect from
+// controlled shutdown moving leadership away; on one node it closes the
+// connections instead). Idempotent; Close implies it.
+func (m *Manager) BeginShutdown() {
+	if !m.shuttingDown.CompareAndSwap(false, true) {
+		return
+	}
+	// An operation that enters TryCompleteElseWatch after the flag was
+	// set sees it in its own tries; one already watched is tried here.
+	fetches := m.fetchP.CheckAndCompleteAll()
+	produces := m.produceP.CheckAndCompleteAll()
+	if fetches+produces > 0 {
+		m.log.Info("answered delayed operations for shutdown", "fetches", fetches, "produces", produces)
+	}
+}
+
+// Close answers the delayed operations (BeginShutdown) and stops the
+// purgatories. The logs are closed by their Manager.
 func (m *Manager) Close() {
 	if !m.closed.CompareAndSwap(false, true) {
 		return
 	}
+	m.BeginShutdown()
 	if m.unsubscribe != nil {
 		m.unsubscribe()
 	}

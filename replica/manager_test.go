@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,4 +163,138 @@ func errCode(err error) int16 {
 		err = u.Unwrap()
 	}
 	return 0
+}
+
+// TestFetchProduceRace is a ping-pong between a long-polling fetch and an
+// append issued the instant the fetch starts, thousands of times: a
+// producer goroutine spins until the fetch is about to be issued, waits a
+// number of spins that sweeps over the iterations, and appends, so the
+// append lands at every point of the fetch's first read. No fetch may wait
+// out its max wait while the record it asked for is there (issue 12: a
+// byte-counter snapshot taken after the read missed appends whose high
+// watermark moved after it).
+func TestFetchProduceRace(t *testing.T) {
+	m, store := newTestManager(t)
+	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	const maxWait = 3 * time.Second
+	iterations := 20000
+	if testing.Short() {
+		iterations = 2000
+	}
+	params := FetchParams{ReplicaID: -1, MaxWait: maxWait, MinBytes: 1, MaxBytes: 1 << 20}
+
+	var turn atomic.Int64 // the iteration the producer may append for
+	turn.Store(-1)
+	produced := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := int64(0); ; i++ {
+			rec := batch(1, 10) // Append assigns offsets in place
+			for turn.Load() != i {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				runtime.Gosched()
+			}
+			for n := i % 97; n > 0; n-- { // sweep the append over the fetch
+				spin.Add(1)
+			}
+			m.AppendRecords(time.Second, 1, []ProduceEntry{{TopicPartition: tp, Records: rec}}, func(r []ProduceResult) { produced <- r[0].Err })
+		}
+	}()
+	for i := 0; i < iterations; i++ {
+		got := make(chan []FetchResult, 1)
+		start := time.Now()
+		turn.Store(int64(i))
+		m.FetchMessages(params, []FetchPartition{{TopicPartition: tp, FetchOffset: int64(i), MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}},
+			func(r []FetchResult) { got <- r })
+		if err := <-produced; err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if took := time.Since(start); took >= maxWait/2 {
+			t.Fatalf("round trip %d: the fetch at offset %d waited %v (max wait %v) though the record was appended at once; high watermark %d",
+				i, i, took.Round(time.Millisecond), maxWait, r[0].HighWatermark)
+		}
+		if r[0].Err != nil || r[0].Records.Size == 0 {
+			t.Fatalf("round trip %d: err %v, %d bytes", i, r[0].Err, r[0].Records.Size)
+		}
+	}
+}
+
+var spin atomic.Int64
+
+// TestFetchBelowHighWatermarkLogEnd: a fetch at the high watermark while
+// the log end is already past it (an append whose high watermark has not
+// moved yet) must wake when the high watermark moves.
+func TestFetchWakesWhenHighWatermarkMoves(t *testing.T) {
+	m, store := newTestManager(t)
+	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	p := m.Partition(tp)
+	// Append behind the manager's back, without moving the high
+	// watermark: the log end is 1, the high watermark 0.
+	if _, err := p.Log.Append(batch(1, 100), p.LeaderEpoch); err != nil {
+		t.Fatal(err)
+	}
+	if hw, leo := p.Log.HighWatermark(), p.Log.LogEndOffset(); hw != 0 || leo != 1 {
+		t.Fatalf("high watermark %d, log end %d", hw, leo)
+	}
+	got := make(chan []FetchResult, 1)
+	m.FetchMessages(FetchParams{ReplicaID: -1, MaxWait: time.Minute, MinBytes: 1, MaxBytes: 1 << 20},
+		[]FetchPartition{{TopicPartition: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}, func(r []FetchResult) { got <- r })
+	select {
+	case r := <-got:
+		t.Fatalf("fetch answered before the high watermark moved: %d bytes", r[0].Records.Size)
+	default:
+	}
+	p.Log.UpdateHighWatermark(1)
+	m.fetchP.CheckAndComplete(tp)
+	select {
+	case r := <-got:
+		if r[0].Records.Size == 0 || r[0].HighWatermark != 1 {
+			t.Fatalf("fetch result: %d bytes, high watermark %d", r[0].Records.Size, r[0].HighWatermark)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("fetch did not wake when the high watermark moved")
+	}
+}
+
+// TestShutdownAnswersDelayedFetch: BeginShutdown answers a long poll at
+// once, and a fetch arriving afterwards does not wait.
+func TestShutdownAnswersDelayedFetch(t *testing.T) {
+	m, store := newTestManager(t)
+	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	params := FetchParams{ReplicaID: -1, MaxWait: 5 * time.Minute, MinBytes: 1, MaxBytes: 1 << 20}
+	parts := []FetchPartition{{TopicPartition: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}
+	got := make(chan []FetchResult, 2)
+	m.FetchMessages(params, parts, func(r []FetchResult) { got <- r })
+	if n := m.fetchP.Delayed(); n != 1 {
+		t.Fatalf("%d delayed fetches, want 1", n)
+	}
+	m.BeginShutdown()
+	for i := 0; i < 2; i++ {
+		select {
+		case r := <-got:
+			if r[0].Err != nil || r[0].Records.Size != 0 {
+				t.Fatalf("fetch %d at shutdown: err %v, %d bytes", i, r[0].Err, r[0].Records.Size)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("fetch %d still waiting after BeginShutdown", i)
+		}
+		if i == 0 {
+			m.FetchMessages(params, parts, func(r []FetchResult) { got <- r })
+		}
+	}
 }

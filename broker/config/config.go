@@ -90,19 +90,33 @@ type KafkaConfig struct {
 	// keys included, as Kafka's originals).
 	static map[string]string
 
-	mu         sync.RWMutex
-	dynBroker  map[string]string // resource "<node.id>"
-	dynDefault map[string]string // resource ""
+	mu              sync.RWMutex
+	dynBroker       map[string]string // resource "<node.id>"
+	dynDefault      map[string]string // resource ""
+	reconfigurables []*registration
 }
 
 var (
+	// brokerIndex holds brokerDefs, then the keys of kafkaBrokerDefs
+	// that brokerDefs does not define (a key moved to broker_defs.go,
+	// because Moldau now acts on it, simply wins over the generated one).
 	brokerIndex = func() map[string]*Def {
-		m := make(map[string]*Def, len(brokerDefs))
+		m := make(map[string]*Def, len(brokerDefs)+len(kafkaBrokerDefs))
 		for _, d := range brokerDefs {
 			if m[d.Name] != nil {
 				panic("config: duplicate definition " + d.Name)
 			}
 			m[d.Name] = d
+		}
+		for _, name := range storedOnlyBrokerKeys {
+			if d := m[name]; d != nil {
+				d.StoredOnly = true
+			}
+		}
+		for _, d := range kafkaBrokerDefs {
+			if m[d.Name] == nil {
+				m[d.Name] = d
+			}
 		}
 		return m
 	}()
@@ -120,9 +134,13 @@ var (
 	}()
 )
 
-// BrokerDefs returns the broker config definitions, sorted by name.
+// BrokerDefs returns the broker config definitions, sorted by name: those
+// Moldau acts on and those it only stores (Def.StoredOnly).
 func BrokerDefs() []*Def {
-	defs := slices.Clone(brokerDefs)
+	defs := make([]*Def, 0, len(brokerIndex))
+	for _, d := range brokerIndex {
+		defs = append(defs, d)
+	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs
 }

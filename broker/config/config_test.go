@@ -189,7 +189,7 @@ func entry(entries []ConfigEntry, name string) ConfigEntry {
 }
 
 func TestDescribeAndDynamic(t *testing.T) {
-	c, _, err := Load("", []string{"log.retention.hours=24", "num.io.threads=4"})
+	c, _, err := Load("", []string{"log.retention.hours=24", "queued.max.requests=4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +208,8 @@ func TestDescribeAndDynamic(t *testing.T) {
 	}
 
 	// Dynamic: cluster default, then per broker.
-	if err := c.ValidateDynamic("", map[string]string{"num.io.threads": "9"}); err == nil || !errors.Is(err, kerr.InvalidRequest) ||
-		!strings.Contains(err.Error(), "Cannot update these configs dynamically: num.io.threads") {
+	if err := c.ValidateDynamic("", map[string]string{"queued.max.requests": "9", "log.dirs": "/x"}); err == nil || !errors.Is(err, kerr.InvalidRequest) ||
+		!strings.Contains(err.Error(), "Cannot update these configs dynamically: Set(log.dirs, queued.max.requests)") {
 		t.Fatalf("got %v", err)
 	}
 	if err := c.ValidateDynamic("2", map[string]string{"log.retention.ms": "9"}); !errors.Is(err, kerr.InvalidRequest) {
@@ -218,7 +218,7 @@ func TestDescribeAndDynamic(t *testing.T) {
 	if err := c.ValidateDynamic("", map[string]string{"log.retention.ms": "x"}); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("got %v", err)
 	}
-	if w := c.SetDynamic("", map[string]string{"log.retention.ms": "1000", "num.io.threads": "2"}); len(w) != 1 {
+	if w := c.SetDynamic("", map[string]string{"log.retention.ms": "1000", "queued.max.requests": "2"}); len(w) != 1 {
 		t.Fatalf("warnings %q", w)
 	}
 	if got := c.LogConfig(nil).RetentionMs; got != 1000 {
@@ -232,14 +232,14 @@ func TestDescribeAndDynamic(t *testing.T) {
 	if got := c.LogConfig(nil).RetentionMs; got != 2000 {
 		t.Fatalf("retention %d", got)
 	}
-	be, err := c.DescribeBroker("1", []string{"log.retention.ms", "num.io.threads", "log.retention.hours"})
+	be, err := c.DescribeBroker("1", []string{"log.retention.ms", "queued.max.requests", "log.retention.hours"})
 	if err != nil || len(be) != 3 {
 		t.Fatalf("%v %v", be, err)
 	}
 	if e := entry(be, "log.retention.ms"); *e.Value != "2000" || e.Source != SourceDynamicBroker || e.ReadOnly || len(e.Synonyms) != 4 {
 		t.Fatalf("%+v", e)
 	}
-	if e := entry(be, "num.io.threads"); *e.Value != "4" || e.Source != SourceStaticBroker || !e.ReadOnly || e.Type != TypeInt {
+	if e := entry(be, "queued.max.requests"); *e.Value != "4" || e.Source != SourceStaticBroker || !e.ReadOnly || e.Type != TypeInt {
 		t.Fatalf("%+v", e)
 	}
 	if e := entry(be, "log.retention.hours"); e.Source != SourceStaticBroker || len(e.Synonyms) != 2 {
@@ -252,7 +252,7 @@ func TestDescribeAndDynamic(t *testing.T) {
 	if _, err := c.DescribeBroker("9", nil); !errors.Is(err, kerr.InvalidRequest) {
 		t.Fatalf("got %v", err)
 	}
-	if c.GetLong("log.retention.ms") != 2000 || c.GetInt("num.io.threads") != 4 {
+	if c.GetLong("log.retention.ms") != 2000 || c.GetInt("queued.max.requests") != 4 {
 		t.Fatal("getters")
 	}
 }
@@ -287,7 +287,7 @@ func TestValidateTopicConfigs(t *testing.T) {
 }
 
 func TestDefinitionsParse(t *testing.T) {
-	for _, d := range brokerDefs {
+	for _, d := range BrokerDefs() { // Kafka's generated keys included
 		if d.Default != nil {
 			if _, err := d.Parse(*d.Default); err != nil {
 				t.Errorf("default of %s: %v", d.Name, err)
@@ -317,5 +317,158 @@ func TestExampleConfig(t *testing.T) {
 		if !strings.Contains(text, "\n"+d.Name+"=") && !strings.Contains(text, "\n#"+d.Name+"=") {
 			t.Errorf("%s is not in %s", d.Name, path)
 		}
+	}
+}
+
+// DescribeConfigs reports the value the broker uses for keys derived from
+// others, with the source of the key it came from (issue 12, point 5).
+func TestDescribeEffectiveValues(t *testing.T) {
+	c := Default()
+	be, err := c.DescribeBroker("1", []string{"log.dirs", "broker.id", "advertised.listeners", "log.retention.ms", "metadata.log.dir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		name, value string
+		source      Source
+	}{
+		{"log.dirs", "./moldau-data", SourceDefault},
+		{"broker.id", "1", SourceDefault},
+		{"advertised.listeners", "PLAINTEXT://localhost:9092", SourceDefault},
+		{"log.retention.ms", "604800000", SourceDefault},
+		{"metadata.log.dir", "./moldau-data", SourceDefault},
+	} {
+		e := entry(be, want.name)
+		if e.Value == nil || *e.Value != want.value || e.Source != want.source {
+			t.Errorf("%s: %v from %v, want %s from %v", want.name, e.Value, e.Source, want.value, want.source)
+		}
+	}
+	c, _, err = Load("", []string{"log.dir=/data/k", "broker.id=7", "node.id=7", "log.retention.hours=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, _ = c.DescribeBroker("7", []string{"log.dirs", "log.retention.ms"})
+	if e := entry(be, "log.dirs"); *e.Value != "/data/k" || e.Source != SourceStaticBroker || e.Synonyms[0].Name != "log.dir" {
+		t.Errorf("log.dirs: %+v", e)
+	}
+	if e := entry(be, "log.retention.ms"); *e.Value != "3600000" || e.Source != SourceStaticBroker {
+		t.Errorf("log.retention.ms: %+v", e)
+	}
+	// Set explicitly: reported as set.
+	c, _, _ = Load("", []string{"log.dirs=/a,/b"})
+	be, _ = c.DescribeBroker("1", []string{"log.dirs"})
+	if e := entry(be, "log.dirs"); *e.Value != "/a,/b" || e.Source != SourceStaticBroker {
+		t.Errorf("log.dirs: %+v", e)
+	}
+}
+
+// Every key Kafka defines is known, with Kafka's dynamic update mode; the
+// ones Moldau does not act on say so.
+func TestKafkaBrokerKeys(t *testing.T) {
+	for name, mode := range map[string]DynamicMode{
+		"sasl.kerberos.min.time.before.relogin": PerBroker,
+		"num.io.threads":                        ClusterWide,
+		"num.network.threads":                   ClusterWide,
+		"background.threads":                    ClusterWide,
+		"num.replica.fetchers":                  ClusterWide,
+		"log.cleaner.threads":                   ClusterWide,
+		"listeners":                             PerBroker,
+		"max.connections":                       ClusterWide,
+		"log.dirs":                              ReadOnly,
+		"queued.max.requests":                   ReadOnly,
+		"ssl.keystore.location":                 PerBroker,
+		"remote.fetch.max.wait.ms":              ClusterWide,
+		"metric.reporters":                      ClusterWide,
+		"log.roll.hours":                        ReadOnly,
+		"log.roll.ms":                           ClusterWide,
+	} {
+		d, ok := BrokerDef(name)
+		if !ok || d.Dynamic != mode {
+			t.Errorf("%s: known %v, mode %v, want %v", name, ok, d, mode)
+		}
+	}
+	if d, _ := BrokerDef("sasl.kerberos.min.time.before.relogin"); !d.StoredOnly || d.Type != TypeLong || *d.Default != "60000" {
+		t.Errorf("%+v", d)
+	}
+	if d, _ := BrokerDef("num.io.threads"); d.StoredOnly {
+		t.Error("num.io.threads is applied")
+	}
+	if n := len(BrokerDefs()); n < 290 {
+		t.Errorf("%d broker keys, want Kafka's ~300", n)
+	}
+	be, _ := Default().DescribeBroker("1", []string{"background.threads"})
+	if !strings.Contains(be[0].Documentation, "does not act on it") {
+		t.Errorf("background.threads documentation: %q", be[0].Documentation)
+	}
+}
+
+// AlterConfigs' rules, as Kafka's DynamicBrokerConfig.validateConfigs.
+func TestValidateDynamicKafkaRules(t *testing.T) {
+	c := Default()
+	for _, tc := range []struct {
+		resource string
+		configs  map[string]string
+		want     string // "" accepted
+	}{
+		{"1", map[string]string{"sasl.kerberos.min.time.before.relogin": "30000"}, ""},
+		{"", map[string]string{"sasl.kerberos.min.time.before.relogin": "30000"}, "Cannot update these configs at default cluster level, broker id must be specified: Set(sasl.kerberos.min.time.before.relogin)"},
+		{"1", map[string]string{"ssl.keystore.location": "/k"}, "These security configs can be dynamically updated only per-listener using the listener prefix: Set(ssl.keystore.location)"},
+		{"1", map[string]string{"listener.name.plaintext.ssl.keystore.location": "/k"}, ""},
+		{"", map[string]string{"listener.name.plaintext.max.connections": "10"}, ""},
+		{"", map[string]string{"listener.name.plaintext.ssl.keystore.location": "/k"}, "broker id must be specified"},
+		{"1", map[string]string{"sasl.kerberos.min.time.before.relogin": "soon"}, "sasl.kerberos.min.time.before.relogin"},
+		{"", map[string]string{"my.plugin.setting": "x"}, ""}, // custom configs are allowed, as Kafka
+		{"", map[string]string{"num.io.threads": "16"}, ""},
+		{"", map[string]string{"num.io.threads": "17"}, "value should not be greater than double the current value 8"},
+		{"", map[string]string{"num.io.threads": "3"}, "value should be at least half the current value 8"},
+		{"", map[string]string{"num.network.threads": "0"}, "num.network.threads"},
+		{"", map[string]string{"num.network.threads": "7"}, "value should not be greater than double the current value 3"},
+		{"", map[string]string{"log.dirs": "/x"}, "Cannot update these configs dynamically: Set(log.dirs)"},
+	} {
+		err := c.ValidateDynamic(tc.resource, tc.configs)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q %v: %v", tc.resource, tc.configs, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, kerr.InvalidRequest)):
+			t.Errorf("%q %v: %v, want %q", tc.resource, tc.configs, err, tc.want)
+		}
+	}
+}
+
+type testReconfigurable struct {
+	calls    [][2]map[string]any
+	validate error
+}
+
+func (r *testReconfigurable) ReconfigurableConfigs() []string { return []string{"log.cleaner.threads"} }
+func (r *testReconfigurable) ValidateReconfiguration(v map[string]any) error {
+	return r.validate
+}
+func (r *testReconfigurable) Reconfigure(o, n map[string]any) {
+	r.calls = append(r.calls, [2]map[string]any{o, n})
+}
+
+// A Reconfigurable hears about changes of its keys only, with the values
+// before and after, and can refuse them.
+func TestReconfigurable(t *testing.T) {
+	c := Default()
+	r := &testReconfigurable{}
+	remove := c.AddReconfigurable(r)
+	c.SetDynamic("", map[string]string{"log.retention.ms": "5"})
+	if len(r.calls) != 0 {
+		t.Fatalf("called for an unrelated key: %v", r.calls)
+	}
+	c.SetDynamic("", map[string]string{"log.cleaner.threads": "3"})
+	if len(r.calls) != 1 || r.calls[0][0]["log.cleaner.threads"] != int32(1) || r.calls[0][1]["log.cleaner.threads"] != int32(3) {
+		t.Fatalf("calls %v", r.calls)
+	}
+	r.validate = errors.New("no more than 2 cleaner threads here")
+	if err := c.ValidateDynamic("", map[string]string{"log.cleaner.threads": "4"}); err == nil || !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("got %v", err)
+	}
+	remove()
+	c.SetDynamic("", nil)
+	if len(r.calls) != 1 {
+		t.Fatalf("called after removal: %v", r.calls)
 	}
 }

@@ -126,6 +126,10 @@ type Def struct {
 	Importance Importance
 	Validator  Validator // nil: any value of the type
 	Dynamic    DynamicMode
+	// StoredOnly: Kafka defines the key, and Moldau accepts, stores and
+	// reports it, but does not act on it (or not on a change at run
+	// time). DescribeConfigs' documentation says so.
+	StoredOnly bool
 }
 
 // Sensitive reports whether values of the config are hidden (PASSWORD).

@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // ConfigEntry is one config as DescribeConfigs reports it.
@@ -91,11 +92,19 @@ func (c *KafkaConfig) DescribeBroker(resource string, keys []string) ([]ConfigEn
 			names = append(names, d.Name)
 			seen[d.Name] = true
 		}
-		for _, k := range sortedKeys(c.static) {
-			if !seen[k] {
-				names = append(names, k) // unknown keys of the file, as Kafka's originals
+		// Keys no definition names: unknown keys of the file (as
+		// Kafka's originals), custom and listener-prefixed dynamic keys.
+		var others []string
+		for _, m := range []map[string]string{c.static, c.dynDefault, c.dynBroker} {
+			for k := range m {
+				if !seen[k] {
+					seen[k] = true
+					others = append(others, k)
+				}
 			}
 		}
+		slices.Sort(others)
+		names = append(names, others...)
 	}
 	var out []ConfigEntry
 	for _, name := range names {
@@ -103,20 +112,41 @@ func (c *KafkaConfig) DescribeBroker(resource string, keys []string) ([]ConfigEn
 			continue
 		}
 		d := brokerIndex[name]
+		if d == nil {
+			if base, ok := listenerBase(name); ok {
+				d = brokerIndex[base]
+			}
+		}
+		// A key with no known type is treated as sensitive, as Kafka's
+		// KafkaConfig.maybeSensitive.
 		e := ConfigEntry{Name: name, Sensitive: true, ReadOnly: true}
 		if d != nil {
 			e.Sensitive = d.Sensitive()
 			e.ReadOnly = d.Dynamic == ReadOnly
 			e.Type = d.Type
 			e.Documentation = d.Doc
+			if d.StoredOnly {
+				e.Documentation += storedOnlyNote
+			}
 		}
 		if !e.Sensitive {
-			if d != nil {
+			if d != nil && d.Name == name {
 				if v, _ := c.brokerValueLocked(name); v != nil {
 					e.Value = ptr(formatValue(v))
 				}
 			} else if s, _, ok := c.brokerRawLocked(name); ok {
 				e.Value = ptr(s)
+			}
+		}
+		if resource != "" {
+			if eff, ok := c.effectiveLocked(name); ok {
+				if !e.Sensitive {
+					e.Value = ptr(eff.value)
+				}
+				e.Source = eff.source
+				e.Synonyms = eff.synonyms
+				out = append(out, e)
+				continue
 			}
 		}
 		syns := c.synonymsLocked(brokerSynonymNames(name), e.Sensitive)
@@ -177,4 +207,89 @@ func (c *KafkaConfig) DescribeTopic(overrides map[string]string, keys []string) 
 		out = append(out, e)
 	}
 	return out
+}
+
+// effective is a broker key's value in effect when it is not set at any
+// layer and its default does not say what the broker uses: the value is
+// derived from other keys (log.dirs from log.dir, broker.id from node.id,
+// advertised.listeners from listeners, log.retention.ms from
+// log.retention.hours, ...). DescribeConfigs reports the value the broker
+// uses, with the source of the key it came from, and that key's settings
+// as synonyms (where Kafka reports null).
+type effective struct {
+	value    string
+	source   Source
+	synonyms []ConfigSynonym
+}
+
+// derivedFrom names, for each derived key, the keys its value comes from,
+// highest precedence first.
+var derivedFrom = map[string][]string{
+	"log.dirs":                   {"log.dir"},
+	"broker.id":                  {"node.id"},
+	"node.id":                    {"broker.id"},
+	"advertised.listeners":       {"listeners"},
+	"metadata.log.dir":           {"log.dirs", "log.dir"},
+	"inter.broker.listener.name": {"security.inter.broker.protocol", "advertised.listeners", "listeners"},
+	"log.roll.ms":                {"log.roll.hours"},
+	"log.roll.jitter.ms":         {"log.roll.jitter.hours"},
+	"log.retention.ms":           {"log.retention.minutes", "log.retention.hours"},
+	"log.flush.interval.ms":      {"log.flush.scheduler.interval.ms"},
+}
+
+// effectiveLocked returns the derived value of name when name itself is
+// not set at any layer; c.mu held.
+func (c *KafkaConfig) effectiveLocked(name string) (effective, bool) {
+	from, ok := derivedFrom[name]
+	if !ok {
+		return effective{}, false
+	}
+	if c.isSetAnywhereLocked(name) {
+		return effective{}, false // set: reported as it is
+	}
+	if name == "node.id" && !c.isSetAnywhereLocked("broker.id") {
+		return effective{}, false // node.id's own default is in effect
+	}
+	var value string
+	switch name {
+	case "log.dirs":
+		value = strings.Join(c.LogDirs, ",")
+	case "broker.id", "node.id":
+		value = strconv.Itoa(int(c.NodeID))
+	case "advertised.listeners":
+		parts := make([]string, len(c.AdvertisedListeners))
+		for i, l := range c.AdvertisedListeners {
+			parts[i] = l.String()
+		}
+		value = strings.Join(parts, ",")
+	case "metadata.log.dir":
+		value = c.MetadataLogDir
+	case "inter.broker.listener.name":
+		value = c.InterBrokerListenerName
+	default: // time synonyms: the topic config they feed, in ms
+		topic := map[string]string{"log.roll.ms": "segment.ms", "log.roll.jitter.ms": "segment.jitter.ms",
+			"log.retention.ms": "retention.ms", "log.flush.interval.ms": "flush.ms"}[name]
+		v, _, _ := c.topicValueLocked(topic, nil)
+		value = formatValue(v)
+	}
+	if value == "" {
+		return effective{}, false
+	}
+	e := effective{value: value, source: SourceDefault}
+	e.synonyms = c.synonymsLocked(from, false)
+	if len(e.synonyms) > 0 {
+		e.source = e.synonyms[0].Source
+	}
+	return e, true
+}
+
+// isSetAnywhereLocked reports whether a layer other than the defaults
+// sets name; c.mu held.
+func (c *KafkaConfig) isSetAnywhereLocked(name string) bool {
+	for _, l := range c.layersLocked() {
+		if _, ok := l.values[name]; ok && l.source != SourceDefault {
+			return true
+		}
+	}
+	return false
 }

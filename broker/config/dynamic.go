@@ -35,7 +35,7 @@ func (c *KafkaConfig) layersLocked() [4]layer {
 
 var defaultValues = func() map[string]string {
 	m := make(map[string]string)
-	for _, d := range brokerDefs {
+	for _, d := range brokerIndex {
 		if d.Default != nil {
 			m[d.Name] = *d.Default
 		}
@@ -192,48 +192,172 @@ func (c *KafkaConfig) CheckBrokerResource(resource string) error {
 }
 
 // ValidateDynamic checks a complete new dynamic config set for a broker
-// resource, as Kafka's DynamicBrokerConfig.validateConfigs: every key must
-// be a known broker config that can be updated dynamically at that level,
-// with a valid value. Errors wrap kerr.InvalidRequest (as Kafka's broker
-// does for BROKER resources).
+// resource, as Kafka's DynamicBrokerConfig.validate, in Kafka's order and
+// with its messages: keys that cannot be updated dynamically ("Cannot
+// update these configs dynamically: Set(log.dirs)"), SSL keystore and
+// truststore keys without a listener prefix, values that do not parse or
+// validate, per-broker keys at the cluster-default level, then the thread
+// counts (DynamicThreadPool: at least 1, at least half and at most double
+// the current value) and every Reconfigurable's own check. A key Kafka
+// does not define is a custom config and, as Kafka's DynamicConfig.Broker
+// allows them, accepted and stored. Listener overrides
+// (listener.name.<listener>.<key>) are checked as their key, and are
+// per-broker unless the key is a cluster-level listener config. Errors wrap
+// kerr.InvalidRequest (as Kafka's broker does for BROKER resources).
 func (c *KafkaConfig) ValidateDynamic(resource string, configs map[string]string) error {
+	return c.validateDynamic(resource, configs, true)
+}
+
+// validateDynamic is ValidateDynamic; without reconfiguration it skips the
+// checks against the values in effect (thread counts, Reconfigurables),
+// as for persisted configs installed at start-up.
+func (c *KafkaConfig) validateDynamic(resource string, configs map[string]string, reconfiguration bool) error {
 	if err := c.CheckBrokerResource(resource); err != nil {
 		return err
 	}
-	var unknown, nonDynamic, perBroker []string
-	for _, k := range sortedKeys(configs) {
+	var nonDynamic, noPrefix, perBroker []string
+	keys := sortedKeys(configs)
+	for _, k := range keys {
+		if base, ok := listenerBase(k); ok {
+			if !clusterLevelListenerConfigs[base] {
+				perBroker = append(perBroker, k)
+			}
+			continue
+		}
 		d := brokerIndex[k]
 		switch {
-		case d == nil:
-			unknown = append(unknown, k)
+		case d == nil: // a custom config
+		case sslReconfigurableConfigs[k]:
+			noPrefix = append(noPrefix, k)
 		case d.Dynamic == ReadOnly:
 			nonDynamic = append(nonDynamic, k)
-		case d.Dynamic == PerBroker && resource == "":
+		case d.Dynamic == PerBroker:
 			perBroker = append(perBroker, k)
 		}
 	}
-	if len(unknown) > 0 {
-		return invalidRequest("Unknown broker configs: %s", strings.Join(unknown, ", "))
-	}
 	if len(nonDynamic) > 0 {
-		return invalidRequest("Cannot update these configs dynamically: %s", strings.Join(nonDynamic, ", "))
+		return invalidRequest("Cannot update these configs dynamically: %s", scalaSet(nonDynamic))
 	}
-	if len(perBroker) > 0 {
-		return invalidRequest("Cannot update these configs at default cluster level, broker id must be specified: %s", strings.Join(perBroker, ", "))
+	if len(noPrefix) > 0 {
+		return invalidRequest("These security configs can be dynamically updated only per-listener using the listener prefix: %s", scalaSet(noPrefix))
 	}
-	for _, k := range sortedKeys(configs) {
-		if _, err := brokerIndex[k].Parse(configs[k]); err != nil {
+	for _, k := range keys {
+		name := k
+		if base, ok := listenerBase(k); ok {
+			name = base
+		}
+		if d := brokerIndex[name]; d != nil {
+			if _, err := d.Parse(configs[k]); err != nil {
+				return invalidRequest("%s", err.Error())
+			}
+		}
+	}
+	if resource == "" && len(perBroker) > 0 {
+		return invalidRequest("Cannot update these configs at default cluster level, broker id must be specified: %s", scalaSet(perBroker))
+	}
+	if !reconfiguration {
+		return nil
+	}
+	return c.validateReconfiguration(resource, configs)
+}
+
+// scalaSet formats names as Kafka's messages do (a Scala Set).
+func scalaSet(names []string) string { return "Set(" + strings.Join(names, ", ") + ")" }
+
+// validateReconfiguration checks the values that would be in effect after
+// installing configs for resource: the thread counts, then each
+// Reconfigurable whose keys change.
+func (c *KafkaConfig) validateReconfiguration(resource string, configs map[string]string) error {
+	c.mu.RLock()
+	next := c.withDynamicLocked(resource, configs)
+	var errs []error
+	for _, name := range sortedKeys(threadCountConfigs) {
+		cur, _ := c.brokerValueLocked(name)
+		nv, _ := next.brokerValueLocked(name)
+		if err := validateThreadCount(name, cur, nv); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	type check struct {
+		r   Reconfigurable
+		new map[string]any
+	}
+	var checks []check
+	for _, r := range c.reconfigurables {
+		oldV, newV := c.valuesLocked(r.ReconfigurableConfigs()), next.valuesLocked(r.ReconfigurableConfigs())
+		if !sameValues(oldV, newV) {
+			checks = append(checks, check{r, newV})
+		}
+	}
+	c.mu.RUnlock()
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	for _, ch := range checks {
+		if err := ch.r.ValidateReconfiguration(ch.new); err != nil {
 			return invalidRequest("%s", err.Error())
 		}
 	}
 	return nil
 }
 
+// validateThreadCount is Kafka's DynamicThreadPool.validateReconfiguration.
+func validateThreadCount(name string, cur, next any) error {
+	o, ok1 := cur.(int32)
+	n, ok2 := next.(int32)
+	if !ok1 || !ok2 || o == n {
+		return nil
+	}
+	msg := fmt.Sprintf("Dynamic thread count update validation failed for %s=%d", name, n)
+	switch {
+	case n <= 0:
+		return invalidRequest("%s, value should be at least 1", msg)
+	case n < o/2:
+		return invalidRequest("%s, value should be at least half the current value %d", msg, o)
+	case n > o*2:
+		return invalidRequest("%s, value should not be greater than double the current value %d", msg, o)
+	}
+	return nil
+}
+
+// withDynamicLocked returns a copy of the config's layers with resource's
+// dynamic set replaced by configs (for validation); c.mu held.
+func (c *KafkaConfig) withDynamicLocked(resource string, configs map[string]string) *KafkaConfig {
+	next := &KafkaConfig{NodeID: c.NodeID, static: c.static, dynBroker: c.dynBroker, dynDefault: c.dynDefault}
+	if resource == "" {
+		next.dynDefault = configs
+	} else {
+		next.dynBroker = configs
+	}
+	return next
+}
+
+// valuesLocked resolves names to their values in effect; c.mu held (or c
+// private).
+func (c *KafkaConfig) valuesLocked(names []string) map[string]any {
+	m := make(map[string]any, len(names))
+	for _, n := range names {
+		m[n], _ = c.brokerValueLocked(n)
+	}
+	return m
+}
+
+func sameValues(a, b map[string]any) bool {
+	for k, v := range a {
+		if formatValue(v) != formatValue(b[k]) || (v == nil) != (b[k] == nil) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
 // SetDynamic installs the dynamic configs of a broker resource ("" for the
-// cluster default, or this node's id), replacing the previous set. Keys
-// that are not valid dynamic configs at that level are dropped and
-// reported in the warnings, as Kafka's fromPersistentProps does; a
-// resource naming another node is ignored (warning).
+// cluster default, or this node's id), replacing the previous set, then
+// calls Reconfigure on every Reconfigurable whose keys changed value
+// (outside the config's lock). Keys that are not valid dynamic configs at
+// that level are dropped and reported in the warnings, as Kafka's
+// fromPersistentProps does; a resource naming another node is ignored
+// (warning).
 func (c *KafkaConfig) SetDynamic(resource string, configs map[string]string) []string {
 	if err := c.CheckBrokerResource(resource); err != nil {
 		return []string{fmt.Sprintf("dynamic configs of broker resource %q ignored: %v", resource, err)}
@@ -242,19 +366,33 @@ func (c *KafkaConfig) SetDynamic(resource string, configs map[string]string) []s
 	kept := make(map[string]string, len(configs))
 	for _, k := range sortedKeys(configs) {
 		one := map[string]string{k: configs[k]}
-		if err := c.ValidateDynamic(resource, one); err != nil {
+		if err := c.validateDynamic(resource, one, false); err != nil {
 			warnings = append(warnings, fmt.Sprintf("dynamic config %s of broker resource %q ignored: %v", k, resource, err))
 			continue
 		}
 		kept[k] = configs[k]
 	}
 	c.mu.Lock()
+	rs := slices.Clone(c.reconfigurables)
+	old := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		old[i] = c.valuesLocked(r.ReconfigurableConfigs())
+	}
 	if resource == "" {
 		c.dynDefault = kept
 	} else {
 		c.dynBroker = kept
 	}
+	updated := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		updated[i] = c.valuesLocked(r.ReconfigurableConfigs())
+	}
 	c.mu.Unlock()
+	for i, r := range rs {
+		if !sameValues(old[i], updated[i]) {
+			r.Reconfigure(old[i], updated[i])
+		}
+	}
 	return warnings
 }
 

@@ -1,0 +1,118 @@
+package log
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// LogOffsetMetadata is an offset together with where it is in the log
+// (Kafka's LogOffsetMetadata): the base offset of the segment holding it
+// and the byte position, in that segment, of the batch that holds it (or
+// of the end of the segment for the log end offset). A DelayedFetch
+// compares the metadata of its fetch offset with the high watermark's to
+// know how many bytes have become readable, without reading the log.
+type LogOffsetMetadata struct {
+	MessageOffset     int64
+	SegmentBaseOffset int64 // -1: unknown (message offset only)
+	RelativePosition  int64 // bytes from the start of the segment file
+}
+
+// UnknownOffsetMetadata is Kafka's UNKNOWN_OFFSET_METADATA.
+var UnknownOffsetMetadata = LogOffsetMetadata{MessageOffset: -1, SegmentBaseOffset: -1, RelativePosition: -1}
+
+// MessageOffsetOnly reports whether the position is unknown.
+func (m LogOffsetMetadata) MessageOffsetOnly() bool { return m.SegmentBaseOffset < 0 }
+
+// OnOlderSegment reports whether m is on a segment before that's. Both
+// positions must be known.
+func (m LogOffsetMetadata) OnOlderSegment(that LogOffsetMetadata) bool {
+	return m.SegmentBaseOffset < that.SegmentBaseOffset
+}
+
+// OnSameSegment reports whether m and that are on the same segment.
+func (m LogOffsetMetadata) OnSameSegment(that LogOffsetMetadata) bool {
+	return m.SegmentBaseOffset == that.SegmentBaseOffset
+}
+
+// PositionDiff is the number of bytes from that to m, both on the same
+// segment.
+func (m LogOffsetMetadata) PositionDiff(that LogOffsetMetadata) int64 {
+	return m.RelativePosition - that.RelativePosition
+}
+
+func (m LogOffsetMetadata) String() string {
+	return fmt.Sprintf("(offset=%d segment=%d position=%d)", m.MessageOffset, m.SegmentBaseOffset, m.RelativePosition)
+}
+
+// LogOffsetSnapshot is the log's offsets at one moment, with their
+// positions (Kafka's LogOffsetSnapshot).
+type LogOffsetSnapshot struct {
+	LogStartOffset int64
+	LogEndOffset   LogOffsetMetadata
+	HighWatermark  LogOffsetMetadata
+	// LastStableOffset equals HighWatermark until transactions exist.
+	LastStableOffset LogOffsetMetadata
+}
+
+// hwMetadataCache is the high watermark's metadata when it is below the
+// log end, computed once per high watermark (Kafka keeps
+// highWatermarkMetadata the same way). seg identifies the segment object,
+// so a segment replaced by the cleaner or truncated away is not trusted.
+type hwMetadataCache struct {
+	meta LogOffsetMetadata
+	seg  *Segment
+}
+
+// FetchOffsetSnapshot returns the log start, the log end and the high
+// watermark with their positions (Kafka's fetchOffsetSnapshot). The log
+// end's position is the active segment's committed size; the high
+// watermark's is the same when it equals the log end (always so on one
+// node), else the position of the batch starting at it, found through the
+// offset index and cached until the high watermark moves.
+func (l *Log) FetchOffsetSnapshot() (LogOffsetSnapshot, error) {
+	l.segMu.RLock()
+	if len(l.segs) == 0 {
+		l.segMu.RUnlock()
+		return LogOffsetSnapshot{}, fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
+	}
+	act := l.active()
+	snap := LogOffsetSnapshot{
+		LogStartOffset: l.logStart,
+		LogEndOffset:   LogOffsetMetadata{MessageOffset: l.leo, SegmentBaseOffset: act.baseOffset, RelativePosition: act.size},
+	}
+	hw := l.hw
+	if hw == l.leo {
+		snap.HighWatermark = snap.LogEndOffset
+		l.segMu.RUnlock()
+		snap.LastStableOffset = snap.HighWatermark
+		return snap, nil
+	}
+	i := max(l.segmentFloor(hw), 0)
+	seg := l.segs[i]
+	if c := l.hwMeta.Load(); c != nil && c.seg == seg && c.meta.MessageOffset == hw {
+		l.segMu.RUnlock()
+		snap.HighWatermark, snap.LastStableOffset = c.meta, c.meta
+		return snap, nil
+	}
+	committed := seg.size
+	startPos := int64(seg.offIdx.Lookup(hw).Position)
+	l.segMu.RUnlock()
+
+	pos, _, found, err := seg.findBatch(hw, startPos, committed, make([]byte, BatchHeaderSize))
+	if err != nil {
+		return LogOffsetSnapshot{}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+	}
+	if !found {
+		pos = committed
+	}
+	meta := LogOffsetMetadata{MessageOffset: hw, SegmentBaseOffset: seg.baseOffset, RelativePosition: pos}
+	l.hwMeta.Store(&hwMetadataCache{meta: meta, seg: seg})
+	snap.HighWatermark, snap.LastStableOffset = meta, meta
+	return snap, nil
+}
+
+// hwMetaPtr is the type of Log.hwMeta (an atomic pointer, so the cache is
+// written under segMu.RLock by concurrent readers).
+type hwMetaPtr = atomic.Pointer[hwMetadataCache]

@@ -1,0 +1,94 @@
+package replica
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/purgatory"
+)
+
+// produceStatus is one partition of a DelayedProduce (Kafka's
+// ProducePartitionStatus): the offset the high watermark must reach, and
+// whether the partition still waits.
+type produceStatus struct {
+	tp             TopicPartition
+	requiredOffset int64 // last appended offset + 1
+	acksPending    bool
+	err            error
+}
+
+// DelayedProduce is an acks=all produce waiting until the high watermark
+// of every partition it appended to passes its last appended offset, or
+// until the request's timeout (Kafka's DelayedProduce). A partition that
+// is deleted meanwhile answers UNKNOWN_TOPIC_OR_PARTITION; one still
+// waiting at shutdown answers NOT_LEADER_OR_FOLLOWER (the client retries
+// elsewhere, as after Kafka's controlled shutdown); one still waiting at
+// the timeout answers REQUEST_TIMED_OUT.
+type DelayedProduce struct {
+	purgatory.Operation
+	mu     sync.Mutex // the operation's lock: guards status
+	m      *Manager
+	status []produceStatus
+	done   func([]produceStatus)
+}
+
+func newDelayedProduce(m *Manager, timeout time.Duration, status []produceStatus, done func([]produceStatus)) *DelayedProduce {
+	d := &DelayedProduce{m: m, status: status, done: done}
+	d.InitWithLock(d, timeout, &d.mu)
+	return d
+}
+
+// TryComplete checks the partitions still pending and completes when none
+// is left. It runs under the operation's lock.
+func (d *DelayedProduce) TryComplete() bool {
+	left := 0
+	for i := range d.status {
+		s := &d.status[i]
+		if !s.acksPending {
+			continue
+		}
+		if done, err := d.m.checkEnoughReplicasReachOffset(s.tp, s.requiredOffset); done {
+			s.acksPending, s.err = false, err
+		} else {
+			left++
+		}
+	}
+	if left == 0 {
+		return d.ForceComplete()
+	}
+	return false
+}
+
+// OnExpiration fails the partitions still waiting with REQUEST_TIMED_OUT.
+// It runs without the operation's lock, so it takes it.
+func (d *DelayedProduce) OnExpiration() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.status {
+		if d.status[i].acksPending {
+			d.status[i].err = kerr.RequestTimedOut
+		}
+	}
+}
+
+// OnComplete hands the outcome back to AppendRecords' caller.
+func (d *DelayedProduce) OnComplete() { d.done(d.status) }
+
+// checkEnoughReplicasReachOffset reports whether partition tp's high
+// watermark reached required (Kafka's Partition.checkEnoughReplicasReachOffset),
+// and with which error the partition is done otherwise.
+func (m *Manager) checkEnoughReplicasReachOffset(tp TopicPartition, required int64) (bool, error) {
+	p := m.Partition(tp)
+	if p == nil {
+		return true, kerr.UnknownTopicOrPartition
+	}
+	if p.Log.HighWatermark() >= required {
+		return true, nil
+	}
+	if m.shuttingDown.Load() {
+		return true, kerr.NotLeaderForPartition
+	}
+	return false, nil
+}
