@@ -11,6 +11,11 @@ import (
 func TestResizeHandlers(t *testing.T) {
 	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) { c.NumIOThreads = 2 })
 	c := dial(t, s.addr)
+	// A round trip first: the connection's goroutine exists only once the
+	// server accepted it, which dial does not wait for.
+	if err := roundTrip(c, 0); err != nil {
+		t.Fatal(err)
+	}
 	base := runtime.NumGoroutine()
 	s.ResizeHandlers(6)
 	if n := s.NumIOThreads(); n != 6 {
