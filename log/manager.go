@@ -178,6 +178,10 @@ func (m *Manager) closeLogs() {
 	}
 }
 
+// MetadataLogDirName is the directory of the metadata quorum's log
+// (__cluster_metadata-0) in metadata.log.dir, which may be a log dir.
+const MetadataLogDirName = "__cluster_metadata-0"
+
 // parseTopicPartitionDir parses "<topic>-<partition>".
 func parseTopicPartitionDir(name string) (TopicPartition, bool) {
 	i := strings.LastIndexByte(name, '-')
@@ -258,6 +262,11 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			}
 			continue
 		case strings.HasSuffix(name, "-stray"), strings.HasSuffix(name, "-future"):
+			continue
+		case name == MetadataLogDirName:
+			// The metadata quorum's log, opened by broker/raft on its
+			// own (Kafka's LogManager skips it too): never a partition
+			// of this manager, never a stray to delete.
 			continue
 		}
 		tp, ok := parseTopicPartitionDir(name)

@@ -340,3 +340,27 @@ func TestFileSliceSendfile(t *testing.T) {
 		t.Fatalf("sendfile sent %d bytes differing from pread's %d", len(b), len(want))
 	}
 }
+
+// The metadata quorum's log in a log dir is not a partition of the
+// manager: it is neither loaded nor deleted as a stray.
+func TestManagerSkipsMetadataLog(t *testing.T) {
+	dir := t.TempDir()
+	meta := filepath.Join(dir, MetadataLogDirName)
+	if err := os.MkdirAll(meta, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(meta, "00000000000000000000.log"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(ManagerConfig{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if n := len(m.Logs()); n != 0 {
+		t.Fatalf("%d logs loaded, want 0", n)
+	}
+	if m.GetLog(TopicPartition{Topic: "__cluster_metadata", Partition: 0}) != nil {
+		t.Fatal("the metadata log is a partition of the manager")
+	}
+}
