@@ -51,7 +51,7 @@ var compressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip",
 // DynamicBrokerConfig for the keys Moldau applies at run time.
 var brokerDefs = []*Def{
 	// Node, roles and listeners.
-	def("process.roles", TypeList, "broker,controller", High, "The roles this process plays: 'broker', 'controller', or 'broker,controller' if it is both. Moldau runs one combined node, so the roles must include broker; the controller role is the built-in metadata store until the KRaft-style quorum comes.", oneOf("broker", "controller")),
+	def("process.roles", TypeList, "broker,controller", High, "The roles this process plays: 'broker,controller' (combined mode: a voter of the metadata quorum that also serves clients) or 'broker'. Kafka requires it; Moldau defaults to a combined node. A controller-only node is not supported yet.", oneOf("broker", "controller")),
 	def("node.id", TypeInt, 1, High, "The node ID associated with the roles this process is playing. Kafka requires it; Moldau defaults to 1 so that a broker starts without a config.", atLeast(0)),
 	def("broker.id", TypeInt, -1, High, "The broker id. If unset (-1), node.id is used; if both are set they must be equal.", atLeast(-1)),
 	def("broker.rack", TypeString, nil, Medium, "Rack of the broker, returned in Metadata and DescribeCluster and used for rack-aware replica placement."),
@@ -60,9 +60,18 @@ var brokerDefs = []*Def{
 	def("listener.security.protocol.map", TypeString, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", Low, "Map between listener names and security protocols, NAME:PROTOCOL,... Every listener must be in the map. Moldau serves PLAINTEXT only for now; a listener mapped to another protocol is a start-up error.", PerBroker),
 	def("inter.broker.listener.name", TypeString, nil, Medium, "Name of the listener used for communication between brokers. If unset, the listener of security.inter.broker.protocol (PLAINTEXT) or else the first listener."),
 	def("security.inter.broker.protocol", TypeString, "PLAINTEXT", Medium, "Security protocol used to communicate between brokers. It is an error to set this and inter.broker.listener.name at the same time.", oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
-	def("controller.listener.names", TypeString, nil, High, "Comma-separated list of the names of the listeners used by the controller. Listeners with these names are not served by the broker; Moldau has no separate controller quorum yet, so they are ignored with a warning."),
-	def("controller.quorum.voters", TypeList, "", High, "Map of id/endpoint of the voters of the metadata quorum. Accepted for compatibility with Kafka configs; unused until the quorum."),
-	def("controller.quorum.bootstrap.servers", TypeList, "", High, "Endpoints used to discover the metadata quorum. Accepted for compatibility with Kafka configs; unused until the quorum."),
+	def("controller.listener.names", TypeString, nil, High, "Comma-separated list of the names of the listeners used by the controller: the metadata quorum's messages, broker registrations and heartbeats, and forwarded admin requests. The first is the one brokers use to reach the controllers."),
+	def("controller.quorum.voters", TypeList, "", High, "Map of id/endpoint of the voters of the metadata quorum, id@host:port,... (the controller listener of each voter). Empty: this node alone is the quorum (a single-node cluster; Kafka requires the setting)."),
+	def("controller.quorum.bootstrap.servers", TypeList, "", High, "Endpoints used to discover the metadata quorum (KIP-853 dynamic quorums). Not supported yet: use controller.quorum.voters."),
+	def("controller.quorum.election.timeout.ms", TypeInt, 1000, High, "Maximum time without a heartbeat from the leader before a voter starts an election.", atLeast(0)),
+	def("controller.quorum.fetch.timeout.ms", TypeInt, 2000, High, "Maximum time without a successful fetch from the leader before a voter starts an election.", atLeast(0)),
+	def("controller.quorum.request.timeout.ms", TypeInt, 2000, Medium, "Timeout of a request of the metadata quorum.", atLeast(0)),
+	def("broker.session.timeout.ms", TypeInt, 9000, Medium, "A broker that sends no heartbeat to the active controller for this long is fenced: the partitions it leads move or go offline.", atLeast(1)),
+	def("broker.heartbeat.interval.ms", TypeInt, 2000, Medium, "The interval between a broker's heartbeats to the active controller.", atLeast(1)),
+	def("metadata.log.segment.bytes", TypeInt, 1073741824, High, "The size of a segment of the metadata log.", atLeast(12)),
+	def("metadata.log.max.record.bytes.between.snapshots", TypeLong, int64(20971520), High, "The bytes of new records in the metadata log after which a new metadata snapshot is written.", atLeast(1)),
+	def("metadata.max.retention.bytes", TypeLong, int64(104857600), High, "The size of the metadata log and snapshots beyond which old snapshots and segments are deleted (-1: no limit).", atLeast(-1)),
+	def("metadata.max.retention.ms", TypeLong, int64(604800000), High, "How long old metadata snapshots and segments are kept (-1: no limit).", atLeast(-1)),
 
 	// Network and request handling.
 	def("num.network.threads", TypeInt, 3, High, "The number of threads that the server uses for receiving requests from the network and sending responses to the network.", atLeast(1), ClusterWide),
@@ -103,7 +112,7 @@ var brokerDefs = []*Def{
 	// Logs.
 	def("log.dir", TypeString, "./moldau-data", High, "The directory in which the log data is kept (supplemental for log.dirs). Moldau's default is ./moldau-data, a folder in the working directory, so that a broker starts without a config; Kafka's is /tmp/kafka-logs."),
 	def("log.dirs", TypeString, nil, High, "A comma-separated list of the directories where the log data is stored. If not set, the value in log.dir is used."),
-	def("metadata.log.dir", TypeString, nil, High, "The directory of the cluster metadata (cluster-metadata.json today, the metadata log of the quorum later). If not set, the first of log.dirs is used."),
+	def("metadata.log.dir", TypeString, nil, High, "The directory of the metadata log (__cluster_metadata-0, its quorum-state and snapshots). If not set, the first of log.dirs is used."),
 	def("log.segment.bytes", TypeInt, 1073741824, High, "The maximum size of a single log file.", atLeast(1048576), ClusterWide),
 	def("log.roll.ms", TypeLong, nil, High, "The maximum time before a new log segment is rolled out (in milliseconds). If not set, the value in log.roll.hours is used.", ClusterWide),
 	def("log.roll.hours", TypeInt, 168, High, "The maximum time before a new log segment is rolled out (in hours), secondary to log.roll.ms.", atLeast(1)),

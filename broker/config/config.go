@@ -65,13 +65,21 @@ type KafkaConfig struct {
 	LogFlushOffsetCheckpointInterval      time.Duration // log.flush.offset.checkpoint.interval.ms, 60000
 	LogFlushStartOffsetCheckpointInterval time.Duration // log.flush.start.offset.checkpoint.interval.ms, 60000
 
-	ProcessRoles            []string   // process.roles, default broker,controller
-	ControllerListenerNames []string   // controller.listener.names
-	ControllerListeners     []Listener // listeners named in controller.listener.names: not served yet
-	InterBrokerListenerName string     // inter.broker.listener.name (resolved)
-	SocketListenBacklogSize int        // socket.listen.backlog.size, 50
-	MaxConnections          int        // max.connections
-	MaxConnectionsPerIP     int        // max.connections.per.ip
+	ProcessRoles            []string         // process.roles, default broker,controller
+	ControllerListenerNames []string         // controller.listener.names
+	ControllerListeners     []Listener       // listeners named in controller.listener.names (served by the controller plane)
+	QuorumVoters            map[int32]string // controller.quorum.voters: id -> host:port; empty: this node alone
+	BrokerSessionTimeout    time.Duration    // broker.session.timeout.ms, 9000
+	BrokerHeartbeatInterval time.Duration    // broker.heartbeat.interval.ms, 2000
+	QuorumElectionTimeout   time.Duration    // controller.quorum.election.timeout.ms, 1000
+	MetadataLogSegmentBytes int32            // metadata.log.segment.bytes
+	// metadata.log.max.record.bytes.between.snapshots
+	MetadataSnapshotMaxNewRecordBytes int64
+	MetadataMaxRetentionBytes         int64  // metadata.max.retention.bytes
+	InterBrokerListenerName           string // inter.broker.listener.name (resolved)
+	SocketListenBacklogSize           int    // socket.listen.backlog.size, 50
+	MaxConnections                    int    // max.connections
+	MaxConnectionsPerIP               int    // max.connections.per.ip
 
 	MinInSyncReplicas                    int32         // min.insync.replicas (static value)
 	ReplicaLagTimeMax                    time.Duration // replica.lag.time.max.ms, 30000
@@ -262,7 +270,7 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 		seen[r] = true
 	}
 	if !seen["broker"] {
-		return nil, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker or broker,controller (Moldau runs a combined node; a controller-only node is not supported)"}
+		return nil, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker or broker,controller (a controller-only node is not supported yet)"}
 	}
 
 	// node.id / broker.id
@@ -299,8 +307,10 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 			return nil, &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("listener names present in listener.security.protocol.map (no protocol for %s)", l.Name)}
 		}
 		if slices.Contains(c.ControllerListenerNames, l.Name) {
+			if proto != "PLAINTEXT" {
+				return nil, &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: controller listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
+			}
 			c.ControllerListeners = append(c.ControllerListeners, l)
-			warnings = append(warnings, fmt.Sprintf("controller listener %s is not served: Moldau has no separate KRaft controller quorum yet", l))
 			continue
 		}
 		if proto != "PLAINTEXT" {
@@ -310,6 +320,9 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	}
 	if len(c.Listeners) == 0 {
 		return nil, bad("listeners", "at least one listener that is not a controller listener")
+	}
+	if err := c.fillQuorum(seen["controller"]); err != nil {
+		return nil, err
 	}
 	if c.isSet("advertised.listeners") && strings.TrimSpace(str("advertised.listeners")) != "" {
 		adv, err := parseListeners("advertised.listeners", str("advertised.listeners"))
@@ -409,6 +422,74 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.OffsetsRetention = time.Duration(i32("offsets.retention.minutes")) * time.Minute
 	c.LogCleanerEnable = c.staticValue("log.cleaner.enable").(bool)
 	return warnings, nil
+}
+
+// fillQuorum reads the metadata quorum's settings: the voters, and which
+// controller listener this node serves them on.
+func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
+	ms := func(k string) time.Duration { return time.Duration(c.staticValue(k).(int32)) * time.Millisecond }
+	c.BrokerSessionTimeout = ms("broker.session.timeout.ms")
+	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms")
+	c.QuorumElectionTimeout = ms("controller.quorum.election.timeout.ms")
+	c.MetadataLogSegmentBytes = c.staticValue("metadata.log.segment.bytes").(int32)
+	c.MetadataSnapshotMaxNewRecordBytes = c.staticValue("metadata.log.max.record.bytes.between.snapshots").(int64)
+	c.MetadataMaxRetentionBytes = c.staticValue("metadata.max.retention.bytes").(int64)
+	if v := c.staticValue("controller.quorum.bootstrap.servers").([]string); len(v) > 0 {
+		return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: strings.Join(v, ","), Expected: "unset: dynamic quorums (KIP-853) are not supported yet; use controller.quorum.voters"}
+	}
+	raw := c.staticValue("controller.quorum.voters").([]string)
+	voters, err := ParseQuorumVoters(raw)
+	if err != nil {
+		return err
+	}
+	c.QuorumVoters = voters
+	switch {
+	case len(voters) == 0 && !controllerRole:
+		return &ValueError{Name: "controller.quorum.voters", Value: "", Expected: "the voters of the metadata quorum, id@host:port,... (a broker-only node needs the controllers)"}
+	case len(voters) == 0:
+		return nil // this node alone is the quorum
+	case !controllerRole:
+		return &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker,controller: a broker-only node (a metadata observer) is not supported yet"}
+	}
+	if _, ok := voters[c.NodeID]; !ok {
+		return &ValueError{Name: "controller.quorum.voters", Value: strings.Join(raw, ","), Expected: fmt.Sprintf("this node (node.id %d) among the voters, since process.roles includes controller", c.NodeID)}
+	}
+	if len(c.ControllerListeners) == 0 {
+		return &ValueError{Name: "controller.listener.names", Value: strings.Join(c.ControllerListenerNames, ","), Expected: "the name of a listener in listeners, for the controller (e.g. CONTROLLER with listeners=...,CONTROLLER://host:port)"}
+	}
+	return nil
+}
+
+// ParseQuorumVoters parses controller.quorum.voters: id@host:port entries.
+func ParseQuorumVoters(entries []string) (map[int32]string, error) {
+	voters := map[int32]string{}
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		bad := &ValueError{Name: "controller.quorum.voters", Value: e, Expected: "id@host:port"}
+		id, addr, ok := strings.Cut(e, "@")
+		if !ok {
+			return nil, bad
+		}
+		n, err := strconv.ParseInt(id, 10, 32)
+		if err != nil || n < 0 {
+			return nil, bad
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host == "" {
+			return nil, bad
+		}
+		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+			return nil, bad
+		}
+		if _, dup := voters[int32(n)]; dup {
+			return nil, &ValueError{Name: "controller.quorum.voters", Value: e, Expected: "each voter id once"}
+		}
+		voters[int32(n)] = addr
+	}
+	return voters, nil
 }
 
 // listenerRE is Kafka's EndPoint regex: NAME://host:port, with an IPv6

@@ -12,9 +12,9 @@ import (
 // The dynamic layer: broker configs set with AlterConfigs and
 // IncrementalAlterConfigs on the broker resource "<node.id>" (per broker)
 // or "" (the cluster-wide default), as Kafka's DynamicBrokerConfig. The
-// metadata store persists them; the admin handlers validate a change with
-// ValidateDynamic, persist it, then install it with SetDynamic (the
-// broker also installs what the store holds at start-up).
+// controller validates a change with ValidateDynamic and writes it to the
+// metadata log as ConfigRecords; every broker installs what the metadata
+// holds with SetDynamic as it applies them (at start-up too).
 
 // layer is one level of broker config values, highest precedence first.
 type layer struct {
