@@ -26,10 +26,17 @@ type brokerSession struct {
 	// it is caught up once its metadata offset reaches it.
 	registeredAt int64
 	shuttingDown bool
+	// confirmed: this controller has heard from this incarnation. A
+	// session a newly active controller assumes for every registered
+	// broker keeps the broker from being fenced at once, but does not
+	// keep a new incarnation from registering: after a failover (or a
+	// restart of a single node, whose controller restarted with it) the
+	// old incarnation may be long gone.
+	confirmed bool
 }
 
 func (s *brokerSession) valid(now time.Time, timeout time.Duration) bool {
-	return s != nil && !s.fenced && now.Sub(s.lastContact) < timeout
+	return s != nil && s.confirmed && !s.fenced && now.Sub(s.lastContact) < timeout
 }
 
 // ProducerIDBlockSize is the number of producer ids in one block
@@ -91,7 +98,7 @@ func (c *QuorumController) RegisterBroker(ctx context.Context, req *kmsg.BrokerR
 		if b == nil {
 			return
 		}
-		c.sessions[req.BrokerID] = &brokerSession{lastContact: c.now(), fenced: b.Fenced, registeredAt: off}
+		c.sessions[req.BrokerID] = &brokerSession{lastContact: c.now(), fenced: b.Fenced, registeredAt: off, confirmed: true}
 	}})
 	c.log.Info("registered broker", "broker", req.BrokerID, "epoch", o.epoch, "rack", req.Rack)
 	return resp, nil
@@ -117,15 +124,18 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 			s = &brokerSession{fenced: b.Fenced, registeredAt: b.Epoch}
 			c.sessions[req.BrokerID] = s
 		}
-		s.lastContact = c.now()
+		s.lastContact, s.confirmed = c.now(), true
 		caughtUp := req.CurrentMetadataOffset >= s.registeredAt
 		var recs []metadata.Record
 		switch {
 		case req.WantShutdown:
-			if !s.shuttingDown {
+			// Controlled shutdown: move the broker's leaderships away
+			// and fence it (Kafka's SHUTDOWN_NOW state): it may stop
+			// once that is committed, and a restart registers anew.
+			if !b.Fenced {
 				s.shuttingDown = true
 				recs = append(recs, c.leadershipLossRecords(im, b.ID)...)
-				recs = append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: 1})
+				recs = append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: 1, InControlledShutdown: 1})
 			}
 		case req.WantFence && !b.Fenced:
 			recs = append(recs, c.fenceRecords(im, b)...)
@@ -135,7 +145,7 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 		}
 		fenced := b.Fenced
 		switch {
-		case req.WantFence:
+		case req.WantFence, req.WantShutdown:
 			fenced = true
 		case b.Fenced && caughtUp && !req.WantShutdown:
 			fenced = false

@@ -106,6 +106,11 @@ func New(cfg Config) *QuorumController {
 	return c
 }
 
+// SetRaft sets the quorum the controller appends to, when it could not be
+// given to New (the quorum needs the controller as its listener). Call it
+// before Start.
+func (c *QuorumController) SetRaft(r RaftClient) { c.cfg.Raft = r }
+
 // Start runs the event loop and the timers.
 func (c *QuorumController) Start() {
 	c.g.Go(c.run)

@@ -342,3 +342,43 @@ func TestAllocateProducerIDs(t *testing.T) {
 		t.Fatalf("stale epoch: %v", err)
 	}
 }
+
+// A controlled shutdown moves the broker's leaderships away and fences it;
+// after a controller failover a new incarnation registers at once, since
+// the new controller never heard from the old one.
+func TestControlledShutdownAndReregistration(t *testing.T) {
+	c, f, _ := newTestController(t)
+	e1 := register(t, c, 1, nil)
+	createTopic(t, c, "t", 2, 1)
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset, hb.WantShutdown = 1, e1, 1<<40, true
+	hr, err := c.BrokerHeartbeat(ctx(t), hb)
+	if err != nil || !hr.ShouldShutdown || !hr.IsFenced {
+		t.Fatalf("controlled shutdown heartbeat: %+v %v", hr, err)
+	}
+	im, _ := read(ctx(t), c, "image", func(im *metadata.Image) (*metadata.Image, error) { return im, nil })
+	tp, _ := im.Topic("t")
+	for _, p := range tp.Partitions {
+		if p.Leader != metadata.NoLeader {
+			t.Fatalf("partition %d still led by %d after controlled shutdown", p.Index, p.Leader)
+		}
+	}
+	if !im.Brokers[1].Fenced {
+		t.Fatal("broker not fenced after controlled shutdown")
+	}
+	// The controller fails over (here: a new epoch on the same node) and
+	// the broker comes back as a new incarnation.
+	f.elect(2, 1)
+	waitActive(t, c)
+	e2 := register(t, c, 1, nil)
+	if e2 <= e1 {
+		t.Fatalf("new broker epoch %d not after %d", e2, e1)
+	}
+	im, _ = read(ctx(t), c, "image", func(im *metadata.Image) (*metadata.Image, error) { return im, nil })
+	tp, _ = im.Topic("t")
+	for _, p := range tp.Partitions {
+		if p.Leader != 1 || p.LeaderEpoch != 2 {
+			t.Fatalf("partition %d: leader %d epoch %d, want 1 and 2", p.Index, p.Leader, p.LeaderEpoch)
+		}
+	}
+}

@@ -30,12 +30,12 @@ type Loader struct {
 	failed     error
 
 	waitMu  sync.Mutex
-	waiters []offsetWaiter
+	waiters []imageWaiter
 }
 
-type offsetWaiter struct {
-	offset int64
-	ch     chan struct{}
+type imageWaiter struct {
+	cond func(*Image) bool
+	ch   chan struct{}
 }
 
 // NewLoader returns a loader at the empty image.
@@ -173,7 +173,7 @@ func (l *Loader) publish(d *Delta) {
 	for _, p := range l.publishers {
 		p.OnMetadataUpdate(d, im)
 	}
-	l.wake(im.Offset)
+	l.wake(im)
 }
 
 func (l *Loader) fail(err error) error {
@@ -185,23 +185,28 @@ func (l *Loader) fail(err error) error {
 // WaitForOffset blocks until the published image has reached offset (or
 // ctx ends).
 func (l *Loader) WaitForOffset(ctx context.Context, offset int64) error {
-	if l.image.Load().Offset >= offset {
+	return l.WaitFor(ctx, func(im *Image) bool { return im.Offset >= offset })
+}
+
+// WaitFor blocks until cond holds for the published image (or ctx ends):
+// a broker answering a topic creation waits until its own metadata shows
+// the topic, so that the client's next request here finds it.
+func (l *Loader) WaitFor(ctx context.Context, cond func(*Image) bool) error {
+	if cond(l.image.Load()) {
 		return nil
 	}
-	ch := make(chan struct{})
+	w := imageWaiter{cond: cond, ch: make(chan struct{})}
 	l.waitMu.Lock()
-	l.waiters = append(l.waiters, offsetWaiter{offset, ch})
+	l.waiters = append(l.waiters, w)
 	l.waitMu.Unlock()
-	if l.image.Load().Offset >= offset {
-		l.wake(l.image.Load().Offset)
-	}
+	l.wake(l.image.Load()) // published between the check and the append
 	select {
-	case <-ch:
+	case <-w.ch:
 		return nil
 	case <-ctx.Done():
 		l.waitMu.Lock()
-		for i, w := range l.waiters {
-			if w.ch == ch {
+		for i, o := range l.waiters {
+			if o.ch == w.ch {
 				l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
 				break
 			}
@@ -211,11 +216,11 @@ func (l *Loader) WaitForOffset(ctx context.Context, offset int64) error {
 	}
 }
 
-func (l *Loader) wake(offset int64) {
+func (l *Loader) wake(im *Image) {
 	l.waitMu.Lock()
 	kept := l.waiters[:0]
 	for _, w := range l.waiters {
-		if w.offset <= offset {
+		if w.cond(im) {
 			close(w.ch)
 		} else {
 			kept = append(kept, w)
