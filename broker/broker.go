@@ -1,18 +1,23 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/controller"
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
-	"github.com/moldau/moldau/metadata"
 	"github.com/moldau/moldau/replica"
 )
 
@@ -25,36 +30,48 @@ type Options struct {
 	Registry *prometheus.Registry
 }
 
-// Broker is one Moldau broker: it wires the parts in Kafka's start-up
-// order (storage, metadata, replica manager, request handlers, socket
-// server) and tears them down in reverse (Kafka's BrokerServer).
+// Broker is one Moldau node: a broker and, with process.roles including
+// controller, a voter of the metadata quorum and a controller. It wires the
+// parts in Kafka's start-up order (storage; the metadata quorum, its
+// loader and the controller; the replica manager and the other metadata
+// publishers; request handlers; socket servers) and tears them down in
+// reverse (Kafka's KafkaRaftServer with its BrokerServer and
+// ControllerServer).
 type Broker struct {
 	cfg       *config.KafkaConfig
 	log       *slog.Logger
 	registry  *prometheus.Registry
 	clusterID string
 
-	meta     *metadata.Store
-	logs     *log.Manager
-	replicas *replica.Manager
-	handler  *kapi.Handler
-	socket   *SocketServer
-	metrics  *Metrics
-	httpSrv  *MetricsServer
+	loader      *metadata.Loader
+	quorum      *quorum
+	controller  *controller.QuorumController
+	channel     *controllerChannel
+	lifecycle   *lifecycleManager
+	logs        *log.Manager
+	replicas    *replica.Manager
+	handler     *kapi.Handler
+	ctrlHandler *kapi.ControllerHandler
+	socket      *SocketServer // data plane: the broker listeners
+	ctrlSocket  *SocketServer // control plane: the controller listeners
+	metrics     *Metrics
+	httpSrv     *MetricsServer
 
 	// unregister removes the broker's Reconfigurable from cfg.
 	unregister func()
 
+	g         routine.Group
+	ready     chan struct{} // closed once serving clients
+	startErr  error         // why start-up failed; read after ready or Close
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// New builds a broker: it checks or writes meta.properties in every log
-// dir, loads the cluster metadata and the logs (running recovery after an
-// unclean shutdown) and binds the listeners, but serves nothing until
-// Start.
+// New builds a node: it checks or writes meta.properties in every log dir,
+// loads the logs (running recovery after an unclean shutdown), opens the
+// metadata log and binds the listeners, but serves nothing until Start.
 func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
-	b := &Broker{cfg: cfg, log: opts.Logger, registry: opts.Registry}
+	b := &Broker{cfg: cfg, log: opts.Logger, registry: opts.Registry, ready: make(chan struct{})}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -67,32 +84,19 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		}
 	}()
 
-	if b.clusterID, err = ensureMetaProperties(cfg.LogDirs, cfg.NodeID); err != nil {
+	if b.clusterID, err = ensureMetaProperties(cfg.LogDirs, cfg.NodeID, defaultClusterID(cfg.QuorumVoters)); err != nil {
 		return nil, err
 	}
-	metaDir := cfg.MetadataLogDir
-	if metaDir == "" {
-		metaDir = cfg.LogDirs[0]
-	}
-	if b.meta, err = metadata.Open(metadata.Options{Dir: metaDir, NodeID: cfg.NodeID, Logger: b.log}); err != nil {
-		return nil, fmt.Errorf("loading cluster metadata: %w", err)
-	}
-	for _, r := range b.meta.BrokerConfigResources() {
-		for _, w := range cfg.SetDynamic(r, b.meta.BrokerConfigs(r)) {
-			b.log.Warn(w)
-		}
-	}
-	configFor := func(t metadata.Topic) log.Config { return cfg.LogConfig(t.Configs) }
+	b.loader = metadata.NewLoader(b.log)
+	configFor := func(t *metadata.Topic) log.Config { return cfg.LogConfig(t.Configs) }
 	b.logs, err = log.NewManager(log.ManagerConfig{
 		Dirs:   cfg.LogDirs,
 		Logger: b.log,
 		ConfigFor: func(topic string) log.Config {
-			t, _ := b.meta.Topic(topic)
-			return configFor(t)
-		},
-		TopicIDFor: func(topic string) ([16]byte, bool) {
-			t, ok := b.meta.Topic(topic)
-			return t.ID, ok
+			if t, ok := b.loader.Image().Topic(topic); ok {
+				return configFor(t)
+			}
+			return cfg.LogConfig(nil)
 		},
 		RecoveryThreadsPerDataDir:          cfg.NumRecoveryThreadsPerDataDir,
 		RetentionCheckInterval:             cfg.LogRetentionCheckInterval,
@@ -107,49 +111,45 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	b.replicas, err = replica.NewManager(replica.Config{
 		NodeID:     cfg.NodeID,
 		Logs:       b.logs,
-		Metadata:   b.meta,
 		ConfigFor:  configFor,
+		Image:      b.loader.Image,
 		Logger:     b.log,
 		Registerer: b.registry,
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.handler = kapi.New(kapi.Config{
-		NodeID:    cfg.NodeID,
-		ClusterID: b.clusterID,
-		Rack:      rack(cfg.RackID),
-		Logger:    b.log,
-		Endpoints: b.endpoints,
-		Broker:    cfg,
-		Metadata:  b.meta,
-		Replicas:  b.replicas,
-		Logs:      b.logs,
-	})
-	b.metrics = NewMetrics(b.registry)
-	listeners := make([]ListenerConfig, len(cfg.Listeners))
-	for i, l := range cfg.Listeners {
-		listeners[i] = ListenerConfig{Name: l.Name, Host: l.Host, Port: l.Port}
+	// Publishers, in Kafka's order: dynamic configs first, so that the
+	// replica manager sees the broker defaults they set.
+	for _, p := range []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas} {
+		if err := b.loader.InstallPublisher(p); err != nil {
+			return nil, err
+		}
 	}
-	// num.io.threads and num.network.threads may be dynamic (set with
-	// AlterConfigs, persisted, installed above): start with the values
-	// in effect, and follow their changes.
-	b.socket, err = NewSocketServer(SocketServerConfig{
-		Listeners:                listeners,
-		NumNetworkThreads:        int(cfg.GetInt("num.network.threads")),
-		NumIOThreads:             int(cfg.GetInt("num.io.threads")),
-		QueuedMaxRequests:        cfg.QueuedMaxRequests,
-		SocketRequestMaxBytes:    cfg.SocketRequestMaxBytes,
-		SocketSendBufferBytes:    cfg.SocketSendBufferBytes,
-		SocketReceiveBufferBytes: cfg.SocketReceiveBufferBytes,
-		ConnectionsMaxIdle:       cfg.ConnectionsMaxIdle,
-		Handler:                  b.handler,
-		Logger:                   b.log,
-		Metrics:                  b.metrics,
-	})
-	if err != nil {
+	if err := b.newMetadataQuorum(); err != nil {
 		return nil, err
 	}
+	b.metrics = NewMetrics(b.registry)
+	if err := b.newSocketServers(); err != nil {
+		return nil, err
+	}
+	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
+		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
+	b.handler = kapi.New(kapi.Config{
+		NodeID:      cfg.NodeID,
+		ClusterID:   b.clusterID,
+		Logger:      b.log,
+		Broker:      cfg,
+		Metadata:    b.loader,
+		Controller:  b.channel,
+		Replicas:    b.replicas,
+		Logs:        b.logs,
+		BrokerEpoch: b.lifecycle.Epoch,
+	})
+	b.socket.cfg.Handler = b.handler
+	// num.io.threads and num.network.threads may be dynamic (set with
+	// AlterConfigs, persisted in the metadata): the socket server started
+	// with the values in effect, and follows their changes.
 	b.unregister = cfg.AddReconfigurable(config.ReconfigurableFunc{
 		Keys: []string{"num.io.threads", "num.network.threads"},
 		Apply: func(old, new map[string]any) {
@@ -169,6 +169,82 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	return b, nil
 }
 
+// newMetadataQuorum opens the metadata log and, for a node with the
+// controller role, the controller, with the controller plane's handler and
+// the channel brokers reach the active controller through.
+func (b *Broker) newMetadataQuorum() error {
+	cfg := b.cfg
+	metaDir := cfg.MetadataLogDir
+	var err error
+	b.controller = controller.New(controller.Config{
+		NodeID:               cfg.NodeID,
+		ClusterID:            b.clusterID,
+		Broker:               cfg,
+		Logger:               b.log,
+		SessionTimeout:       cfg.BrokerSessionTimeout,
+		Bootstrap:            func() ([]metadata.Record, error) { return migrateJSONStore(metaDir, b.log) },
+		MaxReplicationFactor: 1,
+	})
+	b.quorum, err = openQuorum(quorumConfig{
+		NodeID:   cfg.NodeID,
+		Voters:   cfg.QuorumVoters,
+		Dir:      metaDir,
+		Logger:   b.log,
+		Registry: b.registry,
+		Config:   cfg,
+	}, b.loader, b.controller)
+	if err != nil {
+		return fmt.Errorf("opening the metadata log: %w", err)
+	}
+	b.controller.SetRaft(b.quorum)
+	ctrlHandler := kapi.NewControllerHandler(cfg.NodeID, b.log, b.controller, b.quorum)
+	b.channel = newControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
+	b.ctrlHandler = ctrlHandler
+	return nil
+}
+
+func (b *Broker) newSocketServers() error {
+	cfg := b.cfg
+	common := func(ls []config.Listener, h RequestHandler) SocketServerConfig {
+		listeners := make([]ListenerConfig, len(ls))
+		for i, l := range ls {
+			listeners[i] = ListenerConfig{Name: l.Name, Host: l.Host, Port: l.Port}
+		}
+		return SocketServerConfig{
+			Listeners:                listeners,
+			NumNetworkThreads:        int(cfg.GetInt("num.network.threads")),
+			NumIOThreads:             int(cfg.GetInt("num.io.threads")),
+			QueuedMaxRequests:        cfg.QueuedMaxRequests,
+			SocketRequestMaxBytes:    cfg.SocketRequestMaxBytes,
+			SocketSendBufferBytes:    cfg.SocketSendBufferBytes,
+			SocketReceiveBufferBytes: cfg.SocketReceiveBufferBytes,
+			ConnectionsMaxIdle:       cfg.ConnectionsMaxIdle,
+			Handler:                  h,
+			Logger:                   b.log,
+			Metrics:                  b.metrics,
+		}
+	}
+	var err error
+	if len(cfg.ControllerListeners) > 0 {
+		c := common(cfg.ControllerListeners, b.ctrlHandler)
+		c.Metrics = nil // the data plane's metrics are the broker's
+		c.PrivateAPIKeys = []int16{b.quorum.TransportKey()}
+		if b.ctrlSocket, err = NewSocketServer(c); err != nil {
+			return err
+		}
+	}
+	// The handler is set once kapi exists; nothing is served before Start.
+	b.socket, err = NewSocketServer(common(cfg.Listeners, placeholderHandler{}))
+	return err
+}
+
+// placeholderHandler stands in until New sets the real handler.
+type placeholderHandler struct{}
+
+func (placeholderHandler) Handle(_ context.Context, _ *kapi.Request, respond func(*kapi.Response)) {
+	respond(&kapi.Response{Close: true, CloseReason: "broker not ready"})
+}
+
 func rack(s string) *string {
 	if s == "" {
 		return nil
@@ -176,24 +252,82 @@ func rack(s string) *string {
 	return &s
 }
 
-// Start starts the logs' background work and begins serving.
+// Start starts the node: the controller plane and the metadata quorum at
+// once; the broker listeners only once the controller has unfenced this
+// broker (its metadata has caught up), as Kafka's broker waits for its
+// initial catch-up. Ready tells when clients are served.
 func (b *Broker) Start() {
 	b.logs.Start()
-	b.socket.Start()
-	for _, l := range b.cfg.Listeners {
-		b.log.Info("listening", "listener", l.Name, "addr", b.socket.Addr(l.Name).String())
+	if b.ctrlSocket != nil {
+		b.ctrlSocket.Start()
+		for _, l := range b.cfg.ControllerListeners {
+			b.log.Info("listening (controller)", "listener", l.Name, "addr", b.ctrlSocket.Addr(l.Name).String())
+		}
 	}
-	if b.httpSrv != nil {
-		b.log.Info("serving /metrics and /debug/pprof", "addr", b.httpSrv.Addr().String())
+	b.controller.Start()
+	if err := b.quorum.Start(); err != nil {
+		b.failStart(fmt.Errorf("starting the metadata quorum: %w", err))
+		return
+	}
+	b.lifecycle.Start()
+	b.g.Go(func(done <-chan struct{}) {
+		select {
+		case <-b.lifecycle.unfenced:
+		case <-done:
+			return
+		}
+		b.replicas.DeleteStrayLogs(b.loader.Image())
+		if b.loader.Image().Features[metadata.MetadataVersionFeature] > 0 {
+			// The bootstrap batch, with any JSON-store upgrade in it,
+			// is committed: the old file has served.
+			if err := retireJSONStore(b.cfg.MetadataLogDir); err != nil {
+				b.log.Warn("renaming the upgraded JSON metadata failed", "err", err)
+			}
+		}
+		b.socket.Start()
+		for _, l := range b.cfg.Listeners {
+			b.log.Info("listening", "listener", l.Name, "addr", b.socket.Addr(l.Name).String())
+		}
+		if b.httpSrv != nil {
+			b.log.Info("serving /metrics and /debug/pprof", "addr", b.httpSrv.Addr().String())
+		}
+		close(b.ready)
+	})
+}
+
+func (b *Broker) failStart(err error) {
+	b.startErr = err
+	b.log.Error("start-up failed", "err", err)
+	close(b.ready)
+}
+
+// Ready returns a channel closed once the broker serves clients, or
+// start-up failed (then WaitReady returns the error).
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
+
+// WaitReady waits until the broker serves clients.
+func (b *Broker) WaitReady(ctx context.Context) error {
+	select {
+	case <-b.ready:
+		return b.startErr
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the broker to join the cluster: %w", ctx.Err())
 	}
 }
 
-// Addr returns the bound address of a listener ("" means the first).
+// Addr returns the bound address of a listener ("" means the first broker
+// listener); controller listeners too.
 func (b *Broker) Addr(listener string) net.Addr {
 	if listener == "" {
 		listener = b.cfg.Listeners[0].Name
 	}
-	return b.socket.Addr(listener)
+	if a := b.socket.Addr(listener); a != nil {
+		return a
+	}
+	if b.ctrlSocket != nil {
+		return b.ctrlSocket.Addr(listener)
+	}
+	return nil
 }
 
 // MetricsAddr returns the metrics HTTP listener's address, or nil.
@@ -204,9 +338,9 @@ func (b *Broker) MetricsAddr() net.Addr {
 	return b.httpSrv.Addr()
 }
 
-// NumIOThreads and NumNetworkThreads are the sizes of the request handler
-// pool and of each listener's processors, which follow num.io.threads and
-// num.network.threads, also when AlterConfigs changes them.
+// NumIOThreads and NumNetworkThreads are the handler pool's and each
+// broker listener's current sizes (they follow num.io.threads and
+// num.network.threads at run time).
 func (b *Broker) NumIOThreads() int      { return b.socket.NumIOThreads() }
 func (b *Broker) NumNetworkThreads() int { return b.socket.NumNetworkThreads() }
 
@@ -216,26 +350,38 @@ func (b *Broker) ClusterID() string { return b.clusterID }
 // Registry returns the broker's metrics registry.
 func (b *Broker) Registry() *prometheus.Registry { return b.registry }
 
-// endpoints are the advertised listeners, with an ephemeral port replaced
-// by the port the listener actually bound.
-func (b *Broker) endpoints() []kapi.Endpoint {
+// Metadata returns the newest metadata image this node has applied.
+func (b *Broker) Metadata() *metadata.Image { return b.loader.Image() }
+
+// ActiveController is the id of the active controller, -1 if unknown.
+func (b *Broker) ActiveController() int32 { return b.quorum.Leader() }
+
+// registrationEndpoints are the advertised listeners as the broker
+// registers them, with an ephemeral port replaced by the bound one.
+func (b *Broker) registrationEndpoints() []metadata.BrokerEndpoint {
 	adv := b.cfg.Advertised(func(listener string) int {
 		if a, ok := b.socket.Addr(listener).(*net.TCPAddr); ok && a != nil {
 			return a.Port
 		}
 		return 0
 	})
-	eps := make([]kapi.Endpoint, 0, len(adv))
+	eps := make([]metadata.BrokerEndpoint, 0, len(adv))
 	for _, l := range adv {
-		eps = append(eps, kapi.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port)})
+		eps = append(eps, metadata.BrokerEndpoint{Name: l.Name, Host: l.Host, Port: uint16(l.Port)})
 	}
 	return eps
 }
 
-// Close stops accepting connections, answers the fetches waiting in the
-// purgatory (a consumer's long poll would otherwise hold the drain up for
-// its fetch.max.wait.ms), lets in-flight requests finish, and closes the
-// logs cleanly (so the next start skips recovery). Idempotent.
+// controlledShutdownTimeout bounds how long Close waits for the controller
+// to move this broker's leaderships.
+const controlledShutdownTimeout = 5 * time.Second
+
+// Close shuts down in Kafka's order: controlled shutdown (the controller
+// moves leaderships away), stop accepting clients, answer the fetches
+// waiting in the purgatory (a consumer's long poll would otherwise hold
+// the drain up for its fetch.max.wait.ms) and let in-flight requests
+// finish, close the logs cleanly (so the next start skips recovery), then
+// the controller and the metadata quorum. Idempotent.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
@@ -244,6 +390,14 @@ func (b *Broker) Close() error {
 		}
 		if b.socket != nil {
 			b.socket.StopAccepting()
+		}
+		if b.lifecycle != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), controlledShutdownTimeout)
+			b.lifecycle.ControlledShutdown(ctx)
+			cancel()
+		}
+		b.g.StopAndWait()
+		if b.socket != nil {
 			if b.replicas != nil {
 				b.replicas.BeginShutdown()
 			}
@@ -258,10 +412,39 @@ func (b *Broker) Close() error {
 		if b.logs != nil {
 			errs = append(errs, b.logs.Close())
 		}
-		if b.meta != nil {
-			errs = append(errs, b.meta.Close())
+		if b.channel != nil {
+			b.channel.Close()
+		}
+		if b.ctrlSocket != nil {
+			b.ctrlSocket.StopAccepting()
+			errs = append(errs, b.ctrlSocket.Close())
+		}
+		if b.controller != nil {
+			b.controller.Close()
+		}
+		if b.quorum != nil {
+			errs = append(errs, b.quorum.Close())
 		}
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
+}
+
+// defaultClusterID is the cluster id a new node writes to meta.properties:
+// random for a single node; for a quorum, derived from the voters, so that
+// nodes started from the same controller.quorum.voters agree without a
+// separate format step (Kafka's kafka-storage format --cluster-id).
+func defaultClusterID(voters map[int32]string) string {
+	if len(voters) == 0 {
+		return ""
+	}
+	ids := make([]int, 0, len(voters))
+	for id := range voters {
+		ids = append(ids, int(id))
+	}
+	var s string
+	for _, id := range sortedInts(ids) {
+		s += strconv.Itoa(id) + "@" + voters[int32(id)] + ","
+	}
+	return clusterIDFrom(s)
 }

@@ -1,7 +1,49 @@
-// Package broker wires a Moldau broker together. This file documents its
-// network front: the SocketServer (Kafka's SocketServer, Acceptor,
-// Processor), the RequestChannel and the KafkaRequestHandlerPool, and the
-// broker's Prometheus metrics and HTTP endpoint.
+// Package broker wires a Moldau node together (Kafka's KafkaRaftServer,
+// BrokerServer and ControllerServer) and holds its network front: the
+// SocketServer (Kafka's SocketServer, Acceptor, Processor), the
+// RequestChannel and the KafkaRequestHandlerPool, and the Prometheus
+// metrics and HTTP endpoint.
+//
+// # A node
+//
+// A node has the broker role and, by default, the controller role
+// (process.roles=broker,controller: combined mode). Its parts, in start-up
+// order (New, Start):
+//
+//	meta.properties   node.id and cluster.id in every log dir; a new
+//	                  quorum's nodes derive the same cluster.id from
+//	                  controller.quorum.voters, so no format step is needed
+//	log.Manager       the partition logs (recovery after a crash)
+//	metadata.Loader   the metadata image, and its publishers: dynamic
+//	                  broker configs, then the ReplicaManager (and the
+//	                  coordinators, which learn which partitions of their
+//	                  internal topic they lead)
+//	quorum            the metadata quorum (broker/raft) on
+//	                  metadata.log.dir/__cluster_metadata-0, feeding every
+//	                  committed batch to the loader and the controller
+//	QuorumController  every cluster decision (broker/controller)
+//	controller plane  a SocketServer on the controller listeners
+//	                  (controller.listener.names) serving kapi's
+//	                  ControllerHandler: the quorum's own messages, broker
+//	                  registrations and heartbeats, forwarded admin requests
+//	controllerChannel how this broker reaches the active controller:
+//	                  in-process when it is this node, else over the
+//	                  active voter's controller listener
+//	lifecycleManager  registers the broker (BrokerRegistration) and
+//	                  heartbeats (BrokerHeartbeat); the controller unfences
+//	                  it once its metadata has caught up
+//	data plane        a SocketServer on the broker listeners serving
+//	                  kapi's Handler; it starts accepting only once the
+//	                  broker is unfenced (Ready), after stray logs are gone
+//
+// With controller.quorum.voters empty the node is a quorum of one (no
+// controller listener needed): `moldau serve` with no configuration. Three
+// nodes naming each other in controller.quorum.voters are one cluster.
+//
+// Close runs in reverse: a controlled shutdown (the broker asks to shut
+// down; the controller moves its leaderships away and fences it), the data
+// plane drains, the logs close cleanly, then the controller plane, the
+// controller and the quorum.
 //
 // # Request path
 //
@@ -63,7 +105,10 @@
 // The header is v1 (api key, api version, correlation id, nullable client
 // id) or v2 (v1 plus tagged fields) when the (key, version) is flexible,
 // which kmsg's request types tell us. An API key kmsg does not know, a
-// truncated header or a bad client id length closes the connection.
+// truncated header or a bad client id length closes the connection; the
+// exception is a Moldau-private key the server was configured with
+// (SocketServerConfig.PrivateAPIKeys: the metadata quorum's messages on
+// the controller listener), passed to the handler with a v1 header.
 //
 // # Muting and ordering
 //

@@ -2,9 +2,11 @@ package broker
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +21,7 @@ import (
 // brokers or clusters loses data.
 const metaPropertiesFile = "meta.properties"
 
-func ensureMetaProperties(dirs []string, nodeID int32) (clusterID string, err error) {
+func ensureMetaProperties(dirs []string, nodeID int32, newClusterID string) (clusterID string, err error) {
 	if len(dirs) == 0 {
 		return "", fmt.Errorf("log.dirs is empty")
 	}
@@ -47,6 +49,9 @@ func ensureMetaProperties(dirs []string, nodeID int32) (clusterID string, err er
 		}
 		clusterID = cid
 		found[d] = props
+	}
+	if clusterID == "" {
+		clusterID = newClusterID
 	}
 	if clusterID == "" {
 		clusterID = uuid.Random().String()
@@ -83,4 +88,23 @@ func readProperties(path string) (map[string]string, error) {
 		props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	return props, sc.Err()
+}
+
+// clusterIDFrom derives a cluster id from a string (the voters): the first
+// 16 bytes of its SHA-256, as a version-8 UUID in Kafka's form.
+func clusterIDFrom(s string) string {
+	sum := sha256.Sum256([]byte("moldau-cluster:" + s))
+	var u uuid.UUID
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0f | 0x80
+	u[8] = u[8]&0x3f | 0x80
+	if u.String()[0] == '-' {
+		u[0] ^= 0x80
+	}
+	return u.String()
+}
+
+func sortedInts(v []int) []int {
+	slices.Sort(v)
+	return v
 }

@@ -12,6 +12,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -347,6 +348,11 @@ func (c *connection) readRequest(sizeBuf [4]byte) (*request, bool) {
 	}
 	received := time.Now()
 	h, body, err := parseRequestHeader(fb.b)
+	if errors.Is(err, errUnknownAPIKey) && slices.Contains(s.cfg.PrivateAPIKeys, h.APIKey) {
+		// A Moldau-private key (the metadata quorum's messages): a v1
+		// header, parsed as far as the client id.
+		h, body, err = parsePrivateHeader(fb.b)
+	}
 	if err != nil {
 		c.why = closedBadFrame
 		s.log.Warn("invalid request header, closing connection",
@@ -702,6 +708,29 @@ func parseRequestHeader(frame []byte) (h requestHeader, body []byte, err error) 
 		if b, err = skipTaggedFields(b); err != nil {
 			return h, nil, err
 		}
+	}
+	return h, b, nil
+}
+
+// parsePrivateHeader parses a v1 request header (key, version, correlation
+// id, client id) for a Moldau-private API key.
+func parsePrivateHeader(frame []byte) (h requestHeader, body []byte, err error) {
+	const fixed = 2 + 2 + 4 + 2
+	if len(frame) < fixed {
+		return h, nil, errTruncatedHeader
+	}
+	h.APIKey = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.APIVersion = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.CorrelationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	n := int16(binary.BigEndian.Uint16(frame[8:]))
+	b := frame[fixed:]
+	switch {
+	case n == -1:
+	case n < -1 || int(n) > len(b):
+		return h, nil, errClientIDLength
+	default:
+		h.ClientID = b[:n:n]
+		b = b[n:]
 	}
 	return h, b, nil
 }

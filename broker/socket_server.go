@@ -62,8 +62,13 @@ type SocketServerConfig struct {
 	ConnectionSummaryInterval time.Duration
 
 	Handler RequestHandler // required
-	Logger  *slog.Logger   // nil discards
-	Metrics *Metrics       // nil: no metrics
+	// PrivateAPIKeys are API keys outside Kafka's that this server
+	// passes to the handler with a v1 header (the metadata quorum's
+	// messages on the controller listener); any other unknown key closes
+	// the connection.
+	PrivateAPIKeys []int16
+	Logger         *slog.Logger // nil discards
+	Metrics        *Metrics     // nil: no metrics
 }
 
 const (

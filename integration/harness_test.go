@@ -59,6 +59,12 @@ func startBroker(t testing.TB, dir string, overrides ...string) *testBroker {
 		t.Fatalf("broker.New: %v", err)
 	}
 	b.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.WaitReady(ctx); err != nil {
+		b.Close()
+		t.Fatalf("broker did not become ready: %v", err)
+	}
 	tb := &testBroker{Broker: b, Dir: dir, Logs: logs}
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
@@ -182,10 +188,10 @@ func freePort(t testing.TB) int {
 }
 
 // startProcess starts `moldau serve` with data in dir on port, and waits
-// until it accepts connections.
+// until it serves clients.
 func startProcess(t testing.TB, dir string, port int, overrides ...string) *brokerProcess {
 	t.Helper()
-	args := []string{"serve",
+	args := []string{
 		"--override", "log.dirs=" + dir,
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port),
 		"--override", "moldau.metrics.listener=",
@@ -193,7 +199,16 @@ func startProcess(t testing.TB, dir string, port int, overrides ...string) *brok
 	for _, o := range overrides {
 		args = append(args, "--override", o)
 	}
-	p := &brokerProcess{cmd: exec.Command(moldauBinary(t), args...), Addr: fmt.Sprintf("127.0.0.1:%d", port), Out: &syncBuffer{}, done: make(chan struct{})}
+	p := launchProcess(t, fmt.Sprintf("127.0.0.1:%d", port), args...)
+	p.waitStarted(t)
+	return p
+}
+
+// launchProcess starts `moldau serve` with the given flags, serving
+// clients on addr, without waiting for it.
+func launchProcess(t testing.TB, addr string, flags ...string) *brokerProcess {
+	t.Helper()
+	p := &brokerProcess{cmd: exec.Command(moldauBinary(t), append([]string{"serve"}, flags...)...), Addr: addr, Out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.Out, p.Out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -212,15 +227,25 @@ func startProcess(t testing.TB, dir string, port int, overrides ...string) *brok
 		p.cmd.Process.Kill()
 		<-p.done
 		if t.Failed() {
-			t.Logf("broker process output:\n%s", p.Out.String())
+			t.Logf("broker process %s output:\n%s", p.Addr, p.Out.String())
 		}
 	})
+	return p
+}
+
+// waitStarted waits until the process says it serves clients ("moldau
+// started": it joined the cluster and was unfenced) and accepts a
+// connection.
+func (p *brokerProcess) waitStarted(t testing.TB) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return p
+		if strings.Contains(p.Out.String(), "moldau started") {
+			c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+			if err == nil {
+				c.Close()
+				return
+			}
 		}
 		select {
 		case <-p.done:
@@ -228,7 +253,7 @@ func startProcess(t testing.TB, dir string, port int, overrides ...string) *brok
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("broker did not listen within 60s:\n%s", p.Out.String())
+			t.Fatalf("broker did not start within 60s:\n%s", p.Out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -24,6 +24,7 @@ package kapi
 // A missing topic is auto-created when auto.create.topics.enable is set.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,8 +33,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/log"
-	"github.com/moldau/moldau/metadata"
 	"github.com/moldau/moldau/replica"
 )
 
@@ -49,7 +50,7 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		topic, err := h.produceTopic(req.Version, rt)
+		topic, err := h.produceTopic(rc.Context(), req.Version, rt)
 		if err == nil {
 			st.Topic = topic.Name
 		}
@@ -111,33 +112,28 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 
 // produceTopic resolves a produce request's topic by name (v3-12) or ID
 // (v13+), auto-creating a missing named topic when allowed.
-func (h *Handler) produceTopic(version int16, rt kmsg.ProduceRequestTopic) (metadata.Topic, error) {
+func (h *Handler) produceTopic(ctx context.Context, version int16, rt kmsg.ProduceRequestTopic) (*metadata.Topic, error) {
+	im := h.image()
 	if version >= 13 {
-		t, ok := h.cfg.Metadata.TopicByID(rt.TopicID)
+		t, ok := im.TopicByID(rt.TopicID)
 		if !ok {
-			return t, kerr.UnknownTopicID
+			return nil, kerr.UnknownTopicID
 		}
 		return t, nil
 	}
-	if t, ok := h.cfg.Metadata.Topic(rt.Topic); ok {
+	if t, ok := im.Topic(rt.Topic); ok {
 		return t, nil
 	}
 	if !h.cfg.Broker.AutoCreateTopicsEnable || metadata.IsInternalTopic(rt.Topic) {
-		return metadata.Topic{}, kerr.UnknownTopicOrPartition
+		return nil, kerr.UnknownTopicOrPartition
 	}
-	t, err := h.createTopic(rt.Topic, -1, -1, nil, nil, false)
-	if errors.Is(err, kerr.TopicAlreadyExists) { // raced with another creator
-		if t, ok := h.cfg.Metadata.Topic(rt.Topic); ok {
-			return t, nil
-		}
-	}
+	t, err := h.autoCreateTopic(ctx, rt.Topic)
 	if err != nil {
 		if ErrorCode(err) == kerr.InvalidTopicException.Code {
-			return t, err
+			return nil, err
 		}
-		return t, fmt.Errorf("%w: auto-creating %q: %v", kerr.UnknownTopicOrPartition, rt.Topic, err)
+		return nil, fmt.Errorf("%w: auto-creating %q: %v", kerr.UnknownTopicOrPartition, rt.Topic, err)
 	}
-	h.log.Info("auto-created topic on produce", "topic", rt.Topic, "partitions", len(t.Partitions))
 	return t, nil
 }
 

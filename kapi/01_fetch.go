@@ -216,7 +216,7 @@ func (h *Handler) fetchTopicName(useIDs bool, name string, id [16]byte) (string,
 	if !useIDs {
 		return name, nil
 	}
-	t, ok := h.cfg.Metadata.TopicByID(id)
+	t, ok := h.image().TopicByID(id)
 	if !ok {
 		return "", kerr.UnknownTopicID
 	}

@@ -23,45 +23,54 @@ package kapi
 //     are UNKNOWN_TOPIC_ID.
 //   - v13: top-level error_code (KIP-1102).
 //
-// The brokers listed are this node's advertised endpoint for the listener
-// the request came in on (Kafka's getAliveBrokerNodes(listenerName)). The
-// controller id is this node, as KRaft reports a live broker.
+// The brokers listed are the registered, unfenced brokers that have an
+// endpoint on the listener the request came in on, with their rack (Kafka's
+// getAliveBrokerNodes(listenerName)). The controller id is the active
+// controller when it is such a broker (combined mode), else this broker
+// (Kafka in KRaft mode names a random live broker, which forwards). A
+// partition without a leader is LEADER_NOT_AVAILABLE; one whose leader has
+// no endpoint on the listener LISTENER_NOT_FOUND (v6+); offline_replicas
+// are the replicas on fenced or unknown brokers.
 //
 // Auto-creation (auto.create.topics.enable and the request allowing it, not
 // for a request for all topics): a missing topic with a valid name is
-// created with num.partitions and default.replication.factor and answered
-// with LEADER_NOT_AVAILABLE, the retriable error Kafka gives for a topic it
-// has just created (Kafka in KRaft mode answers UNKNOWN_TOPIC_OR_PARTITION
-// because its creation is asynchronous; here it is done, so
-// LEADER_NOT_AVAILABLE is the accurate "retry now"). If the creation fails,
+// created through the controller with num.partitions and
+// default.replication.factor and answered with LEADER_NOT_AVAILABLE, the
+// retriable error Kafka gives for a topic it has just created (Kafka in
+// KRaft mode answers UNKNOWN_TOPIC_OR_PARTITION because its creation is
+// asynchronous; here it is done, so LEADER_NOT_AVAILABLE is the accurate
+// "retry now"). If the creation fails,
 // its error is returned (e.g. INVALID_REPLICATION_FACTOR). Internal topics
 // are not auto-created here: the coordinators create them (FindCoordinator).
 // Without auto-creation a missing topic is UNKNOWN_TOPIC_OR_PARTITION, or
 // INVALID_TOPIC_EXCEPTION for an invalid name.
 
 import (
-	"errors"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/moldau/moldau/metadata"
+	"github.com/moldau/moldau/broker/controller"
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	v := req.Version
+	im := h.image()
 
-	ep, haveEndpoint := h.endpointFor(rc.Listener)
-	if haveEndpoint {
-		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port, b.Rack = h.cfg.NodeID, ep.Host, ep.Port, h.cfg.Rack
-		resp.Brokers = append(resp.Brokers, b)
+	endpoints := h.aliveEndpoints(im, rc.Listener)
+	for _, b := range im.SortedBrokers() {
+		if ep, ok := endpoints[b.ID]; ok {
+			mb := kmsg.NewMetadataResponseBroker()
+			mb.NodeID, mb.Host, mb.Port, mb.Rack = b.ID, ep.Host, int32(ep.Port), b.Rack
+			resp.Brokers = append(resp.Brokers, mb)
+		}
 	}
 	clusterID := h.cfg.ClusterID
 	resp.ClusterID = &clusterID
-	resp.ControllerID = h.cfg.NodeID
+	resp.ControllerID = h.controllerIDFor(endpoints)
 	if v >= 8 && v <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = clusterAuthorizedOperations
 	}
@@ -70,24 +79,24 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 	allowAuto := v < 4 || req.AllowAutoTopicCreation
 	allowAuto = allowAuto && h.cfg.Broker.AutoCreateTopicsEnable && !allTopics
 
-	describe := func(t metadata.Topic) kmsg.MetadataResponseTopic {
-		return h.metadataTopic(v, t, haveEndpoint)
+	describe := func(t *metadata.Topic) kmsg.MetadataResponseTopic {
+		return metadataTopic(v, im, t, endpoints)
 	}
 	if allTopics {
-		for _, t := range h.cfg.Metadata.Topics() {
+		for _, t := range im.Topics() {
 			resp.Topics = append(resp.Topics, describe(t))
 		}
 	} else {
 		seenName := map[string]bool{}
-		seenID := map[metadata.TopicID]bool{}
+		seenID := map[uuid.UUID]bool{}
 		for _, rt := range req.Topics {
 			if v >= 12 && rt.Topic == nil {
-				id := metadata.TopicID(rt.TopicID)
+				id := uuid.UUID(rt.TopicID)
 				if id.IsZero() || seenID[id] {
 					continue
 				}
 				seenID[id] = true
-				t, ok := h.cfg.Metadata.TopicByID(id)
+				t, ok := im.TopicByID(id)
 				if !ok {
 					mt := kmsg.NewMetadataResponseTopic()
 					mt.ErrorCode = kerr.UnknownTopicID.Code
@@ -103,11 +112,11 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 			}
 			name := *rt.Topic
 			seenName[name] = true
-			if t, ok := h.cfg.Metadata.Topic(name); ok {
+			if t, ok := im.Topic(name); ok {
 				resp.Topics = append(resp.Topics, describe(t))
 				continue
 			}
-			resp.Topics = append(resp.Topics, h.missingTopic(name, allowAuto))
+			resp.Topics = append(resp.Topics, h.missingTopic(rc, name, allowAuto))
 		}
 	}
 	if v >= 8 && req.IncludeTopicAuthorizedOperations {
@@ -118,23 +127,39 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 	return resp
 }
 
-// endpointFor returns this node's advertised endpoint for a listener.
-func (h *Handler) endpointFor(listener string) (Endpoint, bool) {
-	for _, ep := range h.cfg.Endpoints() {
-		if ep.Listener == listener {
-			return ep, true
+// aliveEndpoints returns, for every registered unfenced broker with an
+// endpoint on listener, that endpoint.
+func (h *Handler) aliveEndpoints(im *metadata.Image, listener string) map[int32]metadata.BrokerEndpoint {
+	out := make(map[int32]metadata.BrokerEndpoint, len(im.Brokers))
+	for id, b := range im.Brokers {
+		if b.Fenced {
+			continue
+		}
+		if ep, ok := b.Endpoint(listener); ok {
+			out[id] = ep
 		}
 	}
-	return Endpoint{}, false
+	return out
+}
+
+// controllerIDFor is the controller id to report: the active controller if
+// clients can reach it on this listener, else this broker.
+func (h *Handler) controllerIDFor(endpoints map[int32]metadata.BrokerEndpoint) int32 {
+	if id := h.cfg.Controller.ActiveController(); id >= 0 {
+		if _, ok := endpoints[id]; ok {
+			return id
+		}
+	}
+	return h.cfg.NodeID
 }
 
 // metadataTopic describes an existing topic.
-func (h *Handler) metadataTopic(v int16, t metadata.Topic, haveEndpoint bool) kmsg.MetadataResponseTopic {
+func metadataTopic(v int16, im *metadata.Image, t *metadata.Topic, endpoints map[int32]metadata.BrokerEndpoint) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	mt.IsInternal = t.Internal || metadata.IsInternalTopic(t.Name)
+	mt.IsInternal = t.Internal
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index
@@ -143,13 +168,23 @@ func (h *Handler) metadataTopic(v int16, t metadata.Topic, haveEndpoint bool) km
 		mp.Replicas = append([]int32{}, p.Replicas...)
 		mp.ISR = append([]int32{}, p.ISR...)
 		mp.OfflineReplicas = []int32{}
-		if p.Leader == h.cfg.NodeID && !haveEndpoint {
+		for _, r := range p.Replicas {
+			if b := im.Brokers[r]; b == nil || b.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		switch _, reachable := endpoints[p.Leader]; {
+		case p.Leader < 0:
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		case !reachable && im.Brokers[p.Leader] != nil && !im.Brokers[p.Leader].Fenced:
 			// The leader has no endpoint on the request's listener.
 			if v >= 6 {
 				mp.ErrorCode = kerr.ListenerNotFound.Code
 			} else {
 				mp.ErrorCode = kerr.LeaderNotAvailable.Code
 			}
+		case !reachable:
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
@@ -158,11 +193,11 @@ func (h *Handler) metadataTopic(v int16, t metadata.Topic, haveEndpoint bool) km
 
 // missingTopic answers for a topic that does not exist, auto-creating it
 // when allowed.
-func (h *Handler) missingTopic(name string, allowAuto bool) kmsg.MetadataResponseTopic {
+func (h *Handler) missingTopic(rc *RequestContext, name string, allowAuto bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
 	mt.IsInternal = metadata.IsInternalTopic(name)
-	if err := validateTopicName(name); err != nil {
+	if err := controller.ValidateTopicName(name); err != nil {
 		mt.ErrorCode = kerr.InvalidTopicException.Code
 		return mt
 	}
@@ -170,15 +205,10 @@ func (h *Handler) missingTopic(name string, allowAuto bool) kmsg.MetadataRespons
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return mt
 	}
-	t, err := h.createTopic(name, -1, -1, nil, nil, false)
+	t, err := h.autoCreateTopic(rc.Context(), name)
 	switch {
 	case err == nil:
-		h.log.Info("auto-created topic on metadata request", "topic", name, "partitions", len(t.Partitions))
 		mt.TopicID = t.ID
-		mt.ErrorCode = kerr.LeaderNotAvailable.Code
-	case errors.Is(err, kerr.TopicAlreadyExists):
-		// Created concurrently: it exists now, but answer as for a
-		// topic just created.
 		mt.ErrorCode = kerr.LeaderNotAvailable.Code
 	default:
 		h.log.Info("auto-creating topic failed", "topic", name, "err", err)

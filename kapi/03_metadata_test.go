@@ -70,7 +70,7 @@ func TestMetadata(t *testing.T) {
 	if resp.Topics[0].ErrorCode != kerr.LeaderNotAvailable.Code {
 		t.Fatalf("%+v", resp.Topics[0])
 	}
-	if _, ok := h.cfg.Metadata.Topic("new1"); !ok {
+	if _, ok := h.image().Topic("new1"); !ok {
 		t.Fatal("not auto-created")
 	}
 	resp = h.handleMetadata(testRC(), metadataReq(3, "new2", "__transaction_state")).(*kmsg.MetadataResponse) // v3 always allows
@@ -83,7 +83,7 @@ func TestMetadata(t *testing.T) {
 	}
 
 	// By topic id (v12+).
-	orders, _ := h.cfg.Metadata.Topic("orders")
+	orders, _ := h.image().Topic("orders")
 	req = metadataReq(12)
 	req.Topics = []kmsg.MetadataRequestTopic{{TopicID: orders.ID}, {TopicID: [16]byte{1}}}
 	resp = roundTrip[*kmsg.MetadataResponse](t, h.handleMetadata(testRC(), req))

@@ -59,7 +59,7 @@ func TestCreateTopics(t *testing.T) {
 	if resp.Topics[4].ErrorMessage == nil {
 		t.Error("no error message")
 	}
-	if tp, _ := h.cfg.Metadata.Topic("assigned"); len(tp.Partitions) != 2 {
+	if tp, _ := h.image().Topic("assigned"); len(tp.Partitions) != 2 {
 		t.Fatalf("%+v", tp)
 	}
 	// Again: already exists; validate_only creates nothing.
@@ -72,7 +72,7 @@ func TestCreateTopics(t *testing.T) {
 			t.Fatalf("v%d: %+v", v, resp.Topics)
 		}
 	}
-	if _, ok := h.cfg.Metadata.Topic("dry"); ok {
+	if _, ok := h.image().Topic("dry"); ok {
 		t.Fatal("validate_only created a topic")
 	}
 }

@@ -25,11 +25,11 @@ func TestDeleteTopics(t *testing.T) {
 	if got["a"] != 0 || got["missing"] != kerr.UnknownTopicOrPartition.Code || got["b"] != kerr.InvalidRequest.Code || len(resp.Topics) != 3 {
 		t.Fatalf("%v", got)
 	}
-	if _, ok := h.cfg.Metadata.Topic("a"); ok {
+	if _, ok := h.image().Topic("a"); ok {
 		t.Fatal("a not deleted")
 	}
 	// v6: by id.
-	c, _ := h.cfg.Metadata.Topic("c")
+	c, _ := h.image().Topic("c")
 	req = kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 6
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: c.ID}, {TopicID: [16]byte{9}}, {}}
@@ -83,7 +83,7 @@ func TestCreatePartitions(t *testing.T) {
 			t.Errorf("%+v: %d %v", tc.rt, resp.Topics[0].ErrorCode, resp.Topics[0].ErrorMessage)
 		}
 	}
-	if tp, _ := h.cfg.Metadata.Topic("a"); len(tp.Partitions) != 4 {
+	if tp, _ := h.image().Topic("a"); len(tp.Partitions) != 4 {
 		t.Fatal(len(tp.Partitions))
 	}
 }

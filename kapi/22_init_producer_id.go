@@ -8,12 +8,16 @@ package kapi
 //   - v4: no change on the wire; v5: KIP-890 (transactions).
 //
 // Idempotent producers (no transactional id) always get a fresh producer
-// id with epoch 0, as in Kafka. Ids are taken from the cluster metadata in
-// blocks, as Kafka's ProducerIdManager does, so a restart never reuses one.
+// id with epoch 0, as in Kafka. Ids come in blocks of 1000 from the active
+// controller (AllocateProducerIds, written to the metadata log as a
+// ProducerIdsRecord), as Kafka's RPCProducerIdManager gets them, so no id
+// is ever handed out twice, across restarts and brokers.
 // Transactional ids need the transaction coordinator, which does not exist
 // yet: they are answered COORDINATOR_NOT_AVAILABLE.
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,6 +48,24 @@ func (m *producerIDManager) generate() (int64, error) {
 	id := m.next
 	m.next++
 	return id, nil
+}
+
+// allocateProducerIDs asks the controller for the next block.
+func (h *Handler) allocateProducerIDs(n int) (int64, error) {
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = h.cfg.NodeID, h.cfg.BrokerEpoch()
+	r, err := h.forward(context.Background(), req, 0)
+	if err != nil {
+		return -1, err
+	}
+	resp := r.(*kmsg.AllocateProducerIDsResponse)
+	if resp.ErrorCode != 0 {
+		return -1, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if int(resp.ProducerIDLen) != n {
+		return -1, fmt.Errorf("the controller handed out %d producer ids, not %d", resp.ProducerIDLen, n)
+	}
+	return resp.ProducerIDStart, nil
 }
 
 func (h *Handler) handleInitProducerID(rc *RequestContext, kreq kmsg.Request) kmsg.Response {

@@ -39,6 +39,7 @@ import (
 
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/controller"
 )
 
 func (h *Handler) handleDescribeConfigs(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -88,10 +89,10 @@ func (h *Handler) handleDescribeConfigs(rc *RequestContext, kreq kmsg.Request) k
 func (h *Handler) describeResource(r kmsg.DescribeConfigsRequestResource) ([]config.ConfigEntry, error) {
 	switch r.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
-		if err := validateTopicName(r.ResourceName); err != nil {
+		if err := controller.ValidateTopicName(r.ResourceName); err != nil {
 			return nil, err
 		}
-		t, ok := h.cfg.Metadata.Topic(r.ResourceName)
+		t, ok := h.image().Topic(r.ResourceName)
 		if !ok {
 			return nil, apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}

@@ -27,140 +27,37 @@ package kapi
 //     it (num.io.threads, num.network.threads).
 //   - any other type, BROKER_LOGGER included: INVALID_REQUEST.
 //
-// Changes are persisted in the metadata store (whose listeners update the
-// logs' configs) and dynamic broker configs are installed in the broker's
-// KafkaConfig. validate_only checks everything and changes nothing.
+// The controller decides and writes ConfigRecords; every broker applies
+// them (the logs' configs, the dynamic broker configs in its KafkaConfig).
+// This broker forwards the request and waits until its own metadata shows
+// the change. validate_only checks everything and changes nothing.
 
 import (
-	"maps"
-	"strings"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/moldau/moldau/broker/apierr"
 )
 
 func (h *Handler) handleAlterConfigs(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.AlterConfigsRequest)
-	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	dup := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
-		return req.Resources[i].ResourceType, req.Resources[i].ResourceName
-	})
-	for i, r := range req.Resources {
-		var err error
-		if dup[i] {
-			err = apierr.Errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
-		} else {
-			err = h.legacyAlter(r, req.ValidateOnly)
+	r, err := h.forward(rc.Context(), req, 0)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	resp := r.(*kmsg.AlterConfigsResponse)
+	if !req.ValidateOnly {
+		var changed []configExpectation
+		for i, rr := range resp.Resources {
+			if rr.ErrorCode != 0 || i >= len(req.Resources) {
+				continue
+			}
+			e := configExpectation{res: configResource(rr.ResourceType, rr.ResourceName), set: map[string]string{}, whole: true}
+			for _, c := range req.Resources[i].Configs {
+				if c.Value != nil {
+					e.set[c.Name] = *c.Value
+				}
+			}
+			changed = append(changed, e)
 		}
-		rr := kmsg.NewAlterConfigsResponseResource()
-		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = ErrorCode(err), ErrorMessage(err)
-		resp.Resources = append(resp.Resources, rr)
+		h.waitForConfigs(rc.Context(), changed)
 	}
 	return resp
-}
-
-func (h *Handler) legacyAlter(r kmsg.AlterConfigsRequestResource, validateOnly bool) error {
-	seen := map[string]bool{}
-	var nulls []string
-	configs := map[string]string{}
-	for _, c := range r.Configs {
-		if seen[c.Name] {
-			return apierr.Errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
-		}
-		seen[c.Name] = true
-		if c.Value == nil {
-			nulls = append(nulls, c.Name)
-			continue
-		}
-		configs[c.Name] = *c.Value
-	}
-	if len(nulls) > 0 {
-		return apierr.Errorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
-	}
-	switch r.ResourceType {
-	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
-		return h.alterResource(r.ResourceType, r.ResourceName, func(map[string]string) (map[string]string, error) {
-			return configs, nil
-		}, validateOnly)
-	}
-	return apierr.Errorf(kerr.InvalidRequest, "Unknown resource type %d", int8(r.ResourceType))
-}
-
-// duplicateResources marks the resources that appear more than once.
-func duplicateResources(n int, at func(int) (kmsg.ConfigResourceType, string)) []bool {
-	type key struct {
-		t    kmsg.ConfigResourceType
-		name string
-	}
-	count := map[key]int{}
-	for i := range n {
-		t, name := at(i)
-		count[key{t, name}]++
-	}
-	dup := make([]bool, n)
-	for i := range n {
-		t, name := at(i)
-		dup[i] = count[key{t, name}] > 1
-	}
-	return dup
-}
-
-// alterResource computes a TOPIC or BROKER resource's new complete config
-// set from its current one, validates it and stores it.
-func (h *Handler) alterResource(typ kmsg.ConfigResourceType, name string, update func(current map[string]string) (map[string]string, error), validateOnly bool) error {
-	switch typ {
-	case kmsg.ConfigResourceTypeTopic:
-		if name == "" {
-			return apierr.Errorf(kerr.InvalidRequest, "Default topic resources are not allowed.")
-		}
-		if err := validateTopicName(name); err != nil {
-			return err
-		}
-		t, exists := h.cfg.Metadata.Topic(name)
-		next, err := update(maps.Clone(t.Configs))
-		if err != nil {
-			return err
-		}
-		if err := h.cfg.Broker.ValidateTopicConfigs(next); err != nil {
-			return err
-		}
-		if !exists {
-			return apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
-		}
-		if validateOnly {
-			return nil
-		}
-		if _, err := h.cfg.Metadata.AlterTopicConfigs(name, next); err != nil {
-			return err
-		}
-		h.log.Info("altered topic configs", "topic", name, "configs", next)
-		return nil
-
-	case kmsg.ConfigResourceTypeBroker:
-		if err := h.cfg.Broker.CheckBrokerResource(name); err != nil {
-			return err
-		}
-		next, err := update(h.cfg.Metadata.BrokerConfigs(name))
-		if err != nil {
-			return err
-		}
-		if err := h.cfg.Broker.ValidateDynamic(name, next); err != nil {
-			return err
-		}
-		if validateOnly {
-			return nil
-		}
-		if err := h.cfg.Metadata.AlterBrokerConfigs(name, next); err != nil {
-			return err
-		}
-		for _, w := range h.cfg.Broker.SetDynamic(name, next) {
-			h.log.Warn(w)
-		}
-		h.log.Info("altered dynamic broker configs", "resource", name, "configs", next)
-		return nil
-	}
-	return apierr.Errorf(kerr.InvalidRequest, "Unknown resource type %d", int8(typ))
 }

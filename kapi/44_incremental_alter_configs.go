@@ -19,112 +19,132 @@ package kapi
 //     33_alter_configs.go): TOPIC errors are INVALID_CONFIG, BROKER errors
 //     INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER_LOGGER "<node.id>": INVALID_CONFIG, since Moldau has no
-//     per-logger levels yet (an empty or other id: INVALID_REQUEST).
+//     per-logger levels yet (an empty or other id: INVALID_REQUEST);
+//     answered by this broker, as Kafka does.
 //   - any other type: INVALID_REQUEST.
+//
+// TOPIC and BROKER resources are decided by the controller
+// (broker/controller/configs.go); the broker forwards them and waits until
+// its own metadata has the change.
 
 import (
-	"slices"
-	"strings"
+	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/apierr"
-	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/metadata"
 )
 
 func (h *Handler) handleIncrementalAlterConfigs(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	dup := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
-		return req.Resources[i].ResourceType, req.Resources[i].ResourceName
-	})
+	// BROKER_LOGGER resources are this broker's; the rest go to the
+	// controller as one request, and the answers are put back in order.
+	fwd := *req
+	fwd.Resources = nil
+	local := map[int]error{}
 	for i, r := range req.Resources {
-		var err error
-		if dup[i] {
-			err = apierr.Errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
-		} else {
-			err = h.incrementalAlter(r, req.ValidateOnly)
+		if r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
+			local[i] = h.checkBrokerLoggerResource(r.ResourceName)
+			if local[i] == nil {
+				local[i] = apierr.Errorf(kerr.InvalidConfig, "Moldau does not support changing log levels with BROKER_LOGGER resources yet")
+			}
+			continue
 		}
+		fwd.Resources = append(fwd.Resources, r)
+	}
+	var fresp *kmsg.IncrementalAlterConfigsResponse
+	var ferr error
+	if len(fwd.Resources) > 0 {
+		var r kmsg.Response
+		if r, ferr = h.forward(rc.Context(), &fwd, 0); ferr == nil {
+			fresp = r.(*kmsg.IncrementalAlterConfigsResponse)
+		}
+	}
+	var changed []configExpectation
+	j := 0
+	for i, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		rr.ErrorCode, rr.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+		switch err, isLocal := local[i]; {
+		case isLocal:
+			rr.ErrorCode, rr.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+		case ferr != nil:
+			rr.ErrorCode, rr.ErrorMessage = ErrorCode(ferr), ErrorMessage(ferr)
+		case fresp != nil && j < len(fresp.Resources):
+			rr = fresp.Resources[j]
+			if rr.ErrorCode == 0 && !req.ValidateOnly {
+				e := configExpectation{res: configResource(r.ResourceType, r.ResourceName), set: map[string]string{}}
+				for _, c := range r.Configs {
+					switch c.Op {
+					case kmsg.IncrementalAlterConfigOpSet:
+						e.set[c.Name] = *c.Value
+					case kmsg.IncrementalAlterConfigOpDelete:
+						e.deleted = append(e.deleted, c.Name)
+					}
+				}
+				changed = append(changed, e)
+			}
+		}
+		if _, isLocal := local[i]; !isLocal {
+			j++
+		}
 		resp.Resources = append(resp.Resources, rr)
 	}
+	h.waitForConfigs(rc.Context(), changed)
 	return resp
 }
 
-func (h *Handler) incrementalAlter(r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	seen := map[string]bool{}
-	var nulls []string
-	for _, c := range r.Configs {
-		if seen[c.Name] {
-			return apierr.Errorf(kerr.InvalidRequest, "Error due to duplicate config keys")
-		}
-		seen[c.Name] = true
-		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
-			nulls = append(nulls, c.Name)
-		}
+func configResource(t kmsg.ConfigResourceType, name string) metadata.ConfigResource {
+	if t == kmsg.ConfigResourceTypeTopic {
+		return metadata.ConfigResource{Type: metadata.TopicResource, Name: name}
 	}
-	if len(nulls) > 0 {
-		return apierr.Errorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
-	}
-	switch r.ResourceType {
-	case kmsg.ConfigResourceTypeBrokerLogger:
-		if err := h.checkBrokerLoggerResource(r.ResourceName); err != nil {
-			return err
-		}
-		return apierr.Errorf(kerr.InvalidConfig, "Moldau does not support changing log levels with BROKER_LOGGER resources yet")
-	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
-	default:
-		return apierr.Errorf(kerr.InvalidRequest, "Unknown resource type %d", int8(r.ResourceType))
-	}
-	topic := r.ResourceType == kmsg.ConfigResourceTypeTopic
-	return h.alterResource(r.ResourceType, r.ResourceName, func(cur map[string]string) (map[string]string, error) {
-		if cur == nil {
-			cur = map[string]string{}
-		}
-		for _, c := range r.Configs {
-			switch c.Op {
-			case kmsg.IncrementalAlterConfigOpSet:
-				cur[c.Name] = *c.Value
-			case kmsg.IncrementalAlterConfigOpDelete:
-				delete(cur, c.Name)
-			case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-				if t, ok := config.ConfigType(topic, c.Name); !ok || t != config.TypeList {
-					return nil, apierr.Errorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", c.Op, c.Name)
-				}
-				old, ok := cur[c.Name]
-				if !ok {
-					old, _ = config.DefaultValue(topic, c.Name)
-				}
-				cur[c.Name] = applyListOp(c.Op, old, *c.Value)
-			default:
-				return nil, apierr.Errorf(kerr.InvalidRequest, "Unknown operations type %d", int8(c.Op))
-			}
-		}
-		return cur, nil
-	}, validateOnly)
+	return metadata.ConfigResource{Type: metadata.BrokerResource, Name: name}
 }
 
-// applyListOp applies APPEND or SUBTRACT to a comma-separated list, as
-// Kafka's ConfigurationControlManager.
-func applyListOp(op kmsg.IncrementalAlterConfigOp, old, values string) string {
-	var parts []string
-	if strings.TrimSpace(old) != "" {
-		for _, p := range strings.Split(old, ",") {
-			parts = append(parts, strings.TrimSpace(p))
+// configExpectation is what a resource's configs must show once a change
+// the controller accepted has reached this broker.
+type configExpectation struct {
+	res     metadata.ConfigResource
+	set     map[string]string
+	deleted []string
+	whole   bool // set is the whole config (AlterConfigs)
+}
+
+func (e configExpectation) met(im *metadata.Image) bool {
+	cur := im.Configs[e.res]
+	if e.whole && len(cur) != len(e.set) {
+		return false
+	}
+	for k, v := range e.set {
+		if cur[k] != v {
+			return false
 		}
 	}
-	for _, v := range strings.Split(values, ",") {
-		v = strings.TrimSpace(v)
-		if op == kmsg.IncrementalAlterConfigOpAppend {
-			if !slices.Contains(parts, v) {
-				parts = append(parts, v)
+	for _, k := range e.deleted {
+		if _, ok := cur[k]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// waitForConfigs waits, bounded, until this broker's metadata shows the
+// config changes the controller accepted, so that the client's next
+// DescribeConfigs here sees them.
+func (h *Handler) waitForConfigs(ctx context.Context, changed []configExpectation) {
+	if len(changed) == 0 {
+		return
+	}
+	h.waitForMetadata(ctx, 5*time.Second, func(im *metadata.Image) bool {
+		for _, e := range changed {
+			if !e.met(im) {
+				return false
 			}
-		} else if i := slices.Index(parts, v); i >= 0 {
-			parts = slices.Delete(parts, i, i+1)
 		}
-	}
-	return strings.Join(parts, ",")
+		return true
+	})
 }

@@ -45,7 +45,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			t.Errorf("%+v: %d %v", tc.ops, r.ErrorCode, r.ErrorMessage)
 		}
 	}
-	tp, _ := h.cfg.Metadata.Topic("a")
+	tp, _ := h.image().Topic("a")
 	if len(tp.Configs) != 2 || tp.Configs["retention.ms"] != "5" || tp.Configs["cleanup.policy"] != "delete,compact" {
 		t.Fatalf("%v", tp.Configs)
 	}
@@ -54,7 +54,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	}
 	// validate_only changes nothing.
 	incAlter(t, h, topic, "a", true, op("retention.ms", kmsg.IncrementalAlterConfigOpSet, "6"))
-	if tp, _ := h.cfg.Metadata.Topic("a"); tp.Configs["retention.ms"] != "5" {
+	if tp, _ := h.image().Topic("a"); tp.Configs["retention.ms"] != "5" {
 		t.Fatal("validate_only changed the config")
 	}
 
@@ -63,7 +63,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	if r := incAlter(t, h, broker, "", false, op("log.retention.ms", kmsg.IncrementalAlterConfigOpSet, "1234")); r.ErrorCode != 0 {
 		t.Fatalf("%+v", r)
 	}
-	if h.cfg.Broker.LogConfig(nil).RetentionMs != 1234 || h.cfg.Metadata.BrokerConfigs("")["log.retention.ms"] != "1234" {
+	if h.cfg.Broker.LogConfig(nil).RetentionMs != 1234 || h.image().BrokerConfigs("")["log.retention.ms"] != "1234" {
 		t.Fatal("dynamic default not applied")
 	}
 	if r := incAlter(t, h, broker, "1", false, op("num.partitions", kmsg.IncrementalAlterConfigOpSet, "3")); r.ErrorCode != kerr.InvalidRequest.Code {
@@ -92,7 +92,7 @@ func TestAlterConfigs(t *testing.T) {
 		t.Fatalf("%+v", resp.Resources)
 	}
 	// The whole set is replaced: segment.ms is gone.
-	if tp, _ := h.cfg.Metadata.Topic("a"); len(tp.Configs) != 1 || tp.Configs["retention.ms"] != "7" {
+	if tp, _ := h.image().Topic("a"); len(tp.Configs) != 1 || tp.Configs["retention.ms"] != "7" {
 		t.Fatalf("%v", tp.Configs)
 	}
 	req.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"}, {ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "a"}}

@@ -50,16 +50,30 @@ func (h *Handler) handleDescribeCluster(rc *RequestContext, kreq kmsg.Request) k
 		return resp
 	}
 	resp.ClusterID = h.cfg.ClusterID
-	resp.ControllerID = h.cfg.NodeID
 	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = clusterAuthorizedOperations
 	}
-	if ep, ok := h.endpointFor(rc.Listener); ok {
-		b := kmsg.NewDescribeClusterResponseBroker()
-		b.NodeID, b.Host, b.Port, b.Rack = h.cfg.NodeID, ep.Host, ep.Port, h.cfg.Rack
-		resp.Brokers = append(resp.Brokers, b)
-	} else {
+	im := h.image()
+	endpoints := h.aliveEndpoints(im, rc.Listener)
+	for _, b := range im.SortedBrokers() {
+		// v2 (KIP-1073) may list fenced brokers too; Moldau lists the
+		// live ones, as v0 and v1 do, unless asked.
+		ep, ok := endpoints[b.ID]
+		if !ok && !(req.IncludeFencedBrokers && b.Fenced) {
+			continue
+		}
+		if !ok {
+			if ep, ok = b.Endpoint(rc.Listener); !ok {
+				continue
+			}
+		}
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack, rb.IsFenced = b.ID, ep.Host, int32(ep.Port), b.Rack, b.Fenced
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	resp.ControllerID = h.controllerIDFor(endpoints)
+	if _, ok := endpoints[resp.ControllerID]; !ok {
 		resp.ControllerID = -1 // not among the listed nodes, as Kafka
 	}
 	return resp

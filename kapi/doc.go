@@ -8,6 +8,15 @@
 // the connection, as Kafka does; ApiVersions at an unknown version is
 // answered in the v0 format with UNSUPPORTED_VERSION, KIP-511).
 //
+// Metadata and decisions: handlers read the cluster metadata from the
+// image this broker has applied (MetadataCache, no lock), and never decide
+// what the cluster should be: CreateTopics, DeleteTopics, CreatePartitions,
+// AlterConfigs, IncrementalAlterConfigs, DescribeQuorum, auto-creation and
+// producer-id blocks are forwarded to the active controller
+// (ControllerChannel, forward.go), and an answer that changed something is
+// relayed once this broker's metadata shows the change. The controller
+// plane, served on the controller listener, is controller_apis.go.
+//
 // Errors: inner packages return Go errors wrapping kerr sentinels;
 // ErrorCode turns them into Kafka error codes, here and nowhere else, and
 // anything unrecognised is UNKNOWN_SERVER_ERROR.

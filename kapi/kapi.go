@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/log"
-	"github.com/moldau/moldau/metadata"
 	"github.com/moldau/moldau/replica"
 )
 
@@ -35,10 +35,14 @@ type Config struct {
 	// Endpoints returns the advertised listeners of this broker.
 	Endpoints func() []Endpoint
 
-	Broker   *config.KafkaConfig // static and dynamic broker configs
-	Metadata *metadata.Store     // topics, partitions, topic configs
-	Replicas *replica.Manager    // produce, fetch, list offsets
-	Logs     *log.Manager        // log dirs (DescribeLogDirs)
+	Broker     *config.KafkaConfig // static and dynamic broker configs
+	Metadata   MetadataCache       // topics, partitions, brokers, configs
+	Controller ControllerChannel   // admin requests go to the active controller
+	Replicas   *replica.Manager    // produce, fetch, list offsets
+	Logs       *log.Manager        // log dirs (DescribeLogDirs)
+	// BrokerEpoch is this broker's epoch from its registration (-1
+	// before it registered); AllocateProducerIds carries it.
+	BrokerEpoch func() int64
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -60,9 +64,7 @@ func New(cfg Config) *Handler {
 	h := &Handler{cfg: cfg, log: cfg.Logger, now: cfg.Now}
 	// max.incremental.fetch.session.cache.slots, Kafka's default.
 	h.sessions = newFetchSessionCache(1000)
-	h.producerIDs = &producerIDManager{allocate: func(n int) (int64, error) {
-		return cfg.Metadata.AllocateProducerIDs(n)
-	}}
+	h.producerIDs = &producerIDManager{allocate: h.allocateProducerIDs}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -71,6 +73,29 @@ func New(cfg Config) *Handler {
 	}
 	return h
 }
+
+// MetadataCache is what kapi reads of the cluster metadata: the newest
+// image this broker has applied (Kafka's KRaftMetadataCache).
+type MetadataCache interface {
+	Image() *metadata.Image
+	// WaitFor waits until cond holds for the image (or ctx ends).
+	WaitFor(ctx context.Context, cond func(*metadata.Image) bool) error
+}
+
+// ControllerChannel sends a request to the active controller and returns
+// its response (Kafka's NodeToControllerChannelManager): over the
+// controller listener, or in-process when the active controller is this
+// node. It retries NOT_CONTROLLER and unreachable controllers until ctx
+// ends.
+type ControllerChannel interface {
+	Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	// ActiveController is the id of the active controller, -1 if none
+	// is known.
+	ActiveController() int32
+}
+
+// image is the current metadata image.
+func (h *Handler) image() *metadata.Image { return h.cfg.Metadata.Image() }
 
 // RequestContext is what a handler knows about the request beyond its body.
 type RequestContext struct {

@@ -67,6 +67,7 @@ func init() {
 		{key: 35, min: 0, max: 5, sync: (*Handler).handleDescribeLogDirs},
 		{key: 37, min: 0, max: 3, sync: (*Handler).handleCreatePartitions},
 		{key: 44, min: 0, max: 1, sync: (*Handler).handleIncrementalAlterConfigs},
+		{key: 55, min: 0, max: 2, sync: (*Handler).handleDescribeQuorum},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
 	}
 	m := make(map[int16]*api, len(apis))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/moldau/moldau/metadata"
+	"github.com/moldau/moldau/broker/metadata"
 )
 
 // ProduceEntry is one partition's records in a produce request.
@@ -107,7 +107,7 @@ func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
 		res.Err = err
 		return res, -1
 	}
-	info, err := p.Log.Append(e.Records, p.LeaderEpoch)
+	info, err := p.Log.Append(e.Records, p.LeaderEpoch())
 	if err != nil {
 		res.Err = err
 		res.LogStartOffset = p.Log.LogStartOffset()

@@ -2,8 +2,18 @@
 // hosts, their leader state, the high watermark, and the produce and fetch
 // paths on top of the partition logs.
 //
-// Today a broker is a single node, so every partition is led here, the ISR
-// is this node, and the high watermark moves to the log end offset right
+// The metadata decides what is hosted here: the Manager is a metadata
+// publisher (publisher.go, Kafka's applyDelta). A partition whose replicas
+// include this broker gets a log; it serves produce and consumer fetches
+// only while the metadata names this broker its leader, at the leader
+// epoch the metadata gives; otherwise clients get NOT_LEADER_OR_FOLLOWER
+// (UNKNOWN_TOPIC_OR_PARTITION if the cluster has no such partition).
+// Deleted topics and partitions moved away lose their logs; logs the
+// metadata does not know are deleted once the broker has caught up
+// (DeleteStrayLogs).
+//
+// Partition data is not copied between brokers yet, so the ISR is the
+// leader alone and the high watermark moves to the log end offset right
 // after each append. The paths are built for followers all the same: an
 // acks=all produce waits in the produce purgatory as a DelayedProduce
 // until the high watermark passes its last offset, and a fetch waits in

@@ -144,7 +144,7 @@ func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int
 		if replicaID < 0 {
 			off = l.HighWatermark()
 		}
-		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: p.LeaderEpoch}, nil
+		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: p.LeaderEpoch()}, nil
 	case -5: // latest tiered: no tiered storage yet, so none (Kafka: -1)
 		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
 	}

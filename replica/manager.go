@@ -1,6 +1,9 @@
 package replica
 
 import (
+	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/uuid"
+
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/log"
-	"github.com/moldau/moldau/metadata"
 	"github.com/moldau/moldau/purgatory"
 )
 
@@ -18,23 +21,39 @@ import (
 type TopicPartition = log.TopicPartition
 
 // Partition is one partition hosted by this broker (Kafka's Partition).
+// Its leader epoch and leadership change only through the metadata
+// publisher (applyDelta); produce and fetch read them without locks.
 type Partition struct {
 	TopicPartition
-	TopicID     metadata.TopicID
-	LeaderEpoch int32
-	Log         *log.Log
+	TopicID uuid.UUID
+	Log     *log.Log
+
+	// leaderEpoch is the partition's leader epoch; isLeader whether this
+	// broker leads it at that epoch (a replica here whose leader is
+	// elsewhere, or none, serves no produce and no consumer fetch).
+	leaderEpoch atomic.Int32
+	isLeader    atomic.Bool
 
 	stats *topicStats
 }
 
+// LeaderEpoch is the partition's current leader epoch.
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool { return p.isLeader.Load() }
+
 // Config wires a Manager.
 type Config struct {
-	NodeID   int32
-	Logs     *log.Manager
-	Metadata *metadata.Store
+	NodeID int32
+	Logs   *log.Manager
 	// ConfigFor resolves a topic's log config (topic overrides over
 	// broker defaults).
-	ConfigFor  func(t metadata.Topic) log.Config
+	ConfigFor func(t *metadata.Topic) log.Config
+	// Image returns the current metadata image (the metadata cache):
+	// a partition that exists there but is not led here answers
+	// NOT_LEADER_OR_FOLLOWER rather than UNKNOWN_TOPIC_OR_PARTITION.
+	Image      func() *metadata.Image
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: no metrics
 }
@@ -53,17 +72,16 @@ type Manager struct {
 	produceP *purgatory.Purgatory[TopicPartition]
 	fetchP   *purgatory.Purgatory[TopicPartition]
 
-	unsubscribe func()
-	closed      atomic.Bool
+	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
 	// wait (see BeginShutdown).
 	shuttingDown atomic.Bool
 }
 
-// NewManager creates the manager and a partition for every partition the
-// cluster metadata assigns here, reusing logs loaded from disk, and deletes
-// stray logs whose topic no longer exists (deleted while the broker was
-// down, as Kafka's KRaft broker does).
+// NewManager creates the manager. Partitions appear as the metadata
+// publisher hands it deltas (OnMetadataUpdate); logs already loaded from
+// disk are reused then. DeleteStrayLogs removes logs the metadata no
+// longer has, once this broker has caught up.
 func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg,
@@ -75,28 +93,6 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.metrics = newBrokerTopicMetrics(cfg.Registerer)
 	m.produceP = purgatory.New[TopicPartition]("Produce", purgatory.Options{Logger: m.log, Registerer: cfg.Registerer})
 	m.fetchP = purgatory.New[TopicPartition]("Fetch", purgatory.Options{Logger: m.log, Registerer: cfg.Registerer})
-
-	known := make(map[TopicPartition]bool)
-	for _, t := range cfg.Metadata.Topics() {
-		for _, p := range t.Partitions {
-			tp := TopicPartition{Topic: t.Name, Partition: p.Index}
-			known[tp] = true
-			if err := m.makePartition(t, p); err != nil {
-				m.Close()
-				return nil, err
-			}
-		}
-	}
-	for _, l := range cfg.Logs.Logs() {
-		tp := l.TopicPartition()
-		if !known[tp] {
-			m.log.Info("deleting stray log: its topic is not in the cluster metadata", "topic", tp.Topic, "partition", tp.Partition)
-			if err := cfg.Logs.DeleteLog(tp); err != nil {
-				m.log.Warn("deleting stray log failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			}
-		}
-	}
-	m.unsubscribe = cfg.Metadata.Subscribe(m.onMetadataChange)
 	return m, nil
 }
 
@@ -127,69 +123,9 @@ func (m *Manager) Close() {
 		return
 	}
 	m.BeginShutdown()
-	if m.unsubscribe != nil {
-		m.unsubscribe()
-	}
 	m.produceP.Close()
 	m.fetchP.Close()
 	m.metrics.unregister()
-}
-
-func (m *Manager) makePartition(t metadata.Topic, p metadata.Partition) error {
-	tp := TopicPartition{Topic: t.Name, Partition: p.Index}
-	l, err := m.cfg.Logs.GetOrCreateLog(tp, t.ID, m.cfg.ConfigFor(t))
-	if err != nil {
-		return fmt.Errorf("creating log for %s-%d: %w", tp.Topic, tp.Partition, err)
-	}
-	// One node: the leader's high watermark is its log end.
-	l.UpdateHighWatermark(l.LogEndOffset())
-	m.partitions.Store(tp, &Partition{TopicPartition: tp, TopicID: t.ID, LeaderEpoch: p.LeaderEpoch, Log: l, stats: m.metrics.forTopic(t.Name)})
-	return nil
-}
-
-func (m *Manager) onMetadataChange(c metadata.Change) {
-	switch c.Kind {
-	case metadata.TopicCreated, metadata.PartitionsCreated:
-		for _, p := range c.Topic.Partitions {
-			tp := TopicPartition{Topic: c.Topic.Name, Partition: p.Index}
-			if m.Partition(tp) != nil {
-				continue
-			}
-			if err := m.makePartition(c.Topic, p); err != nil {
-				m.log.Error("creating partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			}
-		}
-	case metadata.TopicDeleted:
-		var gone []TopicPartition
-		for _, p := range c.Topic.Partitions {
-			tp := TopicPartition{Topic: c.Topic.Name, Partition: p.Index}
-			if _, ok := m.partitions.LoadAndDelete(tp); ok {
-				gone = append(gone, tp)
-			}
-		}
-		for _, tp := range gone {
-			if err := m.cfg.Logs.DeleteLog(tp); err != nil {
-				m.log.Error("deleting log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			}
-			// Waiting fetches and produces on the partition
-			// complete now, with UNKNOWN_TOPIC_OR_PARTITION.
-			m.fetchP.CheckAndComplete(tp)
-			m.produceP.CheckAndComplete(tp)
-		}
-		m.metrics.deleteTopic(c.Topic.Name)
-	case metadata.TopicConfigChanged:
-		cfg := m.cfg.ConfigFor(c.Topic)
-		for _, p := range m.partitionsOf(c.Topic.Name) {
-			p.Log.SetConfig(cfg)
-		}
-	case metadata.BrokerConfigChanged:
-		for _, t := range m.cfg.Metadata.Topics() {
-			cfg := m.cfg.ConfigFor(t)
-			for _, p := range m.partitionsOf(t.Name) {
-				p.Log.SetConfig(cfg)
-			}
-		}
-	}
 }
 
 // Partition returns the hosted partition, or nil.
@@ -213,10 +149,15 @@ func (m *Manager) partitionsOf(topic string) []*Partition {
 
 // getPartition returns the partition led here, or an error wrapping Kafka's
 // code: UNKNOWN_TOPIC_OR_PARTITION if the cluster does not have it,
-// NOT_LEADER_OR_FOLLOWER if it lives elsewhere (not yet on one node).
+// NOT_LEADER_OR_FOLLOWER if it is led elsewhere or by no one.
 func (m *Manager) getPartition(tp TopicPartition) (*Partition, error) {
-	if p := m.Partition(tp); p != nil {
+	if p := m.Partition(tp); p != nil && p.IsLeader() {
 		return p, nil
+	}
+	if m.cfg.Image != nil {
+		if t, ok := m.cfg.Image().Topic(tp.Topic); ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
+			return nil, apierr.Errorf(kerr.NotLeaderForPartition, "Broker %d is not the leader of %s-%d (leader %d).", m.cfg.NodeID, tp.Topic, tp.Partition, t.Partitions[tp.Partition].Leader)
+		}
 	}
 	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, tp.Topic, tp.Partition)
 }
@@ -226,9 +167,9 @@ func (m *Manager) getPartition(tp TopicPartition) (*Partition, error) {
 // UNKNOWN_LEADER_EPOCH.
 func checkLeaderEpoch(p *Partition, epoch int32) error {
 	switch {
-	case epoch < 0 || epoch == p.LeaderEpoch:
+	case epoch < 0 || epoch == p.LeaderEpoch():
 		return nil
-	case epoch < p.LeaderEpoch:
+	case epoch < p.LeaderEpoch():
 		return kerr.FencedLeaderEpoch
 	default:
 		return kerr.UnknownLeaderEpoch

@@ -8,29 +8,63 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/uuid"
 	"github.com/moldau/moldau/log"
-	"github.com/moldau/moldau/metadata"
 )
 
-func newTestManager(t *testing.T) (*Manager, *metadata.Store) {
+// testMetadata feeds a Manager metadata deltas, as the loader does.
+type testMetadata struct {
+	t     *testing.T
+	m     *Manager
+	image *metadata.Image
+	ids   map[string]uuid.UUID
+}
+
+func (tm *testMetadata) apply(recs ...metadata.Record) {
+	tm.t.Helper()
+	d := metadata.NewDelta(tm.image)
+	for _, r := range recs {
+		if err := d.Replay(r); err != nil {
+			tm.t.Fatal(err)
+		}
+	}
+	d.SetProvenance(tm.image.Offset+int64(len(recs)), 1)
+	tm.image = d.Apply()
+	tm.m.OnMetadataUpdate(d, tm.image)
+}
+
+// CreateTopic creates a topic with partitions led by broker 1.
+func (tm *testMetadata) CreateTopic(name string, partitions int32) {
+	id := uuid.Random()
+	tm.ids[name] = id
+	recs := []metadata.Record{&metadata.TopicRecord{Name: name, TopicID: id}}
+	for i := range partitions {
+		recs = append(recs, &metadata.PartitionRecord{PartitionID: i, TopicID: id, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
+	}
+	tm.apply(recs...)
+}
+
+func (tm *testMetadata) DeleteTopic(name string) {
+	tm.apply(&metadata.RemoveTopicRecord{TopicID: tm.ids[name]})
+}
+
+func newTestManager(t *testing.T) (*Manager, *testMetadata) {
 	t.Helper()
 	dir := t.TempDir()
-	store, err := metadata.Open(metadata.Options{Dir: dir, NodeID: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logs.Close() })
-	m, err := NewManager(Config{NodeID: 1, Logs: logs, Metadata: store, ConfigFor: func(metadata.Topic) log.Config { return log.DefaultConfig() }})
+	tm := &testMetadata{t: t, image: metadata.Empty, ids: map[string]uuid.UUID{}}
+	m, err := NewManager(Config{NodeID: 1, Logs: logs, Image: func() *metadata.Image { return tm.image }, ConfigFor: func(*metadata.Topic) log.Config { return log.DefaultConfig() }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	tm.m = m
 	t.Cleanup(m.Close)
-	return m, store
+	return m, tm
 }
 
 // batch encodes one magic-v2 batch of n records of size bytes each, as a
@@ -47,9 +81,7 @@ func batch(n, size int) []byte {
 
 func TestFetchWaitsForMinBytes(t *testing.T) {
 	m, store := newTestManager(t)
-	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	store.CreateTopic("t", 1)
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	params := FetchParams{ReplicaID: -1, MaxWait: 10 * time.Second, MinBytes: 5000, MaxBytes: 1 << 20}
 	parts := []FetchPartition{{TopicPartition: tp, FetchOffset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}
@@ -85,9 +117,7 @@ func TestFetchWaitsForMinBytes(t *testing.T) {
 
 func TestFetchExpiresAtMaxWait(t *testing.T) {
 	m, store := newTestManager(t)
-	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	store.CreateTopic("t", 1)
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	start := time.Now()
 	got := make(chan []FetchResult, 1)
@@ -104,15 +134,11 @@ func TestFetchExpiresAtMaxWait(t *testing.T) {
 
 func TestFetchOfDeletedTopicAnswersNow(t *testing.T) {
 	m, store := newTestManager(t)
-	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	store.CreateTopic("t", 1)
 	got := make(chan []FetchResult, 1)
 	m.FetchMessages(FetchParams{ReplicaID: -1, MaxWait: time.Minute, MinBytes: 1, MaxBytes: 1 << 20},
 		[]FetchPartition{{TopicPartition: TopicPartition{Topic: "t"}, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}, func(r []FetchResult) { got <- r })
-	if _, err := store.DeleteTopic("t"); err != nil {
-		t.Fatal(err)
-	}
+	store.DeleteTopic("t")
 	select {
 	case r := <-got:
 		if r[0].Err == nil || kerr.UnknownTopicOrPartition.Code != errCode(r[0].Err) {
@@ -125,9 +151,7 @@ func TestFetchOfDeletedTopicAnswersNow(t *testing.T) {
 
 func TestAppendErrors(t *testing.T) {
 	m, store := newTestManager(t)
-	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	store.CreateTopic("t", 1)
 	run := func(acks int16, tp TopicPartition) error {
 		done := make(chan []ProduceResult, 1)
 		m.AppendRecords(time.Second, acks, []ProduceEntry{{TopicPartition: tp, Records: batch(1, 10)}}, func(r []ProduceResult) { done <- r })
@@ -175,9 +199,7 @@ func errCode(err error) int16 {
 // watermark moved after it).
 func TestFetchProduceRace(t *testing.T) {
 	m, store := newTestManager(t)
-	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	store.CreateTopic("t", 1)
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	const maxWait = 3 * time.Second
 	iterations := 20000
@@ -235,14 +257,12 @@ var spin atomic.Int64
 // moved yet) must wake when the high watermark moves.
 func TestFetchWakesWhenHighWatermarkMoves(t *testing.T) {
 	m, store := newTestManager(t)
-	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	store.CreateTopic("t", 1)
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	p := m.Partition(tp)
 	// Append behind the manager's back, without moving the high
 	// watermark: the log end is 1, the high watermark 0.
-	if _, err := p.Log.Append(batch(1, 100), p.LeaderEpoch); err != nil {
+	if _, err := p.Log.Append(batch(1, 100), p.LeaderEpoch()); err != nil {
 		t.Fatal(err)
 	}
 	if hw, leo := p.Log.HighWatermark(), p.Log.LogEndOffset(); hw != 0 || leo != 1 {
@@ -272,9 +292,7 @@ func TestFetchWakesWhenHighWatermarkMoves(t *testing.T) {
 // once, and a fetch arriving afterwards does not wait.
 func TestShutdownAnswersDelayedFetch(t *testing.T) {
 	m, store := newTestManager(t)
-	if _, err := store.CreateTopic("t", 1, nil, nil, false); err != nil {
-		t.Fatal(err)
-	}
+	store.CreateTopic("t", 1)
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	params := FetchParams{ReplicaID: -1, MaxWait: 5 * time.Minute, MinBytes: 1, MaxBytes: 1 << 20}
 	parts := []FetchPartition{{TopicPartition: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}
@@ -296,5 +314,28 @@ func TestShutdownAnswersDelayedFetch(t *testing.T) {
 		if i == 0 {
 			m.FetchMessages(params, parts, func(r []FetchResult) { got <- r })
 		}
+	}
+}
+
+// A topic deleted and created again while this broker was away leaves a
+// log of the old topic ID: the new topic's partition replaces it.
+func TestStrayLogOfOlderTopicIsReplaced(t *testing.T) {
+	m, store := newTestManager(t)
+	store.CreateTopic("t", 1)
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	if _, err := m.Partition(tp).Log.Append(batch(3, 10), 0); err != nil {
+		t.Fatal(err)
+	}
+	// The broker "missed" the delete: only the new topic arrives, over
+	// an image without the old one.
+	m.partitions.Delete(tp)
+	store.image = metadata.Empty
+	store.CreateTopic("t", 1)
+	p := m.Partition(tp)
+	if p == nil || !p.IsLeader() {
+		t.Fatal("the new topic's partition is not hosted")
+	}
+	if p.TopicID != store.ids["t"] || p.Log.LogEndOffset() != 0 {
+		t.Fatalf("partition has topic id %v and log end %d: the old log was kept", p.TopicID, p.Log.LogEndOffset())
 	}
 }

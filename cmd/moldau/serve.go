@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -51,6 +52,11 @@ func serve(args []string) error {
 		return err
 	}
 	b.Start()
+	logger.Info("joining the cluster", "node.id", cfg.NodeID, "process.roles", strings.Join(cfg.ProcessRoles, ","))
+	if err := waitReady(b); err != nil {
+		b.Close()
+		return err
+	}
 
 	source := "built-in defaults"
 	if cfg.Source != "" {
@@ -88,4 +94,22 @@ func serve(args []string) error {
 	}
 	logger.Info("shut down cleanly")
 	return nil
+}
+
+// waitReady waits until the broker serves clients: its metadata quorum has
+// a leader and the controller has unfenced it. A signal meanwhile stops it.
+func waitReady(b *broker.Broker) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return b.WaitReady(ctx)
 }

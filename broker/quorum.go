@@ -1,0 +1,196 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/controller"
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/raft"
+)
+
+// quorum joins the metadata quorum (broker/raft) to what follows it: the
+// broker's metadata loader and the controller both receive every committed
+// batch, snapshot and leader change, in that order, from the quorum's one
+// listener goroutine (Kafka registers both as RaftClient listeners). It
+// also answers DescribeQuorum and carries the quorum's messages for the
+// controller listener.
+type quorum struct {
+	node   *raft.Node
+	loader *metadata.Loader
+	ctrl   *controller.QuorumController
+	log    *slog.Logger
+	leader atomic.Int32
+}
+
+type quorumConfig struct {
+	NodeID   int32
+	Voters   map[int32]string // empty: this node alone
+	Dir      string           // metadata.log.dir (the log is in Dir/__cluster_metadata-0)
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	Config   *config.KafkaConfig
+}
+
+// inProcessAddr stands for the address of a single voter, which never
+// dials itself.
+const inProcessAddr = "in-process:0"
+
+func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.QuorumController) (*quorum, error) {
+	voters := c.Voters
+	if len(voters) == 0 {
+		voters = map[int32]string{c.NodeID: inProcessAddr}
+	}
+	q := &quorum{loader: loader, ctrl: ctrl, log: c.Logger}
+	q.leader.Store(-1)
+	node, err := raft.Open(raft.Config{
+		NodeID:                   c.NodeID,
+		Voters:                   voters,
+		Dir:                      c.Dir,
+		Logger:                   c.Logger,
+		Registerer:               c.Registry,
+		ElectionTimeout:          c.Config.QuorumElectionTimeout,
+		MaxBytesBetweenSnapshots: c.Config.MetadataSnapshotMaxNewRecordBytes,
+		MaxRetentionBytes:        c.Config.MetadataMaxRetentionBytes,
+		SegmentBytes:             c.Config.MetadataLogSegmentBytes,
+	}, q)
+	if err != nil {
+		return nil, err
+	}
+	q.node = node
+	return q, nil
+}
+
+// Start is a no-op: the node runs from Open; it is here so the wiring reads
+// in Kafka's order.
+func (q *quorum) Start() error { return q.node.Err() }
+
+// Close stops the node. Idempotent.
+func (q *quorum) Close() error {
+	if q.node == nil {
+		return nil
+	}
+	return q.node.Close()
+}
+
+// Leader is the quorum's leader (the active controller), -1 if none.
+func (q *quorum) Leader() int32 { return q.leader.Load() }
+
+// ScheduleAppend implements controller.RaftClient.
+func (q *quorum) ScheduleAppend(epoch int32, records [][]byte) (int64, error) {
+	return q.node.ScheduleAppend(epoch, records)
+}
+
+// HandleCommit implements raft.Listener.
+func (q *quorum) HandleCommit(batches []raft.Batch) {
+	for _, b := range batches {
+		if err := q.loader.HandleCommit(b.LastOffset, b.Epoch, b.Records); err != nil {
+			return // logged by the loader, which stops applying
+		}
+		q.ctrl.HandleCommit(controller.Batch{BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Epoch: b.Epoch, AppendTimeMs: b.AppendTimestamp, Records: b.Records})
+	}
+}
+
+// HandleLoadSnapshot implements raft.Listener.
+func (q *quorum) HandleLoadSnapshot(r *raft.SnapshotReader) {
+	var records [][]byte
+	for {
+		b, ok, err := r.Next()
+		if err != nil {
+			q.log.Error("reading a metadata snapshot failed", "snapshot", r.SnapshotID().String(), "err", err)
+			return
+		}
+		if !ok {
+			break
+		}
+		records = append(records, b.Records...)
+	}
+	offset, epoch := r.LastContainedLogOffset(), r.SnapshotID().Epoch
+	if err := q.loader.HandleSnapshot(offset, epoch, records); err != nil {
+		return
+	}
+	q.ctrl.HandleSnapshot(offset, epoch, records)
+}
+
+// HandleLeaderChange implements raft.Listener.
+func (q *quorum) HandleLeaderChange(l raft.LeaderAndEpoch) {
+	q.leader.Store(l.LeaderID)
+	q.ctrl.HandleLeaderChange(l.LeaderID, l.Epoch)
+}
+
+// WriteSnapshot implements raft.StateMachine: the records of the image the
+// loader has applied, which is the state at the snapshot's offset (the
+// quorum calls it between commits).
+func (q *quorum) WriteSnapshot(w *raft.SnapshotWriter) error {
+	im := q.loader.Image()
+	if want := w.SnapshotID().Offset - 1; im.Offset != want {
+		return fmt.Errorf("metadata snapshot at %s: the image is at offset %d, not %d", w.SnapshotID(), im.Offset, want)
+	}
+	const perAppend = 1000
+	var recs [][]byte
+	for _, r := range im.Records() {
+		recs = append(recs, metadata.Encode(r))
+		if len(recs) == perAppend {
+			if err := w.Append(recs...); err != nil {
+				return err
+			}
+			recs = recs[:0]
+		}
+	}
+	if len(recs) > 0 {
+		return w.Append(recs...)
+	}
+	return nil
+}
+
+// TransportKey implements kapi.QuorumAPI.
+func (q *quorum) TransportKey() int16 { return raft.APIKey }
+
+// HandleTransport implements kapi.QuorumAPI.
+func (q *quorum) HandleTransport(body []byte) ([]byte, error) {
+	return q.node.HandleTransportRequest(body)
+}
+
+// DescribeQuorum implements kapi.QuorumAPI: __cluster_metadata-0 as the
+// leader sees it (elsewhere NOT_LEADER_OR_FOLLOWER, as Kafka answers).
+func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	info, err := q.node.DescribeQuorum()
+	for _, t := range req.Topics {
+		rt := kmsg.NewDescribeQuorumResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDescribeQuorumResponseTopicPartition()
+			rp.Partition = p.Partition
+			switch {
+			case t.Topic != metadata.ClusterMetadataTopic || p.Partition != 0:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case err != nil:
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				if req.Version >= 2 {
+					msg := err.Error()
+					rp.ErrorMessage = &msg
+				}
+				rp.LeaderID, rp.LeaderEpoch = q.node.LeaderAndEpoch().LeaderID, q.node.LeaderAndEpoch().Epoch
+			default:
+				rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = info.LeaderID, info.LeaderEpoch, info.HighWatermark
+				for _, v := range info.Voters {
+					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+					rs.ReplicaID, rs.LogEndOffset = v.ReplicaID, v.LogEndOffset
+					rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.LastFetchTimestamp, v.LastCaughtUpTimestamp
+					rp.CurrentVoters = append(rp.CurrentVoters, rs)
+				}
+				rp.Observers = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,176 @@
+package kapi
+
+// The controller plane (Kafka's ControllerApis): what a node with the
+// controller role serves on its controller listener (controller.listener.names):
+//
+//   - ApiVersions, with the versions below.
+//   - BrokerRegistration and BrokerHeartbeat (KIP-631), from every broker.
+//   - CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+//     IncrementalAlterConfigs, forwarded by brokers (or sent by an admin
+//     client with --bootstrap-controller), and AllocateProducerIds.
+//   - DescribeQuorum (KIP-595).
+//   - The metadata quorum's own messages, on a Moldau-private API key that
+//     ApiVersions does not list (see QuorumAPI).
+//
+// A node that is not the active controller answers NOT_CONTROLLER in every
+// error field; brokers and admin clients then find the active one.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ControllerAPI is the controller as the controller plane calls it
+// (*controller.QuorumController).
+type ControllerAPI interface {
+	CreateTopics(context.Context, *kmsg.CreateTopicsRequest) (*kmsg.CreateTopicsResponse, error)
+	DeleteTopics(context.Context, *kmsg.DeleteTopicsRequest) (*kmsg.DeleteTopicsResponse, error)
+	CreatePartitions(context.Context, *kmsg.CreatePartitionsRequest) (*kmsg.CreatePartitionsResponse, error)
+	AlterConfigs(context.Context, *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error)
+	IncrementalAlterConfigs(context.Context, *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error)
+	AllocateProducerIDs(context.Context, *kmsg.AllocateProducerIDsRequest) (*kmsg.AllocateProducerIDsResponse, error)
+	RegisterBroker(context.Context, *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error)
+	BrokerHeartbeat(context.Context, *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error)
+}
+
+// QuorumAPI is the metadata quorum as the controller plane calls it.
+type QuorumAPI interface {
+	// DescribeQuorum answers for __cluster_metadata-0.
+	DescribeQuorum(*kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse
+	// TransportKey is the private API key of the quorum's messages.
+	TransportKey() int16
+	// HandleTransport takes one request body on that key and returns
+	// the response body.
+	HandleTransport(body []byte) ([]byte, error)
+}
+
+// ControllerHandler serves the controller plane. Safe for concurrent use.
+type ControllerHandler struct {
+	nodeID     int32
+	log        *slog.Logger
+	controller ControllerAPI
+	quorum     QuorumAPI
+	apis       map[int16]api
+}
+
+// controllerAPIVersions are the versions the controller plane serves.
+var controllerAPIVersions = []struct{ key, min, max int16 }{
+	{18, 0, 4}, // ApiVersions
+	{19, 0, 7}, // CreateTopics
+	{20, 0, 6}, // DeleteTopics
+	{33, 0, 2}, // AlterConfigs
+	{37, 0, 3}, // CreatePartitions
+	{44, 0, 1}, // IncrementalAlterConfigs
+	{55, 0, 2}, // DescribeQuorum
+	{62, 0, 4}, // BrokerRegistration
+	{63, 0, 1}, // BrokerHeartbeat
+	{67, 0, 0}, // AllocateProducerIds
+}
+
+// NewControllerHandler returns the controller plane's handler.
+func NewControllerHandler(nodeID int32, logger *slog.Logger, c ControllerAPI, q QuorumAPI) *ControllerHandler {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	h := &ControllerHandler{nodeID: nodeID, log: logger, controller: c, quorum: q, apis: map[int16]api{}}
+	for _, v := range controllerAPIVersions {
+		if max := kmsg.RequestForKey(v.key).MaxVersion(); v.max > max {
+			panic(fmt.Sprintf("kapi: controller table names %s v%d, kmsg knows v%d", kmsg.NameForKey(v.key), v.max, max))
+		}
+		h.apis[v.key] = api{key: v.key, min: v.min, max: v.max}
+	}
+	return h
+}
+
+// Handle serves one request on the controller listener.
+func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func(*Response)) {
+	if h.quorum != nil && r.APIKey == h.quorum.TransportKey() {
+		body, err := h.quorum.HandleTransport(r.Body)
+		if err != nil {
+			respond(&Response{Close: true, CloseReason: "metadata quorum message: " + err.Error()})
+			return
+		}
+		buf := make([]byte, 8, 8+len(body))
+		be32(buf[4:], uint32(r.CorrelationID))
+		buf = append(buf, body...)
+		be32(buf, uint32(len(buf)-4))
+		respond(&Response{Buf: buf})
+		return
+	}
+	a, ok := h.apis[r.APIKey]
+	if !ok || r.APIVersion < a.min || r.APIVersion > a.max {
+		if r.APIKey == apiVersionsKey {
+			respond(encodeResponse(r, h.apiVersions(kmsg.NewPtrApiVersionsRequest(), true)))
+			return
+		}
+		respond(&Response{Close: true, CloseReason: fmt.Sprintf("%s v%d is not served on the controller listener", kmsg.NameForKey(r.APIKey), r.APIVersion)})
+		return
+	}
+	kreq, err := decodeRequest(r.APIKey, r.APIVersion, r.Body)
+	if err != nil {
+		respond(&Response{Close: true, CloseReason: err.Error()})
+		return
+	}
+	if av, ok := kreq.(*kmsg.ApiVersionsRequest); ok {
+		respond(encodeResponse(r, h.apiVersions(av, false)))
+		return
+	}
+	resp, err := h.Dispatch(ctx, kreq)
+	if err != nil {
+		resp = errorResponse(kreq, err)
+	}
+	respond(encodeResponse(r, resp))
+}
+
+func (h *ControllerHandler) apiVersions(req *kmsg.ApiVersionsRequest, unsupported bool) *kmsg.ApiVersionsResponse {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if unsupported {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+	}
+	for _, v := range controllerAPIVersions {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = v.key, v.min, v.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	return resp
+}
+
+// Dispatch runs a controller-plane request against the controller; the
+// broker's in-process forwarding path calls it too, so both paths are one.
+// An error is request-wide (NOT_CONTROLLER, a timeout).
+func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c := h.controller
+	switch req := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		return c.CreateTopics(ctx, req)
+	case *kmsg.DeleteTopicsRequest:
+		return c.DeleteTopics(ctx, req)
+	case *kmsg.CreatePartitionsRequest:
+		return c.CreatePartitions(ctx, req)
+	case *kmsg.AlterConfigsRequest:
+		return c.AlterConfigs(ctx, req)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.IncrementalAlterConfigs(ctx, req)
+	case *kmsg.AllocateProducerIDsRequest:
+		return c.AllocateProducerIDs(ctx, req)
+	case *kmsg.BrokerRegistrationRequest:
+		return c.RegisterBroker(ctx, req)
+	case *kmsg.BrokerHeartbeatRequest:
+		return c.BrokerHeartbeat(ctx, req)
+	case *kmsg.DescribeQuorumRequest:
+		if h.quorum == nil {
+			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)
+		}
+		return h.quorum.DescribeQuorum(req), nil
+	}
+	return nil, fmt.Errorf("%w: %s is not a controller request", kerr.InvalidRequest, kmsg.NameForKey(req.Key()))
+}
+
+// encodeResponse frames a response to r (see Handler.encode).
+func encodeResponse(r *Request, resp kmsg.Response) *Response {
+	return (&Handler{}).encode(r, resp)
+}

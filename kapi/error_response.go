@@ -1,0 +1,128 @@
+package kapi
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// errorResponse answers req with err in every place the response has an
+// error (Kafka's AbstractRequest.getErrorResponse), for the requests a
+// broker forwards to the controller and the controller plane serves. It
+// returns nil for a request it does not know.
+func errorResponse(req kmsg.Request, err error) kmsg.Response {
+	code, msg := ErrorCode(err), ErrorMessage(err)
+	switch req := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic, st.ErrorCode = rt.Topic, code
+			if req.Version >= 1 {
+				st.ErrorMessage = msg
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.DeleteTopicsRequest:
+		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		add := func(name *string, id [16]byte) {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = name, id, code
+			if req.Version >= 5 {
+				rt.ErrorMessage = msg
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		if req.Version < 6 {
+			for _, n := range req.TopicNames {
+				add(&n, [16]byte{})
+			}
+		} else {
+			for _, t := range req.Topics {
+				add(t.Topic, t.TopicID)
+			}
+		}
+		return resp
+	case *kmsg.CreatePartitionsRequest:
+		resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreatePartitionsResponseTopic()
+			st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, code, msg
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.AlterConfigsRequest:
+		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, r := range req.Resources {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, r := range req.Resources {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = r.ResourceType, r.ResourceName, code, msg
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp
+	case *kmsg.AllocateProducerIDsRequest:
+		resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		resp.ErrorCode, resp.ProducerIDStart = code, -1
+		return resp
+	case *kmsg.BrokerRegistrationRequest:
+		resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		resp.ErrorCode, resp.BrokerEpoch = code, -1
+		return resp
+	case *kmsg.BrokerHeartbeatRequest:
+		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		resp.ErrorCode, resp.IsFenced = code, true
+		return resp
+	case *kmsg.DescribeQuorumRequest:
+		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.ErrorCode = code
+		if req.Version >= 2 {
+			resp.ErrorMessage = msg
+		}
+		return resp
+	}
+	return nil
+}
+
+// ResponseErrorCodes returns every error code in a response to one of the
+// requests errorResponse knows: the forwarding channel retries when the
+// controller answered NOT_CONTROLLER.
+func ResponseErrorCodes(resp kmsg.Response) []int16 {
+	var codes []int16
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.DeleteTopicsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for _, t := range r.Topics {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, t := range r.Resources {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, t := range r.Resources {
+			codes = append(codes, t.ErrorCode)
+		}
+	case *kmsg.AllocateProducerIDsResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.BrokerRegistrationResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.BrokerHeartbeatResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.DescribeQuorumResponse:
+		codes = append(codes, r.ErrorCode)
+	}
+	return codes
+}

@@ -1,0 +1,61 @@
+package kapi
+
+// Forwarding to the active controller (Kafka's ForwardingManager): the
+// admin APIs (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+// IncrementalAlterConfigs, DescribeQuorum) and producer-id blocks are
+// decided by the controller, not here. A broker forwards the client's
+// request as it came, at the client's version, and relays the answer; when
+// the answer created or deleted something, it first waits (bounded by the
+// request's own timeout) until its own metadata shows it, so that the
+// client's next request to this broker sees what it was told happened.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/metadata"
+)
+
+// defaultForwardTimeout bounds a forwarded request whose own timeout is
+// not set (Kafka's request.timeout.ms for the controller channel is 30 s).
+const defaultForwardTimeout = 30 * time.Second
+
+// forward sends req to the active controller within timeout.
+func (h *Handler) forward(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	if timeout <= 0 {
+		timeout = defaultForwardTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := h.cfg.Controller.Send(ctx, req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, apierr.Errorf(kerr.RequestTimedOut, "The controller did not answer %s in time.", kmsg.NameForKey(req.Key()))
+		}
+		var ke *kerr.Error
+		if !errors.As(err, &ke) {
+			return nil, apierr.Errorf(kerr.NotController, "%s could not reach the active controller: %v", kmsg.NameForKey(req.Key()), err)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// waitForMetadata waits (at most timeout) until cond holds for this
+// broker's metadata; on timeout it returns without error: the controller
+// said yes, and the broker catches up on its own.
+func (h *Handler) waitForMetadata(ctx context.Context, timeout time.Duration, cond func(*metadata.Image) bool) {
+	if timeout <= 0 || timeout > defaultForwardTimeout {
+		timeout = defaultForwardTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := h.cfg.Metadata.WaitFor(ctx, cond); err != nil {
+		h.log.Warn("metadata did not catch up with the controller's answer in time", "err", err)
+	}
+}

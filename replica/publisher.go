@@ -1,0 +1,176 @@
+package replica
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/broker/metadata"
+)
+
+// Name implements metadata.Publisher.
+func (m *Manager) Name() string { return "ReplicaManager" }
+
+// OnMetadataUpdate applies a metadata delta to the partitions of this
+// broker (Kafka's ReplicaManager.applyDelta): deleted topics stop and their
+// logs go; partitions that name this broker as leader are made leaders at
+// their new leader epoch, creating the log if needed; partitions with a
+// replica here led elsewhere (or by no one) stop serving; partitions whose
+// replicas no longer include this broker stop and their logs go; config
+// changes reach the logs. Waiting fetches and produces on a partition that
+// changed complete now, so clients learn of it at once.
+func (m *Manager) OnMetadataUpdate(d *metadata.Delta, im *metadata.Image) {
+	var touched []TopicPartition
+	for _, t := range d.DeletedTopics() {
+		for _, p := range t.Partitions {
+			tp := TopicPartition{Topic: t.Name, Partition: p.Index}
+			if m.stopReplica(tp, true) {
+				touched = append(touched, tp)
+			}
+		}
+		m.metrics.deleteTopic(t.Name)
+	}
+	var led, lost int
+	for t, parts := range d.ChangedPartitions() {
+		for _, i := range parts {
+			tp := TopicPartition{Topic: t.Name, Partition: i}
+			switch m.applyPartition(t, t.Partitions[i], tp) {
+			case becameLeader:
+				led++
+			case lostLeadership:
+				lost++
+			}
+			touched = append(touched, tp)
+		}
+	}
+	if led > 0 || lost > 0 {
+		m.log.Info("leadership changed", "became_leader", led, "no_longer_leader", lost, "metadata_offset", im.Offset)
+	}
+	m.applyConfigs(d, im)
+	// Never under a partition lock: the updates above released theirs.
+	for _, tp := range touched {
+		m.fetchP.CheckAndComplete(tp)
+		m.produceP.CheckAndComplete(tp)
+	}
+}
+
+type leadershipChange int
+
+const (
+	noLeadershipChange leadershipChange = iota
+	becameLeader
+	lostLeadership
+)
+
+func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp TopicPartition) leadershipChange {
+	if !slices.Contains(p.Replicas, m.cfg.NodeID) {
+		if m.stopReplica(tp, true) {
+			m.log.Info("stopped replica: no longer assigned here", "partition", tp.String(), "replicas", p.Replicas)
+		}
+		return noLeadershipChange
+	}
+	part := m.Partition(tp)
+	if part == nil {
+		l, err := m.cfg.Logs.GetOrCreateLog(tp, t.ID, m.cfg.ConfigFor(t))
+		if errors.Is(err, kerr.InconsistentTopicID) {
+			// A log of an older topic of that name (deleted and
+			// created again while this broker was away): a stray.
+			m.log.Info("deleting stray log of an older topic of the same name", "partition", tp.String(), "topic_id", t.ID.String())
+			if err = m.cfg.Logs.DeleteLog(tp); err == nil {
+				l, err = m.cfg.Logs.GetOrCreateLog(tp, t.ID, m.cfg.ConfigFor(t))
+			}
+		}
+		if err != nil {
+			m.log.Error("creating log failed; the partition is offline here", "partition", tp.String(), "err", err)
+			return noLeadershipChange
+		}
+		part = &Partition{TopicPartition: tp, TopicID: t.ID, Log: l, stats: m.metrics.forTopic(t.Name)}
+		part.leaderEpoch.Store(p.LeaderEpoch)
+		m.partitions.Store(tp, part)
+	}
+	leader := p.Leader == m.cfg.NodeID
+	wasLeader, oldEpoch := part.IsLeader(), part.LeaderEpoch()
+	part.leaderEpoch.Store(p.LeaderEpoch)
+	if leader {
+		// No followers yet: the leader's high watermark is its log
+		// end (the ISR is this broker alone).
+		part.Log.UpdateHighWatermark(part.Log.LogEndOffset())
+	}
+	part.isLeader.Store(leader)
+	switch {
+	case leader && (!wasLeader || oldEpoch != p.LeaderEpoch):
+		m.log.Debug("became leader", "partition", tp.String(), "leader_epoch", p.LeaderEpoch)
+		return becameLeader
+	case !leader && wasLeader:
+		m.log.Debug("no longer leader", "partition", tp.String(), "leader", p.Leader, "leader_epoch", p.LeaderEpoch)
+		return lostLeadership
+	}
+	return noLeadershipChange
+}
+
+// stopReplica removes a partition from this broker; with deleteLog its log
+// is deleted too. It reports whether the partition was hosted.
+func (m *Manager) stopReplica(tp TopicPartition, deleteLog bool) bool {
+	v, ok := m.partitions.LoadAndDelete(tp)
+	if !ok {
+		return false
+	}
+	v.(*Partition).isLeader.Store(false)
+	if deleteLog {
+		if err := m.cfg.Logs.DeleteLog(tp); err != nil {
+			m.log.Error("deleting log", "partition", tp.String(), "err", err)
+		}
+	}
+	return true
+}
+
+// applyConfigs hands changed topic configs, and every topic's config when
+// a broker default changed, to the logs.
+func (m *Manager) applyConfigs(d *metadata.Delta, im *metadata.Image) {
+	brokerChanged := false
+	topics := map[string]bool{}
+	for _, r := range d.ChangedConfigs() {
+		switch r.Type {
+		case metadata.TopicResource:
+			topics[r.Name] = true
+		case metadata.BrokerResource:
+			brokerChanged = true
+		}
+	}
+	if brokerChanged {
+		for _, t := range im.Topics() {
+			topics[t.Name] = true
+		}
+	}
+	for name := range topics {
+		t, ok := im.Topic(name)
+		if !ok {
+			continue
+		}
+		cfg := m.cfg.ConfigFor(t)
+		for _, p := range m.partitionsOf(name) {
+			p.Log.SetConfig(cfg)
+		}
+	}
+}
+
+// DeleteStrayLogs deletes the logs of partitions the metadata does not
+// assign to this broker (topics deleted while it was down, or moved away),
+// as Kafka's KRaft broker does once it has caught up with the metadata log.
+func (m *Manager) DeleteStrayLogs(im *metadata.Image) {
+	for _, l := range m.cfg.Logs.Logs() {
+		tp := l.TopicPartition()
+		t, ok := im.Topic(tp.Topic)
+		stray := !ok || t.ID != l.TopicID() && l.TopicID() != ([16]byte{}) ||
+			int(tp.Partition) >= len(t.Partitions) || !slices.Contains(t.Partitions[tp.Partition].Replicas, m.cfg.NodeID)
+		if !stray {
+			continue
+		}
+		m.log.Info("deleting stray log: the metadata does not assign it here", "partition", tp.String())
+		m.stopReplica(tp, false)
+		if err := m.cfg.Logs.DeleteLog(tp); err != nil {
+			m.log.Warn("deleting stray log failed", "partition", tp.String(), "err", err)
+		}
+	}
+}
