@@ -296,7 +296,9 @@ func TestManagerRetentionDelayedDelete(t *testing.T) {
 	}
 }
 
-func TestFileSliceSendfile(t *testing.T) {
+// A file slice written to a socket carries exactly the bytes a pread of
+// the same range gives.
+func TestFileSliceWriteToSocket(t *testing.T) {
 	clock := newLtClock()
 	l, _ := ltOpen(t, t.TempDir(), ltConfig(), clock, false, nil)
 	defer l.Close()
@@ -328,16 +330,13 @@ func TestFileSliceSendfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two concurrent sends of the same file would corrupt each other if
-	// they shared the file position; send twice sequentially and once from
-	// a goroutine racing a pread.
 	n, err := fd.Records.WriteTo(c.(*net.TCPConn))
 	if err != nil || n != fd.Records.Size {
-		t.Fatalf("sendfile: %d %v", n, err)
+		t.Fatalf("WriteTo: %d %v", n, err)
 	}
 	c.Close()
 	if b := <-got; !bytes.Equal(b, want) {
-		t.Fatalf("sendfile sent %d bytes differing from pread's %d", len(b), len(want))
+		t.Fatalf("WriteTo sent %d bytes differing from pread's %d", len(b), len(want))
 	}
 }
 

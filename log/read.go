@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,18 +46,13 @@ func (fs FileSlice) ReadInto(dst []byte) ([]byte, error) {
 	return dst[:n+m], err
 }
 
-// WriteTo writes the slice to w. If w is a *net.TCPConn the bytes go by
-// sendfile(2) at an explicit file offset, so concurrent readers of one
-// file never share a file position; otherwise by io.Copy from a section
-// reader.
+// WriteTo copies the slice to w from a section reader at an explicit file
+// offset, so concurrent readers of one file never share a file position.
+// (The socket server sends fetch data with sendfile itself: the log knows
+// nothing of the network.)
 func (fs FileSlice) WriteTo(w io.Writer) (int64, error) {
 	if fs.Size == 0 {
 		return 0, nil
-	}
-	if tc, ok := w.(*net.TCPConn); ok && fs.File != nil {
-		if n, handled, err := sendFile(tc, fs.File, fs.Pos, fs.Size); handled {
-			return n, err
-		}
 	}
 	r := fs.readerAt()
 	if r == nil {
