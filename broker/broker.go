@@ -143,7 +143,6 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		Metadata:    b.loader,
 		Controller:  b.channel,
 		Replicas:    b.replicas,
-		Logs:        b.logs,
 		BrokerEpoch: b.lifecycle.Epoch,
 	})
 	b.socket.cfg.Handler = b.handler

@@ -41,7 +41,7 @@ func (h *Handler) handleDescribeLogDirs(rc *RequestContext, kreq kmsg.Request) k
 		}
 	}
 
-	for _, d := range h.cfg.Logs.DirInfos() {
+	for _, d := range h.cfg.Replicas.DescribeLogDirs() {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d.Path
 		if abs, err := filepath.Abs(d.Path); err == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/uuid"
 	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/replica"
 )
 
 // newAdminHandler builds a Handler over a real controller and metadata
@@ -48,6 +49,15 @@ func newAdminHandler(t *testing.T, overrides ...string) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logs.Close() })
+	replicas, err := replica.NewManager(replica.Config{NodeID: cfg.NodeID, Logs: logs, Image: loader.Image, Logger: logger,
+		ConfigFor: func(t *metadata.Topic) log.Config { return cfg.LogConfig(t.Configs) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(replicas.Close)
+	if err := loader.InstallPublisher(replicas); err != nil {
+		t.Fatal(err)
+	}
 	h := New(Config{
 		NodeID:      cfg.NodeID,
 		ClusterID:   "test-cluster",
@@ -55,7 +65,7 @@ func newAdminHandler(t *testing.T, overrides ...string) *Handler {
 		Broker:      cfg,
 		Metadata:    loader,
 		Controller:  ch,
-		Logs:        logs,
+		Replicas:    replicas,
 		BrokerEpoch: func() int64 { return ch.epoch },
 	})
 	registerTestBroker(t, ch, cfg.NodeID, loader)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
-	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
 )
 
@@ -38,8 +37,7 @@ type Config struct {
 	Broker     *config.KafkaConfig // static and dynamic broker configs
 	Metadata   MetadataCache       // topics, partitions, brokers, configs
 	Controller ControllerChannel   // admin requests go to the active controller
-	Replicas   *replica.Manager    // produce, fetch, list offsets
-	Logs       *log.Manager        // log dirs (DescribeLogDirs)
+	Replicas   *replica.Manager    // produce, fetch, list offsets, log dirs
 	// BrokerEpoch is this broker's epoch from its registration (-1
 	// before it registered); AllocateProducerIds carries it.
 	BrokerEpoch func() int64

@@ -128,6 +128,10 @@ func (m *Manager) Close() {
 	m.metrics.unregister()
 }
 
+// DescribeLogDirs reports every log dir with its partitions and sizes
+// (Kafka's ReplicaManager.describeLogDirs).
+func (m *Manager) DescribeLogDirs() []log.DirInfo { return m.cfg.Logs.DirInfos() }
+
 // Partition returns the hosted partition, or nil.
 func (m *Manager) Partition(tp TopicPartition) *Partition {
 	if p, ok := m.partitions.Load(tp); ok {
