@@ -183,6 +183,7 @@ func (b *Broker) newMetadataQuorum() error {
 		SessionTimeout:       cfg.BrokerSessionTimeout,
 		Bootstrap:            func() ([]metadata.Record, error) { return migrateJSONStore(metaDir, b.log) },
 		MaxReplicationFactor: 1,
+		Registerer:           b.registry,
 	})
 	b.quorum, err = openQuorum(quorumConfig{
 		NodeID:   cfg.NodeID,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/broker/apierr"
@@ -54,6 +55,8 @@ type Config struct {
 	// MaxReplicationFactor caps the replication factor a topic may have
 	// (1 until partitions are replicated between brokers); 0: no cap.
 	MaxReplicationFactor int
+	// Registerer receives the controller's gauges; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // QuorumController makes every cluster decision: it validates requests
@@ -81,6 +84,9 @@ type QuorumController struct {
 	sessions  map[int32]*brokerSession
 	lastErr   error // a replay error: the log does not fit; stop writing
 	rnd       *rand.Rand
+	metrics   *controllerMetrics
+	// metricsDirty: the images changed since the gauges were recounted.
+	metricsDirty bool
 }
 
 type pendingWrite struct {
@@ -103,6 +109,7 @@ func New(cfg Config) *QuorumController {
 		c.cfg.SessionTimeout = 9 * time.Second
 	}
 	c.queue.init()
+	c.metrics = newControllerMetrics(cfg.Registerer)
 	return c
 }
 
@@ -129,6 +136,7 @@ func (c *QuorumController) Close() {
 		p.done(errNotController(-1))
 	}
 	c.pending = nil
+	c.metrics.unregister()
 }
 
 type event struct {
@@ -144,6 +152,12 @@ func (c *QuorumController) run(done <-chan struct{}) {
 		}
 		for _, ev := range evs {
 			ev.run()
+		}
+		// Recount the gauges once per round of events, not per event:
+		// a count walks every partition.
+		if c.metricsDirty {
+			c.metrics.update(c.latest, c.active)
+			c.metricsDirty = false
 		}
 	}
 }
@@ -200,6 +214,7 @@ func (c *QuorumController) handleCommit(b Batch) {
 	}
 	d.SetProvenance(b.LastOffset, b.Epoch)
 	c.committed = d.Apply()
+	c.metricsDirty = true
 	if !c.active {
 		c.latest = c.committed
 	}
@@ -252,7 +267,7 @@ func (c *QuorumController) handleLeaderChange(leader, epoch int32) {
 }
 
 func (c *QuorumController) activate() {
-	c.claiming, c.active = false, true
+	c.claiming, c.active, c.metricsDirty = false, true, true
 	c.latest = c.committed
 	now := c.now()
 	// Every registered broker gets a full session to heartbeat to the
@@ -266,7 +281,7 @@ func (c *QuorumController) activate() {
 }
 
 func (c *QuorumController) resign() {
-	c.active, c.claiming = false, false
+	c.active, c.claiming, c.metricsDirty = false, false, true
 	c.latest = c.committed
 	for _, p := range c.pending {
 		p.done(errNotController(-1))
@@ -345,6 +360,7 @@ func (c *QuorumController) appendRecords(records []metadata.Record, done func(of
 	}
 	d.SetProvenance(off, c.epoch)
 	c.latest = d.Apply()
+	c.metricsDirty = true
 	c.pending = append(c.pending, pendingWrite{offset: off, done: func(err error) { done(off, err) }})
 	return off, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -84,7 +85,7 @@ func newTestController(t *testing.T) (*QuorumController, *fakeRaft, *clock) {
 	}
 	f := &fakeRaft{}
 	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
-	c := New(Config{NodeID: 1, ClusterID: "cluster", Broker: cfg, Raft: f, Now: clk.now, SessionTimeout: 9 * time.Second, MaxReplicationFactor: 1})
+	c := New(Config{NodeID: 1, ClusterID: "cluster", Broker: cfg, Raft: f, Now: clk.now, SessionTimeout: 9 * time.Second, MaxReplicationFactor: 1, Registerer: prometheus.NewRegistry()})
 	f.c = c
 	c.Start()
 	t.Cleanup(c.Close)
@@ -380,5 +381,21 @@ func TestControlledShutdownAndReregistration(t *testing.T) {
 		if p.Leader != 1 || p.LeaderEpoch != 2 {
 			t.Fatalf("partition %d: leader %d epoch %d, want 1 and 2", p.Index, p.Leader, p.LeaderEpoch)
 		}
+	}
+}
+
+func TestControllerGauges(t *testing.T) {
+	c, _, _ := newTestController(t)
+	register(t, c, 1, nil)
+	createTopic(t, c, "a", 3, 1)
+	createTopic(t, c, "b", 2, 1)
+	m := c.metrics
+	deadline := time.Now().Add(5 * time.Second)
+	for m.partitions.Load() != 5 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if m.active.Load() != 1 || m.topics.Load() != 2 || m.partitions.Load() != 5 || m.offline.Load() != 0 || m.live.Load() != 1 || m.fenced.Load() != 0 {
+		t.Fatalf("gauges: active %d topics %d partitions %d offline %d live %d fenced %d",
+			m.active.Load(), m.topics.Load(), m.partitions.Load(), m.offline.Load(), m.live.Load(), m.fenced.Load())
 	}
 }
