@@ -480,3 +480,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// MaxBrokerPartitions is max.broker.partitions in effect: the configured
+// value, or, for -1, (open-file limit - 1024) / 2, at least 100; and a
+// description of where it comes from, for error messages.
+func (c *KafkaConfig) MaxBrokerPartitions() (int, string) {
+	if v := c.GetInt("max.broker.partitions"); v >= 0 {
+		return int(v), "max.broker.partitions"
+	}
+	limit := openFileLimit()
+	if limit == 0 || limit > 1<<31 {
+		return 1 << 30, "max.broker.partitions (no open-file limit)"
+	}
+	n := (int(limit) - 1024) / 2
+	if n < 100 {
+		n = 100
+	}
+	return n, fmt.Sprintf("max.broker.partitions, derived from the open-file limit (ulimit -n %d)", limit)
+}

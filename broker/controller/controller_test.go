@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -397,5 +398,32 @@ func TestControllerGauges(t *testing.T) {
 	if m.active.Load() != 1 || m.topics.Load() != 2 || m.partitions.Load() != 5 || m.offline.Load() != 0 || m.live.Load() != 1 || m.fenced.Load() != 0 {
 		t.Fatalf("gauges: active %d topics %d partitions %d offline %d live %d fenced %d",
 			m.active.Load(), m.topics.Load(), m.partitions.Load(), m.offline.Load(), m.live.Load(), m.fenced.Load())
+	}
+}
+
+// No request can push a broker past max.broker.partitions.
+func TestPartitionCap(t *testing.T) {
+	c, _, _ := newTestController(t)
+	c.cfg.Broker.SetDynamic("", map[string]string{"max.broker.partitions": "10"})
+	register(t, c, 1, nil)
+	if st := createTopic(t, c, "a", 6, 1); st.ErrorCode != 0 {
+		t.Fatalf("6 of 10: %v", kerr.ErrorForCode(st.ErrorCode))
+	}
+	st := createTopic(t, c, "b", 5, 1)
+	if st.ErrorCode != kerr.PolicyViolation.Code || st.ErrorMessage == nil || !strings.Contains(*st.ErrorMessage, "max.broker.partitions") {
+		t.Fatalf("11 of 10: %v %v", kerr.ErrorForCode(st.ErrorCode), st.ErrorMessage)
+	}
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = "a", 11
+	req.Topics = append(req.Topics, rt)
+	resp, err := c.CreatePartitions(ctx(t), req)
+	if err != nil || resp.Topics[0].ErrorCode != kerr.PolicyViolation.Code {
+		t.Fatalf("grow to 11: %+v %v", resp, err)
+	}
+	rt.Count = 10
+	req.Topics[0] = rt
+	if resp, err := c.CreatePartitions(ctx(t), req); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("grow to 10: %+v %v", resp, err)
 	}
 }

@@ -41,6 +41,14 @@
 // is unfenced. Sessions live only on the active controller and start afresh
 // when a controller activates.
 //
+// # Limits
+//
+// max.broker.partitions (the name KIP-578 proposed; Kafka has no such
+// limit) caps the partitions one broker may host; by default it is derived
+// from the open-file limit of the active controller's process, assuming
+// brokers alike. A creation that would pass it is POLICY_VIOLATION, naming
+// the broker, the count and the limit.
+//
 // # Differences from Kafka
 //
 //   - Until partitions are replicated between brokers,

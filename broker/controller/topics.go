@@ -169,6 +169,9 @@ func (c *QuorumController) createTopic(d *metadata.Delta, rt kmsg.CreateTopicsRe
 			return nil, err
 		}
 	}
+	if err := c.checkPartitionCap(d, assignment); err != nil {
+		return nil, err
+	}
 	id := uuid.Random()
 	for {
 		if _, used := im.TopicByID(id); !used {
@@ -509,7 +512,60 @@ func (c *QuorumController) createPartitions(im *metadata.Image, rt kmsg.CreatePa
 			return nil, err
 		}
 	}
+	if err := c.checkPartitionCap(metadata.NewDelta(im), assignment); err != nil {
+		return nil, err
+	}
 	return c.partitionRecords(im, t.ID, cur, assignment), nil
+}
+
+// checkPartitionCap refuses new partitions that would put a broker over
+// max.broker.partitions (POLICY_VIOLATION), counting the partitions of the
+// image and of topics created earlier in the same request (d).
+func (c *QuorumController) checkPartitionCap(d *metadata.Delta, assignment [][]int32) error {
+	limit, source := c.cfg.Broker.MaxBrokerPartitions()
+	adding := map[int32]int{}
+	for _, replicas := range assignment {
+		for _, b := range replicas {
+			adding[b]++
+		}
+	}
+	if len(adding) == 0 {
+		return nil
+	}
+	hosted := map[int32]int{}
+	count := func(t *metadata.Topic) {
+		for _, p := range t.Partitions {
+			for _, b := range p.Replicas {
+				if _, ok := adding[b]; ok {
+					hosted[b]++
+				}
+			}
+		}
+	}
+	for _, t := range d.Base().Topics() {
+		if d.TopicByName(t.Name) == t {
+			count(t)
+		}
+	}
+	for _, t := range d.CreatedTopics() {
+		count(t)
+	}
+	for _, b := range slices.Sorted(mapsKeysInt(adding)) {
+		if hosted[b]+adding[b] > limit {
+			return apierr.Errorf(kerr.PolicyViolation, "Cannot place %d more partition(s) on broker %d: it hosts %d, and %s is %d.", adding[b], b, hosted[b], source, limit)
+		}
+	}
+	return nil
+}
+
+func mapsKeysInt[V any](m map[int32]V) func(func(int32) bool) {
+	return func(yield func(int32) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
 }
 
 // errorMessage is the client's error_message for err (nil for none).
