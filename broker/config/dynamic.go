@@ -492,7 +492,7 @@ func (c *KafkaConfig) MaxBrokerPartitions() (int, string) {
 	if limit == 0 || limit > 1<<31 {
 		return 1 << 30, "max.broker.partitions (no open-file limit)"
 	}
-	n := (int(limit) - 1024) / 2
+	n := (int(limit) - 1024) * 3 / 4
 	if n < 100 {
 		n = 100
 	}
