@@ -482,7 +482,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // MaxBrokerPartitions is max.broker.partitions in effect: the configured
-// value, or, for -1, (open-file limit - 1024) / 2, at least 100; and a
+// value, or, for -1, (open-file limit - 1024) * 3/4, at least 100; and a
 // description of where it comes from, for error messages.
 func (c *KafkaConfig) MaxBrokerPartitions() (int, string) {
 	if v := c.GetInt("max.broker.partitions"); v >= 0 {
