@@ -351,7 +351,7 @@ func (c *connection) readRequest(sizeBuf [4]byte) (*request, bool) {
 	if errors.Is(err, errUnknownAPIKey) && slices.Contains(s.cfg.PrivateAPIKeys, h.APIKey) {
 		// A Moldau-private key (the metadata quorum's messages): a v1
 		// header, parsed as far as the client id.
-		h, body, err = parsePrivateHeader(fb.b)
+		h, body, err = parseHeaderV1(fb.b)
 	}
 	if err != nil {
 		c.why = closedBadFrame
@@ -667,22 +667,9 @@ var (
 // allocates nothing: ClientID aliases frame. For an unknown API key it
 // returns the v1 header, for logging, and errUnknownAPIKey.
 func parseRequestHeader(frame []byte) (h requestHeader, body []byte, err error) {
-	const fixed = 2 + 2 + 4 + 2 // key, version, correlation id, client id length
-	if len(frame) < fixed {
-		return h, nil, errTruncatedHeader
-	}
-	h.APIKey = int16(binary.BigEndian.Uint16(frame[0:]))
-	h.APIVersion = int16(binary.BigEndian.Uint16(frame[2:]))
-	h.CorrelationID = int32(binary.BigEndian.Uint32(frame[4:]))
-	n := int16(binary.BigEndian.Uint16(frame[8:]))
-	b := frame[fixed:]
-	switch {
-	case n == -1:
-	case n < -1 || int(n) > len(b):
-		return h, nil, errClientIDLength
-	default:
-		h.ClientID = b[:n:n]
-		b = b[n:]
+	h, b, err := parseHeaderV1(frame)
+	if err != nil {
+		return h, nil, err
 	}
 	flexible, known := headerFlexible(h.APIKey, h.APIVersion)
 	if !known {
@@ -712,10 +699,11 @@ func parseRequestHeader(frame []byte) (h requestHeader, body []byte, err error) 
 	return h, b, nil
 }
 
-// parsePrivateHeader parses a v1 request header (key, version, correlation
-// id, client id) for a Moldau-private API key.
-func parsePrivateHeader(frame []byte) (h requestHeader, body []byte, err error) {
-	const fixed = 2 + 2 + 4 + 2
+// parseHeaderV1 parses the v1 part of a request header (key, version,
+// correlation id, client id), which every header starts with; a
+// Moldau-private API key has only that.
+func parseHeaderV1(frame []byte) (h requestHeader, body []byte, err error) {
+	const fixed = 2 + 2 + 4 + 2 // key, version, correlation id, client id length
 	if len(frame) < fixed {
 		return h, nil, errTruncatedHeader
 	}

@@ -24,31 +24,43 @@ import (
 func (c *QuorumController) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (*kmsg.IncrementalAlterConfigsResponse, error) {
 	resp, _, err := write(ctx, c, "incrementalAlterConfigs", func(im *metadata.Image) (writeResult[*kmsg.IncrementalAlterConfigsResponse], error) {
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-		dup := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
-			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		})
-		var recs []metadata.Record
-		for i, r := range req.Resources {
-			var err error
-			var rrecs []metadata.Record
-			if dup[i] {
-				err = apierr.Errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
-			} else {
-				rrecs, err = c.incrementalAlter(im, r)
-			}
-			if err == nil && !req.ValidateOnly {
-				recs = append(recs, rrecs...)
-			}
-			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-			if err != nil {
+		recs := alterEach(len(req.Resources), req.ValidateOnly,
+			func(i int) (kmsg.ConfigResourceType, string) {
+				return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+			},
+			func(i int) ([]metadata.Record, error) { return c.incrementalAlter(im, req.Resources[i]) },
+			func(i int, err error) {
+				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+				rr.ResourceType, rr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 				rr.ErrorCode, rr.ErrorMessage = apierr.Code(err), errorMessage(err)
-			}
-			resp.Resources = append(resp.Resources, rr)
-		}
+				resp.Resources = append(resp.Resources, rr)
+			})
 		return writeResult[*kmsg.IncrementalAlterConfigsResponse]{records: recs, resp: resp}, nil
 	})
 	return resp, err
+}
+
+// alterEach runs alter for each of n resources, refusing resources named
+// twice, and gathers the records of those that succeed (none with
+// validateOnly); result is called for each resource in order.
+func alterEach(n int, validateOnly bool, at func(i int) (kmsg.ConfigResourceType, string),
+	alter func(i int) ([]metadata.Record, error), result func(i int, err error)) []metadata.Record {
+	dup := duplicateResources(n, at)
+	var recs []metadata.Record
+	for i := range n {
+		var err error
+		var rrecs []metadata.Record
+		if dup[i] {
+			err = apierr.Errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
+		} else {
+			rrecs, err = alter(i)
+		}
+		if err == nil && !validateOnly {
+			recs = append(recs, rrecs...)
+		}
+		result(i, err)
+	}
+	return recs
 }
 
 func (c *QuorumController) incrementalAlter(im *metadata.Image, r kmsg.IncrementalAlterConfigsRequestResource) ([]metadata.Record, error) {
@@ -100,28 +112,17 @@ func (c *QuorumController) incrementalAlter(im *metadata.Image, r kmsg.Increment
 func (c *QuorumController) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (*kmsg.AlterConfigsResponse, error) {
 	resp, _, err := write(ctx, c, "alterConfigs", func(im *metadata.Image) (writeResult[*kmsg.AlterConfigsResponse], error) {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-		dup := duplicateResources(len(req.Resources), func(i int) (kmsg.ConfigResourceType, string) {
-			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
-		})
-		var recs []metadata.Record
-		for i, r := range req.Resources {
-			var err error
-			var rrecs []metadata.Record
-			if dup[i] {
-				err = apierr.Errorf(kerr.InvalidRequest, "Each resource must appear at most once.")
-			} else {
-				rrecs, err = c.legacyAlter(im, r)
-			}
-			if err == nil && !req.ValidateOnly {
-				recs = append(recs, rrecs...)
-			}
-			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-			if err != nil {
+		recs := alterEach(len(req.Resources), req.ValidateOnly,
+			func(i int) (kmsg.ConfigResourceType, string) {
+				return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+			},
+			func(i int) ([]metadata.Record, error) { return c.legacyAlter(im, req.Resources[i]) },
+			func(i int, err error) {
+				rr := kmsg.NewAlterConfigsResponseResource()
+				rr.ResourceType, rr.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 				rr.ErrorCode, rr.ErrorMessage = apierr.Code(err), errorMessage(err)
-			}
-			resp.Resources = append(resp.Resources, rr)
-		}
+				resp.Resources = append(resp.Resources, rr)
+			})
 		return writeResult[*kmsg.AlterConfigsResponse]{records: recs, resp: resp}, nil
 	})
 	return resp, err
