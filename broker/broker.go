@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/metadata"
@@ -37,10 +40,13 @@ type Broker struct {
 	meta     *metadata.Store
 	logs     *log.Manager
 	replicas *replica.Manager
+	groups   *group.Service
 	handler  *kapi.Handler
 	socket   *SocketServer
 	metrics  *Metrics
 	httpSrv  *MetricsServer
+
+	unsubscribeGroups func()
 
 	closeOnce sync.Once
 	closeErr  error
@@ -112,6 +118,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	b.startGroupCoordinator()
 	b.handler = kapi.New(kapi.Config{
 		NodeID:    cfg.NodeID,
 		ClusterID: b.clusterID,
@@ -122,6 +129,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		Metadata:  b.meta,
 		Replicas:  b.replicas,
 		Logs:      b.logs,
+		Groups:    b.groups,
 	})
 	b.metrics = NewMetrics(b.registry)
 	listeners := make([]ListenerConfig, len(cfg.Listeners))
@@ -221,6 +229,12 @@ func (b *Broker) Close() error {
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())
 		}
+		if b.unsubscribeGroups != nil {
+			b.unsubscribeGroups()
+		}
+		if b.groups != nil {
+			b.groups.Close()
+		}
 		if b.replicas != nil {
 			b.replicas.Close()
 		}
@@ -233,4 +247,104 @@ func (b *Broker) Close() error {
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
+}
+
+// startGroupCoordinator creates the group coordinator and, until the
+// metadata publisher does it, tells it which partitions of
+// __consumer_offsets it coordinates: on one node every partition is led
+// here, so every partition is elected when the topic exists at start-up or
+// is created, and resigned if it is deleted. Topic changes reach the
+// consumer groups (and the offsets of deleted topics are dropped). This
+// adapter is the only place the group coordinator learns of metadata.
+func (b *Broker) startGroupCoordinator() {
+	cfg := b.cfg
+	b.groups = group.NewService(group.Options{
+		Config:   groupConfig(cfg),
+		Log:      b.replicas,
+		Metadata: groupTopics{b.meta},
+		NumPartitions: func() int32 {
+			if t, ok := b.meta.Topic(metadata.ConsumerOffsetsTopic); ok {
+				return int32(len(t.Partitions))
+			}
+			return cfg.OffsetsTopicNumPartitions
+		},
+		Logger:     b.log,
+		Registerer: b.registry,
+	})
+	elect := func(t metadata.Topic) {
+		for _, p := range t.Partitions {
+			if p.Leader == cfg.NodeID {
+				b.groups.OnElection(p.Index, p.LeaderEpoch)
+			}
+		}
+	}
+	b.unsubscribeGroups = b.meta.Subscribe(func(c metadata.Change) {
+		switch {
+		case c.Topic.Name != metadata.ConsumerOffsetsTopic:
+			if c.Kind == metadata.TopicDeleted {
+				b.groups.OnTopicsDeleted([]string{c.Topic.Name})
+			}
+		case c.Kind == metadata.TopicCreated || c.Kind == metadata.PartitionsCreated:
+			elect(c.Topic)
+		case c.Kind == metadata.TopicDeleted:
+			for _, p := range c.Topic.Partitions {
+				b.groups.OnResignation(p.Index, -1)
+			}
+		}
+	})
+	if t, ok := b.meta.Topic(metadata.ConsumerOffsetsTopic); ok {
+		elect(t)
+	}
+}
+
+// groupConfig is the group coordinator's configuration from the broker's.
+func groupConfig(c *config.KafkaConfig) group.Config {
+	ms := func(key string) time.Duration { return time.Duration(c.GetInt(key)) * time.Millisecond }
+	return group.Config{
+		ClassicInitialRebalanceDelay:  c.GroupInitialRebalanceDelay,
+		ClassicMinSessionTimeout:      c.GroupMinSessionTimeout,
+		ClassicMaxSessionTimeout:      c.GroupMaxSessionTimeout,
+		ClassicMaxSize:                int(c.GetInt("group.max.size")),
+		ConsumerSessionTimeout:        ms("group.consumer.session.timeout.ms"),
+		ConsumerMinSessionTimeout:     ms("group.consumer.min.session.timeout.ms"),
+		ConsumerMaxSessionTimeout:     ms("group.consumer.max.session.timeout.ms"),
+		ConsumerHeartbeatInterval:     ms("group.consumer.heartbeat.interval.ms"),
+		ConsumerMinHeartbeatInterval:  ms("group.consumer.min.heartbeat.interval.ms"),
+		ConsumerMaxHeartbeatInterval:  ms("group.consumer.max.heartbeat.interval.ms"),
+		ConsumerMaxSize:               int(c.GetInt("group.consumer.max.size")),
+		ConsumerAssignors:             c.GetList("group.consumer.assignors"),
+		ConsumerMigrationPolicy:       strings.ToLower(c.GetString("group.consumer.migration.policy")),
+		RebalanceProtocols:            c.GetList("group.coordinator.rebalance.protocols"),
+		OffsetsRetention:              c.OffsetsRetention,
+		OffsetsRetentionCheckInterval: time.Duration(c.GetLong("offsets.retention.check.interval.ms")) * time.Millisecond,
+		OffsetMetadataMaxSize:         int(c.GetInt("offset.metadata.max.bytes")),
+		OffsetCommitTimeout:           ms("offsets.commit.timeout.ms"),
+	}
+}
+
+// groupTopics is the group coordinator's view of the topics, on the
+// metadata store (the metadata image will replace it).
+type groupTopics struct{ s *metadata.Store }
+
+func topicInfo(t metadata.Topic) group.TopicInfo {
+	return group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}
+}
+
+func (g groupTopics) TopicByName(name string) (group.TopicInfo, bool) {
+	t, ok := g.s.Topic(name)
+	return topicInfo(t), ok
+}
+
+func (g groupTopics) TopicByID(id [16]byte) (group.TopicInfo, bool) {
+	t, ok := g.s.TopicByID(id)
+	return topicInfo(t), ok
+}
+
+func (g groupTopics) Topics() []group.TopicInfo {
+	ts := g.s.Topics()
+	out := make([]group.TopicInfo, len(ts))
+	for i, t := range ts {
+		out[i] = topicInfo(t)
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/metadata"
 	"github.com/moldau/moldau/replica"
@@ -39,6 +40,9 @@ type Config struct {
 	Metadata *metadata.Store     // topics, partitions, topic configs
 	Replicas *replica.Manager    // produce, fetch, list offsets
 	Logs     *log.Manager        // log dirs (DescribeLogDirs)
+	// Groups is the group coordinator (FindCoordinator, the group and
+	// offset APIs).
+	Groups *group.Service
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

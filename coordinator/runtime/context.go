@@ -391,7 +391,8 @@ func (c *shardContext[S]) flush() {
 		c.deferAll(b.waiters)
 		return
 	}
-	b.builder.BaseOffset = b.base
+	// Base offset 0, as a producer sends it: the log assigns the
+	// offsets, and committed checks they are the ones predicted.
 	b.builder.PartitionLeaderEpoch = c.epoch
 	buf, err := b.builder.Build(nil)
 	if err != nil { // uncompressed: cannot happen
