@@ -281,8 +281,13 @@ func (b *Broker) startGroupCoordinator() {
 	b.unsubscribeGroups = b.meta.Subscribe(func(c metadata.Change) {
 		switch {
 		case c.Topic.Name != metadata.ConsumerOffsetsTopic:
-			if c.Kind == metadata.TopicDeleted {
-				b.groups.OnTopicsDeleted([]string{c.Topic.Name})
+			switch c.Kind {
+			case metadata.TopicCreated:
+				b.groups.OnTopicsChanged([]string{c.Topic.Name}, nil, nil)
+			case metadata.PartitionsCreated:
+				b.groups.OnTopicsChanged(nil, []string{c.Topic.Name}, nil)
+			case metadata.TopicDeleted:
+				b.groups.OnTopicsChanged(nil, nil, []string{c.Topic.Name})
 			}
 		case c.Kind == metadata.TopicCreated || c.Kind == metadata.PartitionsCreated:
 			elect(c.Topic)

@@ -60,6 +60,8 @@ func init() {
 		{key: 44, min: 0, max: 1, sync: (*Handler).handleIncrementalAlterConfigs},
 		{key: 47, min: 0, max: 0, async: (*Handler).handleOffsetDelete},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
+		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},
+		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {
