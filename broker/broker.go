@@ -270,6 +270,13 @@ func (b *Broker) startGroupCoordinator() {
 		},
 		Logger:     b.log,
 		Registerer: b.registry,
+		LogEnd: func(topic string, partition int32) (int64, bool) {
+			p := b.replicas.Partition(replica.TopicPartition{Topic: topic, Partition: partition})
+			if p == nil {
+				return 0, false
+			}
+			return p.Log.HighWatermark(), true
+		},
 	})
 	elect := func(t metadata.Topic) {
 		for _, p := range t.Partitions {

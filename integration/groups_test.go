@@ -268,3 +268,69 @@ func TestFindCoordinator(t *testing.T) {
 		t.Fatalf("v2: %+v %v", oresp, err)
 	}
 }
+
+// /metrics shows the groups by protocol and state, the offset commits and
+// rebalances, and each group's committed offset, so that the consumer lag
+// is the log end (ListOffsets) minus kafka_consumergroup_current_offset
+// (and is also exported as kafka_consumergroup_lag).
+func TestGroupMetrics(t *testing.T) {
+	b := startBroker(t, "", groupBrokerOverrides...)
+	adm := newAdmin(t, b.Seed())
+	createTopic(t, adm, 2, "lagged")
+	produceN(t, b.Seed(), "lagged", 20, "x")
+	cl := newClient(t, b.Seed(), kgo.ConsumerGroup("lg"), kgo.ConsumeTopics("lagged"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	ctx := ctxTimeout(t, 30*time.Second)
+	got := 0
+	for got < 20 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, b.Seed(), "lagged", 6, "y") // 3 more per partition: the lag
+	ends, err := adm.ListEndOffsets(ctx, "lagged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		m := scrape(t, b.MetricsAddr().String())
+		for _, want := range []string{
+			`kafka_server_group_coordinator_metrics_group_count{protocol="classic"}`,
+			`kafka_coordinator_group_groupmetadatamanager_numgroupsstable`,
+			`kafka_server_group_coordinator_metrics_num_partitions{state="active"}`,
+		} {
+			if v, ok := m[want]; !ok || v < 1 {
+				return fmt.Errorf("%s = %v", want, v)
+			}
+		}
+		if v := m["kafka_server_group_coordinator_metrics_offset_commit_total"]; v < 2 {
+			return fmt.Errorf("offset commits %v", v)
+		}
+		if v := m["kafka_server_group_coordinator_metrics_rebalance_total"]; v < 1 {
+			return fmt.Errorf("rebalances %v", v)
+		}
+		if v := m[`kafka_consumergroup_members{consumergroup="lg"}`]; v != 1 {
+			return fmt.Errorf("members %v", v)
+		}
+		for p := int32(0); p < 2; p++ {
+			labels := fmt.Sprintf(`{consumergroup="lg",partition="%d",topic="lagged"}`, p)
+			cur, ok := m["kafka_consumergroup_current_offset"+labels]
+			if !ok {
+				return fmt.Errorf("no current offset for partition %d", p)
+			}
+			end, _ := ends.Lookup("lagged", p)
+			if lag := float64(end.Offset) - cur; lag != 3 {
+				return fmt.Errorf("partition %d: end %d - committed %v = %v, want 3", p, end.Offset, cur, lag)
+			}
+			if lag := m["kafka_consumergroup_lag"+labels]; lag != 3 {
+				return fmt.Errorf("partition %d: kafka_consumergroup_lag %v", p, lag)
+			}
+		}
+		return nil
+	})
+}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,9 @@ type Metrics struct {
 	consumerRebalances, memberExpirations         prometheus.Counter
 
 	collect func() snapshot // set by the service
+	// logEnd returns a partition's high watermark, for the lag; nil: no
+	// lag gauge.
+	logEnd func(topic string, partition int32) (int64, bool)
 }
 
 // snapshot is what the gauges show.
@@ -30,6 +34,15 @@ type snapshot struct {
 	classicByState  map[string]int
 	consumerByState map[string]int
 	offsets         int
+	committed       []committedOffset
+	members         map[string]int // group -> members
+}
+
+// committedOffset is one group's committed offset of one partition.
+type committedOffset struct {
+	group, topic string
+	partition    int32
+	offset       int64
 }
 
 var (
@@ -41,6 +54,14 @@ var (
 		"The number of classic groups (Kafka's GroupMetadataManager NumGroups).", nil, nil)
 	descNumOffsets = prometheus.NewDesc("kafka_coordinator_group_groupmetadatamanager_numoffsets",
 		"The number of committed offsets (Kafka's GroupMetadataManager NumOffsets).", nil, nil)
+	// The names of the Prometheus kafka_exporter (danielqsj/kafka_exporter),
+	// which dashboards for consumer lag use.
+	descCurrentOffset = prometheus.NewDesc("kafka_consumergroup_current_offset",
+		"The committed offset of a consumer group on a partition.", []string{"consumergroup", "topic", "partition"}, nil)
+	descLag = prometheus.NewDesc("kafka_consumergroup_lag",
+		"The high watermark of a partition minus the group's committed offset there.", []string{"consumergroup", "topic", "partition"}, nil)
+	descMembers = prometheus.NewDesc("kafka_consumergroup_members",
+		"The number of members of a consumer group.", []string{"consumergroup"}, nil)
 	classicStateGauges = map[string]*prometheus.Desc{}
 )
 
@@ -106,6 +127,9 @@ func (g gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descConsumerGroupCount
 	ch <- descNumGroups
 	ch <- descNumOffsets
+	ch <- descCurrentOffset
+	ch <- descLag
+	ch <- descMembers
 	for _, d := range classicStateGauges {
 		ch <- d
 	}
@@ -133,17 +157,38 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(s.classicByState[st]))
 	}
 	ch <- prometheus.MustNewConstMetric(descNumOffsets, prometheus.GaugeValue, float64(s.offsets))
+	for _, c := range s.committed {
+		p := strconv.Itoa(int(c.partition))
+		ch <- prometheus.MustNewConstMetric(descCurrentOffset, prometheus.GaugeValue, float64(c.offset), c.group, c.topic, p)
+		if g.m.logEnd != nil {
+			if end, ok := g.m.logEnd(c.topic, c.partition); ok {
+				ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(max(end-c.offset, 0)), c.group, c.topic, p)
+			}
+		}
+	}
+	for group, n := range s.members {
+		ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(n), group)
+	}
 }
 
 // snapshotOf counts one shard's groups and offsets.
 func (s *Shard) snapshot() snapshot {
-	out := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}, offsets: s.offsets.count}
-	for _, g := range s.groups {
-		switch g.kind() {
-		case typeClassic:
+	out := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}, offsets: s.offsets.count, members: map[string]int{}}
+	for id, g := range s.groups {
+		switch g := g.(type) {
+		case *ClassicGroup:
 			out.classicByState[g.stateString()]++
-		case typeConsumer:
+			out.members[id] = g.numMembers()
+		case *ConsumerGroup:
 			out.consumerByState[lower(g.stateString())]++
+			out.members[id] = g.numMembers()
+		}
+	}
+	for group, topics := range s.offsets.committed {
+		for topic, parts := range topics {
+			for p, o := range parts {
+				out.committed = append(out.committed, committedOffset{group, topic, p, o.Offset})
+			}
 		}
 	}
 	return out
@@ -151,7 +196,7 @@ func (s *Shard) snapshot() snapshot {
 
 // collectSnapshot reads every shard, waiting at most timeout.
 func collectSnapshot(rt *runtime.Runtime[*Shard], timeout time.Duration) snapshot {
-	total := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}}
+	total := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}, members: map[string]int{}}
 	done := make(chan []runtime.PartitionResult[snapshot], 1)
 	runtime.ReadAll(rt, "metrics", func(s *Shard) (snapshot, error) { return s.snapshot(), nil },
 		func(r []runtime.PartitionResult[snapshot]) { done <- r })
@@ -168,6 +213,10 @@ func collectSnapshot(rt *runtime.Runtime[*Shard], timeout time.Duration) snapsho
 				total.consumerByState[k] += v
 			}
 			total.offsets += r.Response.offsets
+			total.committed = append(total.committed, r.Response.committed...)
+			for k, v := range r.Response.members {
+				total.members[k] = v
+			}
 		}
 	case <-time.After(timeout):
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	Now           func() time.Time
 	Logger        *slog.Logger
 	Registerer    prometheus.Registerer // nil: no metrics
+	// LogEnd, if set, returns a partition's high watermark, for the
+	// consumer lag gauge.
+	LogEnd func(topic string, partition int32) (int64, bool)
 }
 
 // Service is Kafka's GroupCoordinatorService: it routes each group to the
@@ -71,6 +74,7 @@ func NewService(opts Options) *Service {
 	}
 	s := &Service{cfg: cfg, opts: opts, log: opts.Logger.With("component", "group-coordinator")}
 	s.metrics = NewMetrics(opts.Registerer)
+	s.metrics.logEnd = opts.LogEnd
 	sm := &shardMetrics{m: s.metrics}
 	var rtm runtime.Metrics
 	if s.rtMetrics = newRuntimeMetrics(opts.Registerer); s.rtMetrics != nil {
