@@ -118,7 +118,9 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.startGroupCoordinator()
+	if err := b.startGroupCoordinator(); err != nil {
+		return nil, err
+	}
 	b.handler = kapi.New(kapi.Config{
 		NodeID:    cfg.NodeID,
 		ClusterID: b.clusterID,
@@ -256,10 +258,14 @@ func (b *Broker) Close() error {
 // is created, and resigned if it is deleted. Topic changes reach the
 // consumer groups (and the offsets of deleted topics are dropped). This
 // adapter is the only place the group coordinator learns of metadata.
-func (b *Broker) startGroupCoordinator() {
+func (b *Broker) startGroupCoordinator() error {
 	cfg := b.cfg
+	gcfg := groupConfig(cfg)
+	if err := gcfg.Validate(); err != nil {
+		return fmt.Errorf("group coordinator: %w", err)
+	}
 	b.groups = group.NewService(group.Options{
-		Config:   groupConfig(cfg),
+		Config:   gcfg,
 		Log:      b.replicas,
 		Metadata: groupTopics{b.meta},
 		NumPartitions: func() int32 {
@@ -307,6 +313,7 @@ func (b *Broker) startGroupCoordinator() {
 	if t, ok := b.meta.Topic(metadata.ConsumerOffsetsTopic); ok {
 		elect(t)
 	}
+	return nil
 }
 
 // groupConfig is the group coordinator's configuration from the broker's.

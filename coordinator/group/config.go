@@ -141,3 +141,21 @@ func randomUUIDString() string {
 }
 
 func durationMs(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// Validate checks the relations between keys that Kafka's
+// GroupCoordinatorConfig requires at start-up.
+func (c *Config) Validate() error {
+	switch {
+	case c.ClassicMinSessionTimeout > c.ClassicMaxSessionTimeout:
+		return fmt.Errorf("group.min.session.timeout.ms (%v) must not be above group.max.session.timeout.ms (%v)", c.ClassicMinSessionTimeout, c.ClassicMaxSessionTimeout)
+	case c.ConsumerSessionTimeout < c.ConsumerMinSessionTimeout || c.ConsumerSessionTimeout > c.ConsumerMaxSessionTimeout:
+		return fmt.Errorf("group.consumer.session.timeout.ms (%v) must be within group.consumer.min.session.timeout.ms (%v) and group.consumer.max.session.timeout.ms (%v)", c.ConsumerSessionTimeout, c.ConsumerMinSessionTimeout, c.ConsumerMaxSessionTimeout)
+	case c.ConsumerHeartbeatInterval < c.ConsumerMinHeartbeatInterval || c.ConsumerHeartbeatInterval > c.ConsumerMaxHeartbeatInterval:
+		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be within group.consumer.min.heartbeat.interval.ms (%v) and group.consumer.max.heartbeat.interval.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerMinHeartbeatInterval, c.ConsumerMaxHeartbeatInterval)
+	case c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
+		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be below group.consumer.session.timeout.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case !c.classicProtocolEnabled():
+		return fmt.Errorf("group.coordinator.rebalance.protocols must contain classic")
+	}
+	return nil
+}
