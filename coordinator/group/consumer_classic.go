@@ -254,26 +254,7 @@ func (s *Shard) classicGroupJoinToConsumerGroup(g *ConsumerGroup, rc RequestCont
 	if len(req.Protocols) == 0 || sub.ReadFrom(req.Protocols[0].Metadata) != nil {
 		return emptyResult, apierr.Errorf(kerr.InconsistentGroupProtocol, "Malformed embedded consumer protocol in the JoinGroup of member %s.", memberID)
 	}
-	updated := m.copy()
-	if req.InstanceID != nil {
-		updated.instanceID = req.InstanceID
-	}
-	if sub.Rack != nil {
-		updated.rackID = sub.Rack
-	}
-	if req.RebalanceTimeoutMillis != -1 {
-		updated.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
-	}
-	updated.subscribedTopicNames = sortedUnique(sub.Topics)
-	if updated.subscribedTopicNames == nil {
-		updated.subscribedTopicNames = []string{}
-	}
-	updated.clientID, updated.clientHost = rc.ClientID, rc.ClientHost
-	updated.classic = &classicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis}
-	for _, p := range req.Protocols {
-		updated.classic.SupportedProtocols = append(updated.classic.SupportedProtocols, classicProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
-	}
-
+	updated := classicMemberFromJoin(m, rc, req, &sub)
 	bump, records := s.memberSubscriptionChanged(g.groupID, m, updated, records)
 	epoch, md := g.groupEpoch, g.subscriptionMetadata
 	if bump || g.hasMetadataExpired(now) {
@@ -322,6 +303,32 @@ func (s *Shard) classicGroupJoinToConsumerGroup(g *ConsumerGroup, rc RequestCont
 		}
 		respond(resp)
 	}}, nil
+}
+
+// classicMemberFromJoin is the member m as a classic JoinGroup describes
+// it: subscription and rack from the embedded protocol, timeouts and
+// protocols from the request.
+func classicMemberFromJoin(m *ConsumerGroupMember, rc RequestContext, req *kmsg.JoinGroupRequest, sub *kmsg.ConsumerMemberMetadata) *ConsumerGroupMember {
+	updated := m.copy()
+	if req.InstanceID != nil {
+		updated.instanceID = req.InstanceID
+	}
+	if sub.Rack != nil {
+		updated.rackID = sub.Rack
+	}
+	if req.RebalanceTimeoutMillis != -1 {
+		updated.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
+	}
+	updated.subscribedTopicNames = sortedUnique(sub.Topics)
+	if updated.subscribedTopicNames == nil {
+		updated.subscribedTopicNames = []string{}
+	}
+	updated.clientID, updated.clientHost = rc.ClientID, rc.ClientHost
+	updated.classic = &classicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMillis}
+	for _, p := range req.Protocols {
+		updated.classic.SupportedProtocols = append(updated.classic.SupportedProtocols, classicProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
+	}
+	return updated
 }
 
 func (s *Shard) validateOnlineDowngradeWithReplacedMember(g *ConsumerGroup, replaced string) bool {
