@@ -16,6 +16,7 @@ import (
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/routine"
+	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
@@ -50,6 +51,7 @@ type Broker struct {
 	lifecycle   *lifecycleManager
 	logs        *log.Manager
 	replicas    *replica.Manager
+	groups      *group.Service
 	handler     *kapi.Handler
 	ctrlHandler *kapi.ControllerHandler
 	socket      *SocketServer // data plane: the broker listeners
@@ -119,9 +121,14 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.groups, err = b.newGroupCoordinator(); err != nil {
+		return nil, err
+	}
 	// Publishers, in Kafka's order: dynamic configs first, so that the
-	// replica manager sees the broker defaults they set.
-	for _, p := range []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas} {
+	// replica manager sees the broker defaults they set; the coordinators
+	// after the replica manager, which hosts their partitions.
+	publishers := []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas}
+	for _, p := range append(publishers, b.groupCoordinatorPublishers()...) {
 		if err := b.loader.InstallPublisher(p); err != nil {
 			return nil, err
 		}
@@ -144,6 +151,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		Controller:  b.channel,
 		Replicas:    b.replicas,
 		BrokerEpoch: b.lifecycle.Epoch,
+		Groups:      b.groups,
 	})
 	b.socket.cfg.Handler = b.handler
 	// num.io.threads and num.network.threads may be dynamic (set with
@@ -405,6 +413,9 @@ func (b *Broker) Close() error {
 		}
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())
+		}
+		if b.groups != nil {
+			b.groups.Close()
 		}
 		if b.replicas != nil {
 			b.replicas.Close()

@@ -1,9 +1,6 @@
-//go:build groups
-
-// The group commands need consumer groups in the broker. Until they land
-// this file is built only with -tags groups; remove the build tag then.
-// MOLDAU_CLI_TEST_BROKERS runs it against another cluster meanwhile (it
-// was checked against franz-go's kfake that way).
+// The group commands against a Moldau broker; MOLDAU_CLI_TEST_BROKERS runs
+// them against another cluster (they were checked against franz-go's kfake
+// that way before Moldau had consumer groups).
 
 package integration
 

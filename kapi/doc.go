@@ -30,6 +30,15 @@
 // partition's records, and encodeWithRegions splices the regions in
 // (tested byte for byte against kmsg's own encoding for every version).
 //
+// Groups: FindCoordinator (creating __consumer_offsets on first use) and
+// the group and offset APIs hand their requests to the group coordinator
+// (coordinator/group) and answer from its callback, so a JoinGroup or
+// SyncGroup waiting for a rebalance, or a commit waiting for its record
+// to be committed, holds no handler goroutine. Version differences of
+// the wire format (LeaveGroup before v3, OffsetFetch before v8, JoinGroup
+// v0's rebalance timeout) are shaped here; every decision is the
+// coordinator's.
+//
 // Thread-safety: a Handler is safe for concurrent use by the handler pool.
 // Fetch sessions (KIP-227) live in a bounded cache; one session is used by
 // one request at a time, as a client sends one fetch per session at once.

@@ -33,6 +33,10 @@ type ProduceResult struct {
 // Acks other than -1, 0 and 1 are INVALID_REQUIRED_ACKS for every
 // partition.
 func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []ProduceEntry, done func([]ProduceResult)) {
+	m.appendRecords(timeout, acks, originClient, entries, done)
+}
+
+func (m *Manager) appendRecords(timeout time.Duration, acks int16, origin appendOrigin, entries []ProduceEntry, done func([]ProduceResult)) {
 	results := make([]ProduceResult, len(entries))
 	if acks != -1 && acks != 0 && acks != 1 {
 		for i, e := range entries {
@@ -43,7 +47,7 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 	}
 	required := make([]int64, len(entries)) // offset the HW must reach; -1 if nothing to wait for
 	for i, e := range entries {
-		results[i], required[i] = m.appendToLocalLog(e)
+		results[i], required[i] = m.appendToLocalLog(e, origin)
 	}
 	// New data: waiting fetches may now complete. appendToLocalLog moved
 	// each high watermark first, so a DelayedFetch tried from here sees
@@ -93,9 +97,9 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 	m.produceP.TryCompleteElseWatch(op, keys)
 }
 
-func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
+func (m *Manager) appendToLocalLog(e ProduceEntry, origin appendOrigin) (ProduceResult, int64) {
 	res := ProduceResult{TopicPartition: e.TopicPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	if metadata.IsInternalTopic(e.Topic) {
+	if origin == originClient && metadata.IsInternalTopic(e.Topic) {
 		// Clients may not write to internal topics (Kafka:
 		// INVALID_TOPIC_EXCEPTION via the internal-topic check in
 		// appendToLocalLog).

@@ -1,0 +1,75 @@
+// Package group is Moldau's group coordinator (Kafka's group-coordinator
+// module): consumer groups of the classic protocol (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup, static membership) and of the consumer protocol
+// (KIP-848: ConsumerGroupHeartbeat, server-side assignors, regular
+// expression subscriptions, online migration between the two), and their
+// committed offsets, on the coordinator runtime (package runtime) over
+// __consumer_offsets.
+//
+// # Layout
+//
+//   - service.go, service_admin.go, service_consumer.go: Service, Kafka's
+//     GroupCoordinatorService: routes a group to its shard
+//     (abs(javaHashCode(groupId)) % partitions of __consumer_offsets),
+//     validates what needs no state, runs the operation and turns
+//     failures into response error codes (Kafka's
+//     CoordinatorOperationExceptionHelper).
+//   - shard.go: Shard, Kafka's GroupCoordinatorShard: Replay, load,
+//     unload, group metadata expiry. Its methods are grouped by file as
+//     Kafka groups them by manager: classic_*.go and consumer_*.go are
+//     the GroupMetadataManager, offsets.go the OffsetMetadataManager,
+//     admin.go ListGroups, DescribeGroups and DeleteGroups.
+//   - records.go, records_consumer.go: the record keys and values.
+//
+// # On disk
+//
+// Every durable change is a record of __consumer_offsets in Kafka's own
+// schemas, so Kafka's tools could read the topic and a compacted topic
+// keeps exactly the latest state: the key starts with an int16 record
+// type (0-1 OffsetCommit, 2 GroupMetadata, 3 ConsumerGroupMetadata, 4
+// ConsumerGroupPartitionMetadata, 5 ConsumerGroupMemberMetadata, 6
+// ConsumerGroupTargetAssignmentMetadata, 7
+// ConsumerGroupTargetAssignmentMember, 8
+// ConsumerGroupCurrentMemberAssignment, 16
+// ConsumerGroupRegularExpression), followed by the key's fields; the
+// value starts with an int16 version. OffsetCommit and GroupMetadata
+// values are kmsg's (OffsetCommitValue v3, or v1 when OffsetCommit v2-v4
+// set a retention; GroupMetadataValue v3). The KIP-848 values are v0 and
+// flexible (compact strings and arrays, tagged fields), encoded here with
+// kbin from Kafka's JSON schemas. Deleting writes a tombstone (null
+// value) for every key, as Kafka does.
+//
+// # State and records
+//
+// Consumer-protocol groups change only through Replay, as Kafka's do:
+// an operation computes records, the runtime replays them and makes them
+// durable before answering. Classic groups are Kafka's too: their
+// in-memory state (members waiting in JoinGroup, pending syncs) is richer
+// than their one GroupMetadata record, so their operations change memory
+// directly and write that record with Result.NoReplay, at the points Kafka
+// writes it (the leader's assignment, a static member replaced, a group
+// emptied or created); loading rebuilds a classic group Stable or Empty
+// from it, and its members' session timers restart.
+//
+// # Timers
+//
+// Session and rebalance timeouts, the classic initial rebalance delay,
+// pending syncs and the periodic offset expiry (offsets.retention.*) are
+// keyed timers of the shard (runtime.Timer), with Kafka's keys
+// ("heartbeat-<group>-<member>", "join-<group>", "sync-<group>",
+// "session-timeout-<group>-<member>", "rebalance-timeout-<group>-<member>",
+// "expire-group-metadata"). Tests drive them with runtime.MockTimer.
+//
+// # Concurrency
+//
+// A Shard is used only from its runtime goroutine. Service is safe for
+// concurrent use; its callbacks run on shard goroutines and must not
+// block. Metadata (the cluster's topics) must be safe for concurrent use.
+//
+// # Not yet
+//
+// TxnOffsetCommit (issue 10): the replay side of transactional offsets
+// (pending until the transaction marker) is here; the request path will
+// call the offset manager with isTransactional set. Share groups' records
+// (types 9-15) are skipped.
+package group

@@ -1,0 +1,90 @@
+package kapi
+
+// FindCoordinator, versions 0 to 6.
+//
+//   - v0: one group key.
+//   - v1: key_type (0 group, 1 transaction); the response adds
+//     throttle_time_ms and error_message.
+//   - v2: no change on the wire.
+//   - v3: flexible versions.
+//   - v4: batched: coordinator_keys, and one coordinator (with its own
+//     error) per key in the response (KIP-699).
+//   - v5: no change on the wire (KIP-890, transactions).
+//   - v6: key type 2, share groups (KIP-932).
+//
+// A key's coordinator is the leader of its partition of the internal
+// topic, abs(javaHashCode(key)) % partitions, on this broker or another;
+// no leader, or none reachable on the request's listener, is
+// COORDINATOR_NOT_AVAILABLE. Groups live in
+// __consumer_offsets, which is created on first use through the
+// controller (Kafka answers COORDINATOR_NOT_AVAILABLE while its controller
+// creates the topic and the client retries; Moldau waits for the creation
+// and answers at once).
+// Transactional ids (type 1) are answered COORDINATOR_NOT_AVAILABLE until
+// the transaction coordinator exists (issue 10). Share groups (type 2) are
+// INVALID_REQUEST, as Kafka 4.0 answers with share groups disabled. Before
+// v4 an error answers node -1, host "", port -1 with the error's default
+// message, as Kafka does.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	coordinatorTypeGroup       int8 = 0
+	coordinatorTypeTransaction int8 = 1
+)
+
+func (h *Handler) handleFindCoordinator(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.Version < 4 {
+		c := h.findCoordinator(rc, req.CoordinatorType, req.CoordinatorKey)
+		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
+		if c.ErrorCode != 0 {
+			msg := kerr.ErrorForCode(c.ErrorCode).(*kerr.Error).Description
+			resp.ErrorMessage = &msg
+		}
+		return resp
+	}
+	for _, key := range req.CoordinatorKeys {
+		resp.Coordinators = append(resp.Coordinators, h.findCoordinator(rc, req.CoordinatorType, key))
+	}
+	return resp
+}
+
+// findCoordinator is KafkaApis.getCoordinator for one key.
+func (h *Handler) findCoordinator(rc *RequestContext, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Host, c.Port = key, -1, "", -1
+	switch keyType {
+	case coordinatorTypeGroup:
+	case coordinatorTypeTransaction:
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return c
+	default:
+		c.ErrorCode = kerr.InvalidRequest.Code
+		return c
+	}
+	t, err := h.ensureOffsetsTopic(rc.Context())
+	if err != nil {
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return c
+	}
+	p := h.cfg.Groups.PartitionFor(key)
+	if int(p) >= len(t.Partitions) || t.Partitions[p].Leader < 0 {
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return c
+	}
+	// The coordinator is the partition's leader, here or on another
+	// broker, at its endpoint on the request's listener.
+	leader := t.Partitions[p].Leader
+	ep, ok := h.aliveEndpoints(h.image(), rc.Listener)[leader]
+	if !ok {
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return c
+	}
+	c.NodeID, c.Host, c.Port = leader, ep.Host, int32(ep.Port)
+	return c
+}

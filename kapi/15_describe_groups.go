@@ -1,0 +1,36 @@
+package kapi
+
+// DescribeGroups, versions 0 to 6.
+//
+//   - v1: the response adds throttle_time_ms.
+//   - v2: no change on the wire.
+//   - v3: include_authorized_operations; the response's
+//     authorized_operations (KIP-430).
+//   - v4: group_instance_id per member (KIP-345).
+//   - v5: flexible versions.
+//   - v6: a group that does not exist is GROUP_ID_NOT_FOUND with a
+//     message, not just Dead (KIP-1043).
+//
+// Classic groups are described with their members' metadata and
+// assignment (the metadata only once Stable). With no authorizer every
+// group operation is authorized.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (h *Handler) handleDescribeGroups(rc *RequestContext, kreq kmsg.Request) {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	h.cfg.Groups.DescribeGroups(groupContext(rc), req.Groups, func(gs []kmsg.DescribeGroupsResponseGroup) {
+		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		if req.Version >= 3 && req.IncludeAuthorizedOperations {
+			for i := range gs {
+				if gs[i].ErrorCode == 0 {
+					gs[i].AuthorizedOperations = groupAuthorizedOperations
+				}
+			}
+		}
+		resp.Groups = gs
+		rc.finish(resp)
+	})
+}
