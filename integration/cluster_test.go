@@ -163,6 +163,32 @@ func TestThreeNodeClusterInProcess(t *testing.T) {
 		got += fs.NumRecords()
 	}
 
+	// A consumer group works across the cluster: __consumer_offsets is
+	// spread over the three brokers, so its coordinator may be any of
+	// them; offsets committed through one node are seen through another.
+	gc := newClient(t, nodes[0].seed(), kgo.ConsumeTopics("spread"), kgo.ConsumerGroup("cluster-group"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	got = 0
+	for got < 60 {
+		fs := gc.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := gc.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := newAdmin(t, nodes[2].seed()).FetchOffsets(ctx, "cluster-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed int64
+	offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
+	if committed != 60 {
+		t.Fatalf("committed offsets sum to %d through another node, want 60", committed)
+	}
+
 	// DescribeCluster names the active controller, the same on every node.
 	active := bs[0].ActiveController()
 	bm, err := adm.BrokerMetadata(ctx)
