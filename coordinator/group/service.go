@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/moldau/moldau/coordinator/runtime"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/coordinator/runtime"
 )
 
 // TopicInfo is what the coordinator needs to know of a topic.
