@@ -68,7 +68,11 @@ type cleaner struct {
 	// checkDone returns errCleaningAborted once cleaning l must stop.
 	checkDone   func(l *Log) error
 	abortedTxns abortedTxnsFunc
-	done        <-chan struct{} // cuts throttling sleeps short at shutdown
+	// writeTxnIndex writes the aborted transactions a cleaned segment
+	// keeps (those whose ABORT marker it keeps) as its .txnindex.cleaned,
+	// Kafka's cleanedIndex. See writeCleanedTxnIndex.
+	writeTxnIndex func(dest *Segment, txns []AbortedTxn) error
+	done          <-chan struct{} // cuts throttling sleeps short at shutdown
 
 	readBuf  []byte
 	writeBuf []byte
@@ -99,8 +103,9 @@ func newCleaner(id int, mapMemory int64, ioBufferSize, maxIOBufferSize int, load
 	c := &cleaner{
 		id: id, offsetMap: newSkimpyOffsetMap(mapMemory), ioBufferSize: max(ioBufferSize, BatchHeaderSize),
 		maxIOBufferSize: maxIOBufferSize, loadFactor: loadFactor, throttler: t, now: now, logger: logger,
-		checkDone:   func(*Log) error { return nil },
-		abortedTxns: (*Log).collectAbortedTransactions,
+		checkDone:     func(*Log) error { return nil },
+		abortedTxns:   (*Log).collectAbortedTransactions,
+		writeTxnIndex: writeCleanedTxnIndex,
 	}
 	c.builder.Reset(0)
 	c.restoreBuffers()
@@ -331,9 +336,11 @@ func (c *cleaner) cleanSegments(l *Log, v *logView, group []segView, ctx *cleanC
 			return err
 		}
 	}
-	// Issue 10: the transaction index of the cleaned segment
-	// (ctx.txn.retained) is written here, as .txnindex.cleaned.
-	if err := dest.finishCleaned(); err != nil {
+	err = c.writeTxnIndex(dest, ctx.txn.retained)
+	if err == nil {
+		err = dest.finishCleaned()
+	}
+	if err != nil {
 		dest.deleteCleaned()
 		return fmt.Errorf("%w: flushing cleaned segment %d of %s: %v", kerr.KafkaStorageError, dest.baseOffset, l.tp, err)
 	}
