@@ -76,8 +76,8 @@ func TestCleanerTransactions(t *testing.T) {
 		plain("d"), // 6
 	)
 	next = ctWriteSegment(t, dir, next,
-		plain("b"),          // 7: b=v-b overwrites the committed b
-		txn(1, 2, "e"),      // 8
+		plain("b"),     // 7: b=v-b overwrites the committed b
+		txn(1, 2, "e"), // 8
 		marker(1, ControlCommit),
 		txn(2, 2, "f"), // 10
 		marker(2, ControlCommit),
