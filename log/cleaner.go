@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moldau/moldau/broker/routine"
@@ -92,6 +93,7 @@ type LogCleaner struct {
 	abortedTxns abortedTxnsFunc
 
 	startOnce sync.Once
+	cleanings atomic.Int64 // completed cleanings, for tests
 }
 
 // cleanerThread is one cleaner goroutine and the statistics of its last
@@ -220,6 +222,7 @@ func (t *cleanerThread) cleanLog(ltc *logToClean) (err error) {
 	switch {
 	case err == nil:
 		end, cleaned = next, true
+		t.lc.cleanings.Add(1)
 		t.recordStats(l, ltc.firstDirtyOffset, next, stats)
 		return nil
 	case errors.Is(err, errCleaningAborted), errors.Is(err, errLogChanged):
