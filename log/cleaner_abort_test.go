@@ -180,3 +180,67 @@ func TestCleanerDeleteLogWhileCleaning(t *testing.T) {
 		t.Fatalf("cleaner-offset-checkpoint:\n%s", b)
 	}
 }
+
+// A truncation (a follower's, Log.TruncateTo) in the middle of a pass
+// makes the pass give up without marking the partition uncleanable; one
+// below the cleaner checkpoint lowers it, so data written again there is
+// cleaned (Kafka's LogManager.truncateTo does both).
+func TestCleanerTruncation(t *testing.T) {
+	clock := newLtClock()
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l, _ := ltOpen(t, dir, ctConfig(), clock, false, nil)
+	ctDirtyLog(t, l, clock, 300)
+	lc := ctCleaner(t, []string{filepath.Dir(dir)}, clock, ctCleanerConfig(), l)
+	c := lc.threads[0].cleaner
+	check := c.checkDone
+	reads := 0
+	c.checkDone = func(l *Log) error {
+		if reads++; reads == 5 {
+			if _, err := l.TruncateTo(100); err != nil {
+				t.Error(err)
+			}
+		}
+		return check(l)
+	}
+	ctCleanOnce(t, lc)
+	if len(lc.mgr.uncleanable) != 0 {
+		t.Fatalf("a truncation made the partition uncleanable: %v", lc.mgr.uncleanable)
+	}
+	noLeftovers(t, dir)
+	if l.LogEndOffset() != 100 {
+		t.Fatalf("log end %d after truncating to 100", l.LogEndOffset())
+	}
+	c.checkDone = check
+	ltCheckIndexes(t, l)
+
+	// Clean, then truncate below the checkpoint and write again.
+	ctAppend(t, l)
+	if !ctCleanOnce(t, lc) {
+		t.Fatal("nothing cleaned")
+	}
+	if cp := lc.mgr.allCleanerCheckpoints()[l.tp]; cp != 100 {
+		t.Fatalf("checkpoint %d, want 100", cp)
+	}
+	if _, err := l.TruncateTo(90); err != nil {
+		t.Fatal(err)
+	}
+	// Offsets 90-91 (below the old checkpoint) overwrite a key twice.
+	ltAppend(t, l, ctBatch(t, ctBatchSpec{ts: clock.Now().UnixMilli(), keys: []string{"again", "again"}}))
+	for i := 0; i < 30; i++ {
+		ltAppend(t, l, ctBatch(t, ctBatchSpec{ts: clock.Now().UnixMilli(), keys: []string{fmt.Sprint("later", i)}}))
+	}
+	ctAppend(t, l)
+	if !ctCleanOnce(t, lc) {
+		t.Fatal("nothing cleaned after the truncation")
+	}
+	n := 0
+	for _, r := range ctRead(t, l) {
+		if r.key == "again" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d records of the key written below the old checkpoint, want 1", n)
+	}
+	ltCheckIndexes(t, l)
+}

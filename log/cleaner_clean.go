@@ -655,9 +655,12 @@ func (c *cleaner) readChunk(l *Log, s segView, pos int64) ([]byte, error) {
 	n := int(min(int64(len(c.readBuf)), s.size-pos))
 	m, err := s.seg.log.ReadAt(c.readBuf[:n], pos)
 	if m < n {
+		l.segMu.RLock()
+		size := s.seg.size
+		l.segMu.RUnlock()
 		switch {
-		case errors.Is(err, os.ErrClosed):
-			return nil, errLogChanged // deleted by retention meanwhile
+		case errors.Is(err, os.ErrClosed) || size != s.size:
+			return nil, errLogChanged // deleted or truncated meanwhile
 		case err == nil || errors.Is(err, io.EOF):
 			err = io.ErrUnexpectedEOF
 		}

@@ -145,6 +145,12 @@ func (cm *cleanerManager) grabFilthiestCompactedLog(pre *preCleanStats) *logToCl
 func (cm *cleanerManager) logToClean(l *Log, v *logView, now int64) (*logToClean, int64) {
 	dir := filepath.Dir(v.dir)
 	lastClean, has := cm.checkpoints[dir][l.tp]
+	if off, ok := l.takeTruncation(); ok && has && lastClean > off {
+		// Data past off was truncated (and may have been written again):
+		// it is dirty (Kafka's maybeTruncateCheckpoint).
+		lastClean = off
+		cm.updateCheckpointsLocked(dir, &checkpointEntry{l.tp, off}, nil)
+	}
 	firstDirty, uncleanable, force := cm.cleanableOffsets(l, v, lastClean, has, now)
 	if force {
 		cm.updateCheckpointsLocked(dir, &checkpointEntry{l.tp, firstDirty}, nil)

@@ -92,7 +92,8 @@
 // different logs never contend.
 //
 // Log.replaceMu serialises what replaces or removes non-active segments:
-// the cleaner's swap, retention, DeleteRecords, Close and DeleteLog. It is
+// the cleaner's swap, retention, DeleteRecords, truncation (TruncateTo,
+// TruncateFullyAndStartAt), Close and DeleteLog. It is
 // taken before Log.mu and held across their renames and fsyncs, so the
 // cleaner's swap never holds Log.mu (which appends need) during I/O: it
 // takes Log.mu only to check the segments it replaces are unchanged and to
@@ -163,7 +164,8 @@
 // record is within min.compaction.lag.ms of now, rounded down to a segment
 // base. A partition is cleaned by one thread at a time; it can be paused
 // (AbortAndPauseCleaning) and is aborted when its log is deleted or its
-// policy loses compact.
+// policy loses compact. A truncation under a pass makes the pass give up
+// (the segments it read changed); one below the checkpoint lowers it.
 //
 // A pass (cleaner_clean.go) first maps the MD5 of each key in the dirty
 // range to its last offset (the offset map, skimpyOffsetMap: 24 bytes an

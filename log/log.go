@@ -43,8 +43,8 @@ type Log struct {
 
 	// replaceMu serialises what replaces or removes non-active segments:
 	// the cleaner's swap (replaceSegments), retention, DeleteRecords,
-	// Close. It is taken before mu and held across their file renames,
-	// which mu (needed by appends) never is.
+	// truncation, Close. It is taken before mu and held across the
+	// cleaner's file renames, which mu (needed by appends) never is.
 	replaceMu sync.Mutex
 
 	mu            sync.Mutex
@@ -58,6 +58,11 @@ type Log struct {
 	failed        error // set after an I/O error that left the log unusable
 	closed        bool
 	deleted       bool
+	// truncatedTo is the lowest offset the log was truncated to since
+	// the cleaner last looked (if truncated), so the cleaner lowers its
+	// checkpoint (see noteTruncation).
+	truncatedTo int64
+	truncated   bool
 
 	segMu    sync.RWMutex
 	segs     []*Segment

@@ -119,6 +119,25 @@ func (l *Log) lastRecordsOfActiveProducers() map[int64]lastRecord {
 	return out
 }
 
+// noteTruncation records that the log was truncated to offset (Kafka's
+// LogManager.truncateTo lowers the cleaner checkpoint there); l.mu held.
+func (l *Log) noteTruncation(offset int64) {
+	if !l.truncated || offset < l.truncatedTo {
+		l.truncatedTo = offset
+	}
+	l.truncated = true
+}
+
+// takeTruncation returns, and forgets, the lowest offset the log was
+// truncated to since the last call.
+func (l *Log) takeTruncation() (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	off, ok := l.truncatedTo, l.truncated
+	l.truncated = false
+	return off, ok
+}
+
 // collectAbortedTransactions returns the aborted transactions overlapping
 // [from, upper) (LastOffset >= from, FirstOffset < upper), read from the
 // .txnindex files of the segments from the one holding from on, as Kafka's
