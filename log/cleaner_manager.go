@@ -113,11 +113,10 @@ func (cm *cleanerManager) grabFilthiestCompactedLog(pre *preCleanStats) *logToCl
 	var best *logToClean
 	dirtiest, cleanable := 0.0, 0
 	for _, l := range cm.logs() {
-		v := l.cleanerView()
-		dir := filepath.Dir(v.dir)
-		if !v.cfg.Compact() || cm.inProgress[l.tp] != nil || cm.uncleanable[dir][l.tp] {
+		if !l.Config().Compact() || cm.inProgress[l.tp] != nil || cm.uncleanable[logDirOf(l)][l.tp] {
 			continue
 		}
+		v := l.cleanerView()
 		ltc, delay := cm.logToClean(l, &v, now.UnixMilli())
 		pre.updateMaxCompactionDelay(delay)
 		if ltc.totalBytes() == 0 {
