@@ -165,6 +165,7 @@ func (lc *LogCleaner) shutdown() {
 }
 
 func (t *cleanerThread) run(done <-chan struct{}) {
+	lowerThreadPriority(t.lc.logger)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

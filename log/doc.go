@@ -115,7 +115,10 @@
 // for them. The log.cleaner.threads cleaner goroutines have their own
 // routine.Group, started by Manager.Start and stopped first by Close (a
 // cleaning stops at its next read; a swap under way finishes), so no swap
-// runs while logs close.
+// runs while logs close. On Linux each cleaner goroutine is locked to its
+// OS thread, which runs at nice 19: compaction takes the CPU the request
+// path leaves rather than an equal share of it (threads the runtime starts
+// from a locked thread do not inherit that priority).
 //
 // # Start-up and recovery
 //
@@ -220,7 +223,8 @@
 // otherwise marks its partition uncleanable until it is deleted or the
 // broker restarts.
 //
-// Where this differs from Kafka on purpose: the offset map is sized for
+// Where this differs from Kafka on purpose: cleaner threads run at the
+// lowest CPU priority (above); the offset map is sized for
 // the offsets of the dirty range (within the budget) rather than always
 // allocated and cleared whole; the cleaned segment keeps the last batch
 // of its group (above); a cleaning with a corrupt batch (bad CRC, records
