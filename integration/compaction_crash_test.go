@@ -81,8 +81,7 @@ func TestCompactionKill9(t *testing.T) {
 	overrides := []string{"log.cleaner.backoff.ms=20", "log.cleaner.io.max.bytes.per.second=30000000"}
 	ctx := ctxTimeout(t, 10*time.Minute)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
-	model := make(map[string]kvNewest)
-	var seq uint64
+	w := &kvWriter{model: make(map[string]kvNewest)}
 	partDir := filepath.Join(dir, "kv-0")
 	var midSwap, midClean, completed int
 	for run := 0; run < runs; run++ {
@@ -98,51 +97,21 @@ func TestCompactionKill9(t *testing.T) {
 				t.Fatal(err)
 			}
 		} else {
-			checkCompacted(t, ctx, p.Addr, model)
+			checkCompacted(t, ctx, p.Addr, w.model)
 		}
 		// New overwrites, all acknowledged, ending with a record of a
 		// key of its own (so a read knows where the log ends).
-		cl := newClient(t, p.Addr, kgo.DefaultProduceTopic("kv"), kgo.ProducerLinger(2*time.Millisecond))
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var produceErr error
-		write := func(key string, tomb bool) {
-			seq++
-			r := &kgo.Record{Key: []byte(key)}
-			if !tomb {
-				r.Value = make([]byte, 1000)
-				crand.Read(r.Value) // incompressible: the segments fill
-				binary.BigEndian.PutUint64(r.Value, seq)
-			}
-			wg.Add(1)
-			s := seq
-			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					produceErr = err
-					return
-				}
-				if cur := model[key]; s > cur.seq || cur.seq == 0 {
-					model[key] = kvNewest{seq: s, tomb: tomb}
-				}
-			})
-		}
+		w.start(t, p.Addr)
 		if run == 0 {
 			for i := 0; i < keys; i++ {
-				write(fmt.Sprintf("key-%05d", i), false)
+				w.write(ctx, fmt.Sprintf("key-%05d", i), false)
 			}
 		}
 		for i := 0; i < 1500; i++ {
-			write(fmt.Sprintf("key-%05d", rng.IntN(keys)), rng.IntN(20) == 0)
+			w.write(ctx, fmt.Sprintf("key-%05d", rng.IntN(keys)), rng.IntN(20) == 0)
 		}
-		write(fmt.Sprintf("end-%02d", run), false)
-		wg.Wait()
-		if produceErr != nil {
-			t.Fatal(produceErr)
-		}
-		cl.Close()
+		w.write(ctx, fmt.Sprintf("end-%02d", run), false)
+		w.finish(t)
 		// Kill once a cleaning pass has begun: on odd runs at a random
 		// moment of it, on even runs as soon as a .swap file shows (the
 		// swap is a few milliseconds of a pass).
@@ -166,24 +135,18 @@ func TestCompactionKill9(t *testing.T) {
 		completed += strings.Count(p.Out.String(), "completing the swap of a cleaned segment")
 	}
 	p := startProcess(t, dir, port, overrides...)
-	checkCompacted(t, ctx, p.Addr, model)
+	checkCompacted(t, ctx, p.Addr, w.model)
 	completed += strings.Count(p.Out.String(), "completing the swap of a cleaned segment")
 	// The cleaner catches up: one record per key (fillers roll the last
 	// segment, so everything else becomes cleanable).
-	cl := newClient(t, p.Addr, kgo.DefaultProduceTopic("kv"))
 	filler := 0
 	eventually(t, 2*time.Minute, func() error {
-		seq++
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, seq)
-		key := fmt.Sprintf("filler-%d", filler)
+		w.start(t, p.Addr)
+		w.write(ctx, fmt.Sprintf("filler-%d", filler), false)
+		w.finish(t)
 		filler++
-		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: v}).FirstErr(); err != nil {
-			return err
-		}
-		model[key] = kvNewest{seq: seq}
-		if n := checkCompacted(t, ctx, p.Addr, model); n != len(model) {
-			return fmt.Errorf("%d records for %d keys", n, len(model))
+		if n := checkCompacted(t, ctx, p.Addr, w.model); n != len(w.model) {
+			return fmt.Errorf("%d records for %d keys", n, len(w.model))
 		}
 		return nil
 	})
@@ -191,6 +154,55 @@ func TestCompactionKill9(t *testing.T) {
 	t.Logf("%d kills: %d with a .swap on disk, %d more with a .cleaned file; start-up completed %d swaps", runs, midSwap, midClean, completed)
 	if midSwap+midClean == 0 {
 		t.Fatalf("no kill landed in a cleaning pass\n%s", p.Out.String())
+	}
+}
+
+// kvWriter produces numbered values (the first 8 bytes of a 1000-byte
+// incompressible value) and tombstones, and keeps the newest acknowledged
+// write of each key.
+type kvWriter struct {
+	model map[string]kvNewest
+	seq   uint64
+	cl    *kgo.Client
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error
+}
+
+func (w *kvWriter) start(t *testing.T, addr string) {
+	w.cl = newClient(t, addr, kgo.DefaultProduceTopic("kv"), kgo.ProducerLinger(2*time.Millisecond))
+}
+
+func (w *kvWriter) write(ctx context.Context, key string, tomb bool) {
+	w.seq++
+	r := &kgo.Record{Key: []byte(key)}
+	if !tomb {
+		r.Value = make([]byte, 1000)
+		crand.Read(r.Value) // incompressible: the segments fill
+		binary.BigEndian.PutUint64(r.Value, w.seq)
+	}
+	w.wg.Add(1)
+	s := w.seq
+	w.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+		defer w.wg.Done()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			w.err = err
+			return
+		}
+		if cur := w.model[key]; s > cur.seq || cur.seq == 0 {
+			w.model[key] = kvNewest{seq: s, tomb: tomb}
+		}
+	})
+}
+
+// finish waits for every write to be acknowledged.
+func (w *kvWriter) finish(t *testing.T) {
+	w.wg.Wait()
+	w.cl.Close()
+	if w.err != nil {
+		t.Fatal(w.err)
 	}
 }
 

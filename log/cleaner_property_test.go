@@ -31,62 +31,127 @@ func ptValue(seq uint64, size int) []byte {
 func TestCleanerProperty(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed>>7))
 	total := 6 << 20
 	if testing.Short() || raceEnabled {
 		total = 3 << 20
 	}
-	clock := newLtClock()
+	pt := newPropertyTest(t, seed)
+	defer pt.m.Close()
+	pt.startConsumers(3)
+	pt.write(total)
+	if n := pt.m.cleaner.cleanings.Load(); n < 3 {
+		t.Fatalf("only %d cleanings while writing", n)
+	} else {
+		t.Logf("%d cleanings while writing", n)
+	}
+	if err := pt.l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	pt.waitCleaned("after writing")
+	pt.check("after cleaning", pt.newest)
+
+	// Past delete.retention.ms, with a little more dirty data, the
+	// tombstones go.
+	pt.clock.Advance(10*time.Second + time.Millisecond)
+	info := ltAppend(t, pt.l, ctBatch(t, ctBatchSpec{ts: pt.clock.Now().UnixMilli(), keys: []string{"last"}}))
+	pt.newest["last"] = ctRec{off: info.FirstOffset, key: "last", value: []byte("v-last")}
+	if err := pt.l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	pt.l.UpdateHighWatermark(pt.l.LogEndOffset())
+	pt.waitCleaned("after the delete horizon")
+	live := make(map[string]ctRec)
+	for k, r := range pt.newest {
+		if r.value != nil {
+			live[k] = r
+		}
+	}
+	pt.check("after the delete horizon", live)
+	pt.stop.Store(true)
+	pt.wg.Wait()
+	if pt.consumerErr != nil {
+		t.Fatal(pt.consumerErr)
+	}
+	t.Logf("%d keys live of %d; consumers made %d full passes", len(live), len(pt.newest), pt.passes.Load())
+	if pt.passes.Load() < 3 {
+		t.Fatalf("consumers made only %d passes", pt.passes.Load())
+	}
+}
+
+// propertyTest is the state of TestCleanerProperty: a Manager with two
+// cleaner threads, one compacted log with 1 MiB segments, consumers, and
+// the newest record written of each key.
+type propertyTest struct {
+	t      *testing.T
+	rng    *rand.Rand
+	clock  *ltClock
+	m      *Manager
+	l      *Log
+	tp     TopicPartition
+	newest map[string]ctRec
+
+	stop        atomic.Bool
+	wg          sync.WaitGroup
+	errOnce     sync.Once
+	consumerErr error
+	passes      atomic.Int64
+}
+
+func newPropertyTest(t *testing.T, seed uint64) *propertyTest {
+	pt := &propertyTest{t: t, rng: rand.New(rand.NewPCG(seed, seed>>7)), clock: newLtClock(), tp: TopicPartition{"prop", 0}, newest: make(map[string]ctRec)}
 	cc := DefaultCleanerConfig()
 	cc.Threads, cc.Backoff, cc.IOBufferSize, cc.DedupeBufferSize = 2, 5*time.Millisecond, 128<<10, 8<<20
-	m, err := NewManager(ManagerConfig{Dirs: []string{t.TempDir()}, Logger: ctLogger(), Now: clock.Now, Cleaner: cc})
+	var err error
+	pt.m, err = NewManager(ManagerConfig{Dirs: []string{t.TempDir()}, Logger: ctLogger(), Now: pt.clock.Now, Cleaner: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	m.Start()
+	pt.m.Start()
 	cfg := ctConfig()
 	cfg.SegmentBytes = 1 << 20
 	cfg.SegmentIndexBytes = 10 << 20
 	cfg.IndexIntervalBytes = 4096
 	cfg.FileDeleteDelayMs = 60_000 // readers keep reading replaced segments
 	cfg.DeleteRetentionMs = 10_000
-	tp := TopicPartition{"prop", 0}
-	l, err := m.GetOrCreateLog(tp, [16]byte{1}, cfg)
-	if err != nil {
+	if pt.l, err = pt.m.GetOrCreateLog(pt.tp, [16]byte{1}, cfg); err != nil {
 		t.Fatal(err)
 	}
+	return pt
+}
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	var consumerErr error
-	var errOnce sync.Once
-	fail := func(err error) { errOnce.Do(func() { consumerErr = err }); stop.Store(true) }
-	var passes atomic.Int64
-	for c := 0; c < 3; c++ {
-		wg.Add(1)
+// startConsumers starts n consumers reading the log from its start, again
+// and again, until stop.
+func (pt *propertyTest) startConsumers(n int) {
+	for c := 0; c < n; c++ {
+		pt.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				if err := ptConsume(l); err != nil {
-					fail(err)
+			defer pt.wg.Done()
+			for !pt.stop.Load() {
+				if err := ptConsume(pt.l); err != nil {
+					pt.errOnce.Do(func() { pt.consumerErr = err })
+					pt.stop.Store(true)
 					return
 				}
-				passes.Add(1)
+				pt.passes.Add(1)
 			}
 		}()
 	}
+}
 
-	newest := make(map[string]ctRec)
+// write appends random batches of 1-20 records (2000 keys, values of up
+// to 400 bytes, one in ten a tombstone) until total bytes were written.
+// After each roll it waits for the cleaner to clean, so cleaning and
+// reading overlap.
+func (pt *propertyTest) write(total int) {
+	t, l := pt.t, pt.l
 	var seq uint64
-	for written := 0; written < total && !stop.Load(); {
-		n := 1 + rng.IntN(20)
-		s := ctBatchSpec{ts: clock.Now().UnixMilli()}
-		for i := 0; i < n; i++ {
-			k := fmt.Sprintf("key-%d", rng.IntN(2000))
+	for written := 0; written < total && !pt.stop.Load(); {
+		s := ctBatchSpec{ts: pt.clock.Now().UnixMilli()}
+		for i := 1 + pt.rng.IntN(20); i > 0; i-- {
+			k := fmt.Sprintf("key-%d", pt.rng.IntN(2000))
 			seq++
-			v := ptValue(seq, 8+rng.IntN(400))
-			if rng.IntN(10) == 0 {
+			v := ptValue(seq, 8+pt.rng.IntN(400))
+			if pt.rng.IntN(10) == 0 {
 				v = nil
 			}
 			s.keys, s.values = append(s.keys, k), append(s.values, v)
@@ -96,13 +161,11 @@ func TestCleanerProperty(t *testing.T) {
 		info := ltAppend(t, l, ctBatch(t, s))
 		l.UpdateHighWatermark(l.LogEndOffset())
 		for i, k := range s.keys {
-			newest[k] = ctRec{off: info.FirstOffset + int64(i), key: k, value: s.values[i]}
+			pt.newest[k] = ctRec{off: info.FirstOffset + int64(i), key: k, value: s.values[i]}
 		}
 		if l.NumSegments() > segs {
-			// A segment rolled: let the cleaner clean it while the
-			// consumers read, before writing on.
-			before := m.cleaner.cleanings.Load()
-			for deadline := time.Now().Add(time.Minute); m.cleaner.cleanings.Load() == before && !stop.Load(); {
+			before := pt.m.cleaner.cleanings.Load()
+			for deadline := time.Now().Add(time.Minute); pt.m.cleaner.cleanings.Load() == before && !pt.stop.Load(); {
 				if time.Now().After(deadline) {
 					t.Fatal("the cleaner did not clean a rolled segment within a minute")
 				}
@@ -110,69 +173,36 @@ func TestCleanerProperty(t *testing.T) {
 			}
 		}
 	}
-	if n := m.cleaner.cleanings.Load(); n < 3 {
-		t.Fatalf("only %d cleanings while writing", n)
-	} else {
-		t.Logf("%d cleanings while writing", n)
-	}
-	if err := l.Roll(); err != nil {
-		t.Fatal(err)
-	}
-	waitCleaned := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			bases := l.SegmentBaseOffsets()
-			if cp, ok := m.CleanerCheckpoint(tp); ok && cp == bases[len(bases)-1] {
-				return
-			}
-			if time.Now().After(deadline) || stop.Load() {
-				t.Fatalf("%s: cleaner did not catch up (checkpoint %v, segments %v; consumer error %v)", what, cp(m, tp), bases, consumerErr)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitCleaned("after writing")
-	check := func(what string, want map[string]ctRec) {
-		t.Helper()
-		got := ctRead(t, l)
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d records, want %d", what, len(got), len(want))
-		}
-		for _, r := range got {
-			w, ok := want[r.key]
-			if !ok || w.off != r.off || !bytes.Equal(w.value, r.value) || (w.value == nil) != (r.value == nil) {
-				t.Fatalf("%s: read %v, newest is %v", what, r, w)
-			}
-		}
-	}
-	check("after cleaning", newest)
+}
 
-	// Past delete.retention.ms, with a little more dirty data, the
-	// tombstones go.
-	clock.Advance(10*time.Second + time.Millisecond)
-	info := ltAppend(t, l, ctBatch(t, ctBatchSpec{ts: clock.Now().UnixMilli(), keys: []string{"last"}}))
-	newest["last"] = ctRec{off: info.FirstOffset, key: "last", value: []byte("v-last")}
-	if err := l.Roll(); err != nil {
-		t.Fatal(err)
-	}
-	l.UpdateHighWatermark(l.LogEndOffset())
-	waitCleaned("after the delete horizon")
-	live := make(map[string]ctRec)
-	for k, r := range newest {
-		if r.value != nil {
-			live[k] = r
+// waitCleaned waits until the cleaner checkpoint reaches the active
+// segment.
+func (pt *propertyTest) waitCleaned(what string) {
+	pt.t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		bases := pt.l.SegmentBaseOffsets()
+		if cp, ok := pt.m.CleanerCheckpoint(pt.tp); ok && cp == bases[len(bases)-1] {
+			return
 		}
+		if time.Now().After(deadline) || pt.stop.Load() {
+			pt.t.Fatalf("%s: cleaner did not catch up (checkpoint %v, segments %v; consumer error %v)", what, cp(pt.m, pt.tp), bases, pt.consumerErr)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	check("after the delete horizon", live)
-	stop.Store(true)
-	wg.Wait()
-	if consumerErr != nil {
-		t.Fatal(consumerErr)
+}
+
+// check reads the whole log and compares it with want, record by record.
+func (pt *propertyTest) check(what string, want map[string]ctRec) {
+	pt.t.Helper()
+	got := ctRead(pt.t, pt.l)
+	if len(got) != len(want) {
+		pt.t.Fatalf("%s: %d records, want %d", what, len(got), len(want))
 	}
-	t.Logf("%d keys live of %d; consumers made %d full passes", len(live), len(newest), passes.Load())
-	if passes.Load() < 3 {
-		t.Fatalf("consumers made only %d passes", passes.Load())
+	for _, r := range got {
+		w, ok := want[r.key]
+		if !ok || w.off != r.off || !bytes.Equal(w.value, r.value) || (w.value == nil) != (r.value == nil) {
+			pt.t.Fatalf("%s: read %v, newest is %v", what, r, w)
+		}
 	}
 }
 
