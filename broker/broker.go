@@ -106,6 +106,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		FlushOffsetCheckpointInterval:      cfg.LogFlushOffsetCheckpointInterval,
 		FlushStartOffsetCheckpointInterval: cfg.LogFlushStartOffsetCheckpointInterval,
 		Registerer:                         b.registry,
+		Cleaner:                            cfg.CleanerConfig(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading logs: %w", err)

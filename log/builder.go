@@ -27,7 +27,9 @@ type BatchBuilder struct {
 	LogAppendTime        bool // timestamp type: LogAppendTime instead of CreateTime
 	// DeleteHorizonMs, when >= 0, is stored as the base timestamp with the
 	// delete-horizon attribute set (KIP-534), as the log cleaner writes
-	// batches holding tombstones or transaction markers.
+	// batches holding tombstones or transaction markers; the records'
+	// timestamp deltas are then relative to it. Set it before adding
+	// records.
 	DeleteHorizonMs int64
 	Codec           int // CodecNone, CodecGzip, ...
 
@@ -35,6 +37,7 @@ type BatchBuilder struct {
 	n          int32
 	baseTs     int64
 	maxTs      int64
+	maxTsSet   bool  // SetMaxTimestamp was called
 	lastOffset int32 // offset delta of the last record
 }
 
@@ -86,11 +89,7 @@ func (b *BatchBuilder) AddWithOffset(offsetDelta int32, timestampMs int64, key, 
 	if b.n > 0 && offsetDelta <= b.lastOffset {
 		panic(fmt.Sprintf("log: BatchBuilder offset delta %d not after %d", offsetDelta, b.lastOffset))
 	}
-	if b.n == 0 {
-		b.baseTs, b.maxTs = timestampMs, timestampMs
-	} else if timestampMs > b.maxTs {
-		b.maxTs = timestampMs
-	}
+	b.noteTimestamp(timestampMs)
 	var hdrs []byte
 	for _, h := range headers {
 		hdrs = appendVarint(hdrs, int32(len(h.Key)))
@@ -112,14 +111,27 @@ func (b *BatchBuilder) AddRecord(srcBaseTs int64, r *Record) {
 	if b.n > 0 && r.OffsetDelta <= b.lastOffset {
 		panic(fmt.Sprintf("log: BatchBuilder offset delta %d not after %d", r.OffsetDelta, b.lastOffset))
 	}
-	if b.n == 0 {
-		b.baseTs, b.maxTs = ts, ts
-	} else if ts > b.maxTs {
-		b.maxTs = ts
-	}
+	b.noteTimestamp(ts)
 	b.records = appendRecord(b.records, ts-b.baseTs, r.OffsetDelta, r)
 	b.lastOffset = r.OffsetDelta
 	b.n++
+}
+
+// noteTimestamp sets the base timestamp at the first record (the delete
+// horizon if there is one, as Kafka's MemoryRecordsBuilder) and tracks the
+// max timestamp.
+func (b *BatchBuilder) noteTimestamp(ts int64) {
+	if b.n == 0 {
+		b.baseTs = ts
+		if b.DeleteHorizonMs >= 0 {
+			b.baseTs = b.DeleteHorizonMs
+		}
+		if !b.maxTsSet {
+			b.maxTs = ts
+		}
+	} else if ts > b.maxTs && !b.maxTsSet {
+		b.maxTs = ts
+	}
 }
 
 // SetLastOffsetDelta makes the batch claim offsets through delta even when
@@ -132,14 +144,18 @@ func (b *BatchBuilder) SetLastOffsetDelta(delta int32) {
 	b.lastOffset = delta
 }
 
-// SetMaxTimestamp overrides the batch's max timestamp (the cleaner keeps
-// the original batch's).
-func (b *BatchBuilder) SetMaxTimestamp(ts int64) { b.maxTs = ts }
+// SetMaxTimestamp overrides the batch's max timestamp: the log cleaner
+// keeps the original batch's for LogAppendTime batches and for the empty
+// batches it leaves (Kafka's writeEmptyHeader).
+func (b *BatchBuilder) SetMaxTimestamp(ts int64) { b.maxTs, b.maxTsSet = ts, true }
 
 // Build returns the encoded batch, CRC included, appended to dst. A batch
 // with no records is allowed only with SetLastOffsetDelta (Kafka writes
 // such empty batches to keep producer state; see KAFKA-5793).
 func (b *BatchBuilder) Build(dst []byte) ([]byte, error) {
+	if b.n > 0 && b.DeleteHorizonMs >= 0 && b.baseTs != b.DeleteHorizonMs {
+		return dst, fmt.Errorf("log: BatchBuilder.DeleteHorizonMs set after records were added")
+	}
 	payload := b.records
 	if b.Codec != CodecNone && b.n > 0 {
 		var err error
@@ -167,6 +183,9 @@ func (b *BatchBuilder) Build(dst []byte) ([]byte, error) {
 		baseTs, maxTs = -1, -1
 		if b.DeleteHorizonMs >= 0 {
 			baseTs = b.DeleteHorizonMs
+		}
+		if b.maxTsSet {
+			maxTs = b.maxTs
 		}
 	}
 	start := len(dst)

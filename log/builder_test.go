@@ -52,10 +52,10 @@ func TestBatchBuilderMatchesReference(t *testing.T) {
 func TestBatchBuilderCleanerShape(t *testing.T) {
 	b := NewBatchBuilder(100)
 	b.ProducerID, b.ProducerEpoch, b.BaseSequence = 5, 0, 0
+	b.DeleteHorizonMs = 99_000
 	b.AddWithOffset(1, 10, []byte("a"), []byte("1"), Header{"h", []byte("v")})
 	b.AddWithOffset(3, 12, []byte("b"), nil)
 	b.SetLastOffsetDelta(4)
-	b.DeleteHorizonMs = 99_000
 	raw, err := b.Build(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +79,10 @@ func TestBatchBuilderCleanerShape(t *testing.T) {
 			break
 		}
 		offs = append(offs, r.OffsetDelta)
+		// Timestamps are relative to the delete horizon (KIP-534).
+		if ts := h.BaseTimestamp + r.TimestampDelta; ts != 10+2*int64(r.OffsetDelta-1)/2 {
+			t.Fatalf("record %d: timestamp %d", r.OffsetDelta, ts)
+		}
 		if r.OffsetDelta == 3 && r.Value != nil {
 			t.Fatal("tombstone lost its null value")
 		}
@@ -92,6 +96,33 @@ func TestBatchBuilderCleanerShape(t *testing.T) {
 	}
 	if fmt.Sprint(offs) != "[1 3]" {
 		t.Fatalf("offset deltas %v", offs)
+	}
+}
+
+// Setting the delete horizon after records were added is refused (their
+// timestamp deltas would be relative to the wrong base); an empty batch
+// keeps the max timestamp it is given, as Kafka's writeEmptyHeader.
+func TestBatchBuilderHorizonAndEmpty(t *testing.T) {
+	b := NewBatchBuilder(7)
+	b.Add(10, []byte("k"), []byte("v"))
+	b.DeleteHorizonMs = 99
+	if _, err := b.Build(nil); err == nil {
+		t.Fatal("a late DeleteHorizonMs was accepted")
+	}
+	b.Reset(7)
+	b.ProducerID, b.ProducerEpoch, b.BaseSequence = 3, 1, 40
+	b.SetLastOffsetDelta(9)
+	b.SetMaxTimestamp(1234)
+	raw, err := b.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := CheckBatch(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.NumRecords != 0 || h.LastOffset() != 16 || h.MaxTimestamp != 1234 || h.BaseTimestamp != -1 || h.BaseSequence != 40 || len(raw) != BatchHeaderSize {
+		t.Fatalf("empty batch header %+v (%d bytes)", h, len(raw))
 	}
 }
 

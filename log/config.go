@@ -31,6 +31,16 @@ type Config struct {
 	MinInSyncReplicas int32
 	// Preallocate is preallocate (log.preallocate).
 	Preallocate bool
+
+	// Compaction (cleanup.policy=compact), read by the log cleaner.
+	// Unlike the fields above, their zero values are meaningful (a ratio
+	// of 0 cleans as soon as anything is dirty, a retention of 0 drops a
+	// tombstone at its second cleaning), so a Config that is not built
+	// from DefaultConfig or broker/config sets them explicitly.
+	DeleteRetentionMs      int64   // delete.retention.ms (log.cleaner.delete.retention.ms), default 1 day
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio (log.cleaner.min.cleanable.ratio), default 0.5
+	MinCompactionLagMs     int64   // min.compaction.lag.ms (log.cleaner.min.compaction.lag.ms), default 0
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms (log.cleaner.max.compaction.lag.ms), default MaxInt64; 0 means the default
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -52,5 +62,8 @@ func DefaultConfig() Config {
 		CompressionType:             "producer",
 		CleanupPolicy:               []string{"delete"},
 		MinInSyncReplicas:           1,
+		DeleteRetentionMs:           24 * 3600 * 1000,
+		MinCleanableDirtyRatio:      0.5,
+		MaxCompactionLagMs:          1<<63 - 1,
 	}
 }

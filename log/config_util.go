@@ -64,5 +64,8 @@ func (c Config) withDefaults() Config {
 	if c.CleanupPolicy == nil {
 		c.CleanupPolicy = d.CleanupPolicy
 	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
+	}
 	return c
 }

@@ -1,7 +1,8 @@
 // Package log is Moldau's storage layer: one partition's log (Log, Kafka's
 // UnifiedLog), its segments (Segment, LogSegment), their indexes
-// (OffsetIndex, TimeIndex) and the Manager of every log in log.dirs
-// (LogManager + LogLoader): checkpoints, recovery, retention, flushing.
+// (OffsetIndex, TimeIndex), the Manager of every log in log.dirs
+// (LogManager + LogLoader): checkpoints, recovery, retention, flushing,
+// and the LogCleaner that compacts logs with cleanup.policy=compact.
 // It knows nothing of the network; replica and coordinator use it.
 //
 // # Files
@@ -12,11 +13,13 @@
 //	recovery-point-offset-checkpoint  offset below which data is fsynced
 //	replication-offset-checkpoint     high watermarks
 //	log-start-offset-checkpoint       log start offsets
+//	cleaner-offset-checkpoint         per compacted log, the first dirty
+//	                                  offset (where the cleaner got)
 //	<topic>-<partition>/              one log
 //	<topic>-<partition>.<hex>-delete  a deleted log waiting for removal
 //	<topic>-<partition>.<id>-stray    a log of an older topic of that name
 //
-// The three checkpoints use Kafka's text format: a line "0" (version), a
+// The four checkpoints use Kafka's text format: a line "0" (version), a
 // line with the entry count, then one "topic partition offset" line per
 // partition. They are written atomically: a .tmp file is written and
 // fsynced, renamed over the old one, and the dir fsynced.
@@ -51,7 +54,9 @@
 // close; a crash loses at most entries of segments past the recovery point,
 // which recovery rebuilds. Deleted segment files are renamed with a
 // ".deleted" suffix and closed and removed after file.delete.delay.ms, so a
-// reader still sending from them is not cut off.
+// reader still sending from them is not cut off. The cleaner writes a
+// segment as "<base>.log.cleaned" (and .index.cleaned, .timeindex.cleaned)
+// and renames it ".swap" then final while swapping it in (see Compaction).
 //
 // # Invariants
 //
@@ -66,6 +71,11 @@
 //     only after the write succeeded; a failed write is truncated away.
 //   - There is always at least one segment; the last is the active one.
 //   - The recovery point is <= LEO; everything below it was fsynced.
+//   - Cleaning never changes an offset: it removes records and batches
+//     and rewrites batches with their base offset, last offset, producer
+//     id, epoch and base sequence; it never touches the active segment or
+//     anything at or past the last stable offset (today the high
+//     watermark).
 //
 // # Concurrency and lock order
 //
@@ -81,23 +91,44 @@
 // never wait for an append's I/O. fsync runs without locks. Appends to
 // different logs never contend.
 //
-// Lock order: Manager.mu → Log.mu → Log.segMu. A Log never takes
-// Manager.mu. logDir.ckptMu (checkpoint writes) is taken with no other lock.
+// Log.replaceMu serialises what replaces or removes non-active segments:
+// the cleaner's swap, retention, DeleteRecords, truncation (TruncateTo,
+// TruncateFullyAndStartAt), Close and DeleteLog. It is
+// taken before Log.mu and held across their renames and fsyncs, so the
+// cleaner's swap never holds Log.mu (which appends need) during I/O: it
+// takes Log.mu only to check the segments it replaces are unchanged and to
+// publish the new list. The cleaner reads segments with no log lock at all
+// (they are immutable below the active segment); it reads a log's config
+// under Log.mu, and segment state under Log.segMu.RLock, briefly.
+//
+// Lock order: cleanerManager.mu → Manager.mu → Log.replaceMu → Log.mu →
+// Log.segMu. A Log never takes Manager.mu or cleanerManager.mu.
+// logDir.ckptMu (checkpoint writes) is taken with no other lock; the
+// cleaner offset checkpoint is written under cleanerManager.mu, as Kafka
+// does.
 //
 // Goroutines (retention every log.retention.check.interval.ms, flush
 // scheduler for flush.ms, checkpoints every
 // log.flush.offset.checkpoint.interval.ms, delayed deletions, flush of a
 // segment after it rolled) are started by Manager.Start and the roll path
 // through one tracker that refuses new ones once Close began; Close waits
-// for them.
+// for them. The log.cleaner.threads cleaner goroutines have their own
+// routine.Group, started by Manager.Start and stopped first by Close (a
+// cleaning stops at its next read; a swap under way finishes), so no swap
+// runs while logs close. On Linux each cleaner goroutine is locked to its
+// OS thread, which runs at nice 19: compaction takes the CPU the request
+// path leaves rather than an equal share of it (threads the runtime starts
+// from a locked thread do not inherit that priority).
 //
 // # Start-up and recovery
 //
 // NewManager loads every "<topic>-<partition>" dir of each log dir (other
 // files and dirs are ignored; "-delete" dirs are removed; with TopicIDFor, a
 // log whose partition.metadata names another topic ID is renamed "-stray"),
-// num.recovery.threads.per.data.dir at a time. Leftover .deleted, .cleaned,
-// .swap and .tmp files and index files without a .log are removed.
+// num.recovery.threads.per.data.dir at a time. A cleaner's swap cut short
+// by a crash is first completed or rolled back (completeInterruptedSwaps,
+// Kafka's LogLoader: see Compaction). Leftover .deleted and .tmp files and
+// index files without a .log are removed.
 //
 // If .kafka_cleanshutdown is present, recovery is skipped: indexes are
 // trusted after a sanity check and only the active segment's tail after its
@@ -120,4 +151,85 @@
 // watermark comes from replication-offset-checkpoint (clamped). Producer
 // state (idempotence) is rebuilt from the batch headers of the last two
 // segments; producer snapshot files are not written.
+//
+// # Compaction
+//
+// The LogCleaner (cleaner.go; Kafka's LogCleaner, LogCleanerManager and
+// Cleaner) compacts the logs whose cleanup.policy has compact, keeping
+// the newest record of every key. Each of log.cleaner.threads goroutines
+// repeatedly takes the log with the highest cleanable ratio (dirty bytes
+// over total) above min.cleanable.dirty.ratio, or one whose oldest dirty
+// segment is older than max.compaction.lag.ms, and cleans
+// [first dirty offset, first uncleanable offset): the first dirty offset
+// comes from cleaner-offset-checkpoint (the log start if none or invalid);
+// the first uncleanable offset is the lowest of the last stable offset,
+// the active segment's base and the base of the first segment whose newest
+// record is within min.compaction.lag.ms of now, rounded down to a segment
+// base. A partition is cleaned by one thread at a time; it can be paused
+// (AbortAndPauseCleaning) and is aborted when its log is deleted or its
+// policy loses compact. A truncation under a pass makes the pass give up
+// (the segments it read changed); one below the checkpoint lowers it.
+//
+// A pass (cleaner_clean.go) first maps the MD5 of each key in the dirty
+// range to its last offset (the offset map, skimpyOffsetMap: 24 bytes an
+// entry, log.cleaner.dedupe.buffer.size split between the threads, filled
+// to log.cleaner.io.buffer.load.factor; if it fills, the pass stops there
+// and the next one goes on). Then every segment from the log's first to
+// the end of the mapped range is rewritten, in groups whose data and
+// indexes fit one segment, each group into one new segment. Segments are
+// read in chunks of log.cleaner.io.buffer.size / threads / 2 (grown up to
+// message.max.bytes, or to a larger batch); reads and writes of all
+// threads together are throttled to log.cleaner.io.max.bytes.per.second.
+// A record is kept if the map does not cover it, or it is the newest of
+// its key and has a value, or it is a tombstone whose batch has no delete
+// horizon yet or one that has not passed. A batch that keeps all its
+// records (and needs no horizon) is copied byte for byte; one that lost
+// records is rebuilt with the same codec, base offset, last offset,
+// producer id, epoch and base sequence; a batch holding a kept tombstone
+// gets the delete horizon now + delete.retention.ms as its base timestamp
+// (KIP-534), so a tombstone survives one cleaning and goes at the first
+// one after its horizon. Empty batches are dropped, except the last batch
+// of an active producer (its sequence and epoch must survive, Kafka's
+// isBatchLastRecordOfProducer), the last batch before the first
+// uncleanable offset (Kafka), and the last batch of each group (ours: the
+// cleaned segment then always reaches the end of the segments it
+// replaces, which start-up relies on; Kafka misses segments replaced by a
+// segment that ends early if it crashes mid-swap).
+//
+// Transactions follow Kafka's CleanedTransactionMetadata: the aborted
+// transactions of the range come from the transaction index
+// (Log.collectAbortedTransactions); their data batches are dropped at once
+// (and not mapped); an ABORT marker stays while a batch of its
+// transaction was seen in the pass, a COMMIT marker while batches of its
+// transaction remain, then the marker gets a delete horizon and goes after
+// it, like a tombstone (two passes). Transaction indexes and markers do
+// not exist yet (issue 10): collectAbortedTransactions returns none and
+// writeCleanedTxnIndex refuses to drop entries; the rules are tested by
+// feeding aborted transactions directly.
+//
+// The swap (Log.replaceSegments, Kafka's replaceSegments) is crash safe:
+// the cleaned files are fsynced, renamed .cleaned → .swap (log file
+// first) and the dir fsynced; the old segments' files are renamed
+// .deleted (they stay open for readers); the .swap files are renamed to
+// their final names and the dir fsynced; only then is the segment list
+// changed, and the old files closed and removed after
+// file.delete.delay.ms, so fetches reading them go on. At start-up, .swap
+// files at or above the lowest .cleaned one are deleted with every
+// .cleaned file (the swap is rolled back: the old segments are whole);
+// the other .swap files are complete: every segment file in the offset
+// range of a .log.swap is deleted and the .swap files renamed (the swap
+// is completed). A failure in the middle of a swap takes the log offline
+// until restart, as Kafka takes its log dir offline. A cleaning that fails
+// otherwise marks its partition uncleanable until it is deleted or the
+// broker restarts.
+//
+// Where this differs from Kafka on purpose: cleaner threads run at the
+// lowest CPU priority (above); the offset map is sized for
+// the offsets of the dirty range (within the budget) rather than always
+// allocated and cleared whole; the cleaned segment keeps the last batch
+// of its group (above); a cleaning with a corrupt batch (bad CRC, records
+// not matching the header) fails instead of copying it; a panic in a
+// cleaning marks the partition uncleanable instead of killing the thread;
+// segment modification times are not carried over (they matter to Kafka
+// only for magic < 2 tombstones).
 package log

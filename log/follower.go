@@ -210,6 +210,8 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	if targetOffset < 0 {
 		return false, fmt.Errorf("log: cannot truncate %s to negative offset %d", l.tp, targetOffset)
 	}
+	l.replaceMu.Lock() // not during a cleaner's swap
+	defer l.replaceMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
@@ -256,6 +258,7 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	l.hw = min(l.hw, newLeo)
 	l.segMu.Unlock()
 	l.recoveryPoint = min(l.recoveryPoint, newLeo)
+	l.noteTruncation(newLeo)
 
 	var errs []error
 	for _, s := range doomed {
@@ -311,6 +314,8 @@ func (l *Log) TruncateFullyAndStartAt(newOffset int64) error {
 	if newOffset < 0 {
 		return fmt.Errorf("log: cannot start %s at negative offset %d", l.tp, newOffset)
 	}
+	l.replaceMu.Lock() // not during a cleaner's swap
+	defer l.replaceMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
@@ -345,6 +350,7 @@ func (l *Log) truncateFullyAndStartAt(newOffset int64) error {
 	l.leo, l.logStart, l.hw = newOffset, newOffset, newOffset
 	l.segMu.Unlock()
 	l.recoveryPoint = newOffset
+	l.noteTruncation(newOffset)
 	l.pstate = newProducerStateManager()
 	for _, s := range old {
 		del := func() {

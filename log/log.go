@@ -41,6 +41,12 @@ type Log struct {
 	// scheduleDelete runs fn after delay (file.delete.delay.ms); nil: now.
 	scheduleDelete func(delay time.Duration, fn func())
 
+	// replaceMu serialises what replaces or removes non-active segments:
+	// the cleaner's swap (replaceSegments), retention, DeleteRecords,
+	// truncation, Close. It is taken before mu and held across the
+	// cleaner's file renames, which mu (needed by appends) never is.
+	replaceMu sync.Mutex
+
 	mu            sync.Mutex
 	dir           string // partition dir; also read under segMu
 	cfg           Config
@@ -52,6 +58,11 @@ type Log struct {
 	failed        error // set after an I/O error that left the log unusable
 	closed        bool
 	deleted       bool
+	// truncatedTo is the lowest offset the log was truncated to since
+	// the cleaner last looked (if truncated), so the cleaner lowers its
+	// checkpoint (see noteTruncation).
+	truncatedTo int64
+	truncated   bool
 
 	segMu    sync.RWMutex
 	segs     []*Segment
@@ -408,6 +419,8 @@ func (l *Log) timeSinceLastFlush(now time.Time) time.Duration {
 // Close trims the indexes and closes the files. It does not fsync (the
 // Manager flushes first). Idempotent.
 func (l *Log) Close() error {
+	l.replaceMu.Lock()
+	defer l.replaceMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

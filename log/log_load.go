@@ -43,6 +43,9 @@ type LoadResult struct {
 	TruncatedBytes int64
 	// DeletedSegments were removed because they followed a truncation.
 	DeletedSegments int
+	// CompletedSwaps is the number of cleaned segments whose swap, cut
+	// short by a crash, was completed.
+	CompletedSwaps int
 }
 
 // loadLog opens (creating if needed) the log in p.dir, running recovery on
@@ -78,6 +81,11 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		}
 	}()
 
+	// A swap of cleaned segments interrupted by a crash is completed or
+	// rolled back first (Kafka's LogLoader).
+	if res.CompletedSwaps, err = completeInterruptedSwaps(p.fsys, p.dir, p.logger, p.tp); err != nil {
+		return nil, res, fmt.Errorf("completing interrupted swaps of %s: %w", p.tp, err)
+	}
 	entries, err := p.fsys.ReadDir(p.dir)
 	if err != nil {
 		return nil, res, err
@@ -92,9 +100,8 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		}
 		full := filepath.Join(p.dir, name)
 		switch {
-		case strings.HasSuffix(name, DeletedFileSuffix), strings.HasSuffix(name, CleanedFileSuffix),
-			strings.HasSuffix(name, SwapFileSuffix), strings.HasSuffix(name, ".tmp"):
-			// Leftovers of an unfinished delete, clean or checkpoint.
+		case strings.HasSuffix(name, DeletedFileSuffix), strings.HasSuffix(name, ".tmp"):
+			// Leftovers of an unfinished delete or checkpoint.
 			if err := p.fsys.Remove(full); err != nil && !os.IsNotExist(err) {
 				return nil, res, err
 			}

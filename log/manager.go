@@ -43,8 +43,13 @@ type ManagerConfig struct {
 	FlushOffsetCheckpointInterval      time.Duration // log.flush.offset.checkpoint.interval.ms, default 60s
 	FlushStartOffsetCheckpointInterval time.Duration // log.flush.start.offset.checkpoint.interval.ms, default 60s
 
-	// Registerer receives per-partition metrics (kafka_log_log_*). Nil: none.
+	// Registerer receives per-partition metrics (kafka_log_log_*) and the
+	// cleaner's (kafka_log_logcleaner*). Nil: none.
 	Registerer prometheus.Registerer
+
+	// Cleaner configures the log cleaner (log.cleaner.*); the zero value
+	// has it off.
+	Cleaner CleanerConfig
 }
 
 func (c ManagerConfig) withDefaults() ManagerConfig {
@@ -92,6 +97,9 @@ type Manager struct {
 	bg      routine.Group
 	deletes deleteQueue
 	metrics *logCollector
+	// cleaner compacts logs (nil if log.cleaner.enable is off).
+	cleaner        *LogCleaner
+	cleanerMetrics *cleanerCollector
 
 	mu      sync.RWMutex
 	logs    map[TopicPartition]*Log
@@ -165,6 +173,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 			m.closeLogs()
 			return nil, fmt.Errorf("log: registering metrics: %w", err)
 		}
+	}
+	if err := m.newCleanerFor(cfg); err != nil {
+		if m.metrics != nil {
+			cfg.Registerer.Unregister(m.metrics)
+		}
+		m.closeLogs()
+		return nil, err
 	}
 	return m, nil
 }
@@ -379,6 +394,9 @@ func (m *Manager) Start() {
 	})
 	m.bg.Every(m.cfg.FlushStartOffsetCheckpointInterval, func() { m.checkpoints(LogStartOffsetCheckpointFile) })
 	m.bg.Every(deleteCheckInterval, func() { m.deletes.runDue(m.cfg.Now(), false) })
+	if m.cleaner != nil {
+		m.cleaner.startup()
+	}
 }
 
 // cleanupLogs applies retention to every log (Kafka's cleanupLogs).
@@ -462,6 +480,11 @@ func (m *Manager) checkpointDir(d *logDir, files ...string) error {
 // shutdown marker (in each dir where all of that succeeded). Idempotent.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() {
+		if m.cleaner != nil {
+			// First, as Kafka's LogManager.shutdown: no swap may run
+			// while the logs close.
+			m.cleaner.shutdown()
+		}
 		m.bg.StopAndWait()
 		m.mu.Lock()
 		m.closed = true
@@ -495,6 +518,9 @@ func (m *Manager) Close() error {
 		m.deletes.runDue(time.Time{}, true)
 		if m.metrics != nil {
 			m.cfg.Registerer.Unregister(m.metrics)
+		}
+		if m.cleanerMetrics != nil {
+			m.cfg.Registerer.Unregister(m.cleanerMetrics)
 		}
 		m.closeErr = errors.Join(errs...)
 	})
@@ -567,7 +593,9 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	}
 	delete(m.logs, tp)
 	m.mu.Unlock()
+	m.forgetCleaning(l)
 
+	l.replaceMu.Lock()
 	l.mu.Lock()
 	l.deleted = true
 	old := l.Dir()
@@ -585,6 +613,7 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	}
 	delay := time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond
 	l.mu.Unlock()
+	l.replaceMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%w: renaming %s for deletion: %v", kerr.KafkaStorageError, old, err)
 	}

@@ -14,6 +14,8 @@ import (
 // wholly below the high watermark go; the active segment is rolled first
 // if it must go too. It returns the number of segments deleted.
 func (l *Log) DeleteOldSegments() (int, error) {
+	l.replaceMu.Lock()
+	defer l.replaceMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
@@ -141,6 +143,8 @@ func (l *Log) asyncDeleteSegment(s *Segment) error {
 // wrapping kerr.OffsetOutOfRange. It returns the new log start offset
 // (the low watermark).
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.replaceMu.Lock()
+	defer l.replaceMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {

@@ -590,6 +590,10 @@ func (c *KafkaConfig) LogConfig(topicOverrides map[string]string) log.Config {
 		CleanupPolicy:               slices.Clone(v("cleanup.policy").([]string)),
 		MinInSyncReplicas:           v("min.insync.replicas").(int32),
 		Preallocate:                 v("preallocate").(bool),
+		DeleteRetentionMs:           v("delete.retention.ms").(int64),
+		MinCleanableDirtyRatio:      v("min.cleanable.dirty.ratio").(float64),
+		MinCompactionLagMs:          v("min.compaction.lag.ms").(int64),
+		MaxCompactionLagMs:          v("max.compaction.lag.ms").(int64),
 	}
 	return lc
 }
