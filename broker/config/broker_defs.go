@@ -181,6 +181,7 @@ var brokerDefs = []*Def{
 	def("transaction.abort.timed.out.transaction.cleanup.interval.ms", TypeInt, 10000, Low, "The interval at which to rollback transactions that have timed out.", atLeast(1)),
 	def("transaction.remove.expired.transaction.cleanup.interval.ms", TypeInt, 3600000, Low, "The interval at which to remove transactions that have expired.", atLeast(1)),
 	def("producer.id.expiration.ms", TypeInt, 86400000, Low, "The time in ms that a topic partition leader will wait before expiring producer IDs.", atLeast(1), ClusterWide),
+	def("producer.id.expiration.check.interval.ms", TypeInt, 600000, Low, "The interval at which to remove producer IDs that have expired due to producer.id.expiration.ms passing.", atLeast(1)),
 	def("transaction.partition.verification.enable", TypeBoolean, true, Low, "Enable verification that checks that the partition has been added to the transaction before writing transactional records to the partition.", ClusterWide),
 
 	// Moldau.

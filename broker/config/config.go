@@ -64,6 +64,7 @@ type KafkaConfig struct {
 	LogFlushSchedulerInterval             time.Duration // log.flush.scheduler.interval.ms
 	LogFlushOffsetCheckpointInterval      time.Duration // log.flush.offset.checkpoint.interval.ms, 60000
 	LogFlushStartOffsetCheckpointInterval time.Duration // log.flush.start.offset.checkpoint.interval.ms, 60000
+	ProducerIDExpirationCheckInterval     time.Duration // producer.id.expiration.check.interval.ms, 600000
 
 	ProcessRoles            []string         // process.roles, default broker,controller
 	ControllerListenerNames []string         // controller.listener.names
@@ -412,6 +413,7 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.LogFlushSchedulerInterval = ms64("log.flush.scheduler.interval.ms")
 	c.LogFlushOffsetCheckpointInterval = ms32("log.flush.offset.checkpoint.interval.ms")
 	c.LogFlushStartOffsetCheckpointInterval = ms32("log.flush.start.offset.checkpoint.interval.ms")
+	c.ProducerIDExpirationCheckInterval = ms32("producer.id.expiration.check.interval.ms")
 	c.MinInSyncReplicas = i32("min.insync.replicas")
 	c.ReplicaLagTimeMax = ms64("replica.lag.time.max.ms")
 	c.OffsetsTopicReplicationFactor = c.staticValue("offsets.topic.replication.factor").(int16)
