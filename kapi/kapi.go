@@ -44,6 +44,12 @@ type Config struct {
 	// before it registered); AllocateProducerIds carries it.
 	BrokerEpoch func() int64
 
+	// CompleteGroupTransaction, when set, takes the transaction markers
+	// WriteTxnMarkers carries for __consumer_offsets partitions (the
+	// group coordinator writes them and applies the transaction's
+	// offsets). Nil: they are appended to the partition like any other.
+	CompleteGroupTransaction GroupTxnCompleter
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

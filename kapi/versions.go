@@ -62,6 +62,7 @@ func init() {
 		{key: 20, min: 0, max: 6, sync: (*Handler).handleDeleteTopics},
 		{key: 21, min: 0, max: 2, sync: (*Handler).handleDeleteRecords},
 		{key: 22, min: 0, max: 5, sync: (*Handler).handleInitProducerID},
+		{key: 27, min: 0, max: 2, async: (*Handler).handleWriteTxnMarkers},
 		{key: 32, min: 0, max: 4, sync: (*Handler).handleDescribeConfigs},
 		{key: 33, min: 0, max: 2, sync: (*Handler).handleAlterConfigs},
 		{key: 35, min: 0, max: 5, sync: (*Handler).handleDescribeLogDirs},
@@ -69,6 +70,7 @@ func init() {
 		{key: 44, min: 0, max: 1, sync: (*Handler).handleIncrementalAlterConfigs},
 		{key: 55, min: 0, max: 2, sync: (*Handler).handleDescribeQuorum},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
+		{key: 61, min: 0, max: 0, sync: (*Handler).handleDescribeProducers},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/log"
 )
 
 // ProduceEntry is one partition's records in a produce request.
@@ -33,6 +34,13 @@ type ProduceResult struct {
 // Acks other than -1, 0 and 1 are INVALID_REQUIRED_ACKS for every
 // partition.
 func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []ProduceEntry, done func([]ProduceResult)) {
+	m.appendRecords(timeout, acks, log.AppendOptions{Origin: log.AppendOriginClient}, entries, done)
+}
+
+// appendRecords is AppendRecords for an origin (Kafka's appendRecords with
+// AppendOrigin): a coordinator may write internal topics and control
+// batches.
+func (m *Manager) appendRecords(timeout time.Duration, acks int16, opts log.AppendOptions, entries []ProduceEntry, done func([]ProduceResult)) {
 	results := make([]ProduceResult, len(entries))
 	if acks != -1 && acks != 0 && acks != 1 {
 		for i, e := range entries {
@@ -43,7 +51,7 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 	}
 	required := make([]int64, len(entries)) // offset the HW must reach; -1 if nothing to wait for
 	for i, e := range entries {
-		results[i], required[i] = m.appendToLocalLog(e)
+		results[i], required[i] = m.appendToLocalLog(e, opts)
 	}
 	// New data: waiting fetches may now complete. appendToLocalLog moved
 	// each high watermark first, so a DelayedFetch tried from here sees
@@ -93,9 +101,9 @@ func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []Pro
 	m.produceP.TryCompleteElseWatch(op, keys)
 }
 
-func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
+func (m *Manager) appendToLocalLog(e ProduceEntry, opts log.AppendOptions) (ProduceResult, int64) {
 	res := ProduceResult{TopicPartition: e.TopicPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	if metadata.IsInternalTopic(e.Topic) {
+	if opts.Origin == log.AppendOriginClient && metadata.IsInternalTopic(e.Topic) {
 		// Clients may not write to internal topics (Kafka:
 		// INVALID_TOPIC_EXCEPTION via the internal-topic check in
 		// appendToLocalLog).
@@ -107,7 +115,7 @@ func (m *Manager) appendToLocalLog(e ProduceEntry) (ProduceResult, int64) {
 		res.Err = err
 		return res, -1
 	}
-	info, err := p.Log.Append(e.Records, p.LeaderEpoch())
+	info, err := p.Log.AppendAsLeader(e.Records, p.LeaderEpoch(), opts)
 	if err != nil {
 		res.Err = err
 		res.LogStartOffset = p.Log.LogStartOffset()
@@ -142,7 +150,8 @@ func isExpectedAppendError(err error) bool {
 	case kerr.CorruptMessage, kerr.InvalidRecord, kerr.MessageTooLarge, kerr.RecordListTooLarge,
 		kerr.InvalidTimestamp, kerr.OutOfOrderSequenceNumber, kerr.InvalidProducerEpoch,
 		kerr.DuplicateSequenceNumber, kerr.UnsupportedForMessageFormat, kerr.InvalidProducerIDMapping,
-		kerr.UnsupportedCompressionType, kerr.UnsupportedVersion:
+		kerr.UnsupportedCompressionType, kerr.UnsupportedVersion, kerr.InvalidTxnState,
+		kerr.TransactionCoordinatorFenced:
 		return true
 	}
 	return false

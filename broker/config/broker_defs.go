@@ -78,6 +78,7 @@ var brokerDefs = []*Def{
 	def("num.io.threads", TypeInt, 8, High, "The number of threads that the server uses for processing requests, which may include disk I/O.", atLeast(1), ClusterWide),
 	def("background.threads", TypeInt, 10, High, "The number of threads to use for various background processing tasks.", atLeast(1), ClusterWide),
 	def("queued.max.requests", TypeInt, 500, High, "The number of queued requests allowed for the request handler threads before the network threads stop reading.", atLeast(1)),
+	def("request.timeout.ms", TypeInt, 30000, High, "How long the broker waits for the requests it sends to other brokers, and for the transaction markers WriteTxnMarkers appends to commit.", atLeast(0)),
 	def("socket.request.max.bytes", TypeInt, 104857600, High, "The maximum number of bytes in a socket request.", atLeast(1)),
 	def("socket.send.buffer.bytes", TypeInt, 102400, High, "The SO_SNDBUF buffer of the socket server sockets. If the value is -1, the OS default will be used."),
 	def("socket.receive.buffer.bytes", TypeInt, 102400, High, "The SO_RCVBUF buffer of the socket server sockets. If the value is -1, the OS default will be used."),

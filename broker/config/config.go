@@ -44,6 +44,7 @@ type KafkaConfig struct {
 	NumNetworkThreads                int               // num.network.threads, 3
 	NumIOThreads                     int               // num.io.threads, 8
 	QueuedMaxRequests                int               // queued.max.requests, 500
+	RequestTimeout                   time.Duration     // request.timeout.ms, 30000
 	SocketRequestMaxBytes            int32             // socket.request.max.bytes, 104857600
 	SocketSendBufferBytes            int               // socket.send.buffer.bytes, 102400 (-1: OS default)
 	SocketReceiveBufferBytes         int               // socket.receive.buffer.bytes, 102400
@@ -388,6 +389,7 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.NumNetworkThreads = int(i32("num.network.threads"))
 	c.NumIOThreads = int(i32("num.io.threads"))
 	c.QueuedMaxRequests = int(i32("queued.max.requests"))
+	c.RequestTimeout = ms32("request.timeout.ms")
 	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
 	c.SocketSendBufferBytes = int(i32("socket.send.buffer.bytes"))
 	c.SocketReceiveBufferBytes = int(i32("socket.receive.buffer.bytes"))
