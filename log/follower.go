@@ -265,6 +265,10 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	l.size -= removed
 	l.leo = newLeo
 	l.hw = min(l.hw, newLeo)
+	// Positions cached for offsets at or past the cut may be re-used by
+	// other batches: forget them.
+	l.hwMeta.Store(nil)
+	l.lsoMeta.Store(nil)
 	l.segMu.Unlock()
 	l.recoveryPoint = min(l.recoveryPoint, newLeo)
 

@@ -341,10 +341,17 @@ func TestRetentionDeletesSnapshotsWithSegments(t *testing.T) {
 	l, _ := ltOpen(t, dir, cfg, clock, false, nil)
 	defer l.Close()
 	q := &producerCursor{pid: 1}
+	a := &producerCursor{pid: 2}
+	a.send(t, l, clock.Now().UnixMilli(), 1, true)
+	marker(t, l, clock.Now().UnixMilli(), 2, 0, ControlAbort, 0) // a .txnindex in the first segment
 	for l.NumSegments() < 6 {
 		q.send(t, l, clock.Now().UnixMilli(), 20, false)
 	}
 	hwToEnd(l)
+	idx := filepath.Join(dir, FilenamePrefixFromOffset(0)+TxnIndexFileSuffix)
+	if _, err := os.Stat(idx); err != nil {
+		t.Fatal(err)
+	}
 	n, err := l.DeleteOldSegments()
 	if err != nil || n == 0 {
 		t.Fatalf("retention deleted %d: %v", n, err)
@@ -358,6 +365,12 @@ func TestRetentionDeletesSnapshotsWithSegments(t *testing.T) {
 	}
 	if len(l.SnapshotOffsets()) == 0 {
 		t.Fatal("no snapshot left")
+	}
+	if _, err := os.Stat(idx); !os.IsNotExist(err) {
+		t.Fatalf("the deleted segment's .txnindex: %v", err)
+	}
+	if got := allAborted(t, l); len(got) != 0 {
+		t.Fatalf("aborted transactions of deleted segments still reported: %+v", got)
 	}
 }
 
