@@ -18,7 +18,9 @@ func TestWriteTxnMarkersResponseGroupsByProducer(t *testing.T) {
 		m.ProducerID = pid
 		req.Markers = append(req.Markers, m)
 	}
-	tp := func(topic string, p int32) replica.TopicPartition { return replica.TopicPartition{Topic: topic, Partition: p} }
+	tp := func(topic string, p int32) replica.TopicPartition {
+		return replica.TopicPartition{Topic: topic, Partition: p}
+	}
 	outcomes := [][]markerOutcome{
 		{{tp("a", 0), nil}, {tp("b", 1), kerr.NotLeaderForPartition}},
 		{{tp("a", 0), kerr.InvalidProducerEpoch}},
