@@ -105,6 +105,8 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		FlushSchedulerInterval:             cfg.LogFlushSchedulerInterval,
 		FlushOffsetCheckpointInterval:      cfg.LogFlushOffsetCheckpointInterval,
 		FlushStartOffsetCheckpointInterval: cfg.LogFlushStartOffsetCheckpointInterval,
+		ProducerIDExpirationMs:             func() int64 { return int64(cfg.GetInt("producer.id.expiration.ms")) },
+		ProducerIDExpirationCheckInterval:  cfg.ProducerIDExpirationCheckInterval,
 		Registerer:                         b.registry,
 		Cleaner:                            cfg.CleanerConfig(),
 	})

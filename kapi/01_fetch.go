@@ -3,8 +3,11 @@ package kapi
 // Fetch, versions 4 to 18.
 //
 //   - v4: isolation_level; the response adds last_stable_offset and
-//     aborted transactions. (v0-3 carried magic 0/1 message sets and are
-//     not served, as in Kafka 4.0, KIP-896.)
+//     aborted transactions. read_committed reads stop at the last stable
+//     offset and carry the aborted transactions that overlap the batches
+//     returned (an empty list if none); read_uncommitted's list is null.
+//     (v0-3 carried magic 0/1 message sets and are not served, as in
+//     Kafka 4.0, KIP-896.)
 //   - v5: log_start_offset in request and response.
 //   - v7: fetch sessions: session_id, session_epoch, forgotten topics
 //     (KIP-227); the response adds a top-level error_code and session_id.
@@ -175,6 +178,16 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 			if r := byItem[i]; r != nil {
 				sp.ErrorCode = ErrorCode(r.Err)
 				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+				if r.Err == nil && r.AbortedTransactions != nil {
+					// read_committed: the list, empty or not; null
+					// otherwise, as Kafka sends it.
+					sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(r.AbortedTransactions))
+					for j, at := range r.AbortedTransactions {
+						a := &sp.AbortedTransactions[j]
+						a.Default()
+						a.ProducerID, a.FirstOffset = at.ProducerID, at.FirstOffset
+					}
+				}
 				if r.Err == nil && r.Records.Size > 0 {
 					size = r.Records.Size
 					sp.RecordBatches = regionMarker(len(slices))

@@ -45,6 +45,14 @@ func TestEncodeWithRegionsMatchesKmsg(t *testing.T) {
 					rp.Partition = int32(pi)
 					rp.HighWatermark = int64(1000 + pi)
 					rp.RecordBatches = []byte{}
+					switch pi { // read_committed answers: a list, or an empty one
+					case 1:
+						at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+						at.ProducerID, at.FirstOffset = 5, 900
+						rp.AbortedTransactions = append(rp.AbortedTransactions, at, at)
+					case 2:
+						rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+					}
 					n := ti*3 + pi
 					if n < len(slices) {
 						s := slices[n]

@@ -46,6 +46,12 @@ type Config struct {
 	// offset APIs).
 	Groups *group.Service
 
+	// CompleteGroupTransaction, when set, takes the transaction markers
+	// WriteTxnMarkers carries for __consumer_offsets partitions (the
+	// group coordinator writes them and applies the transaction's
+	// offsets). Nil: they are appended to the partition like any other.
+	CompleteGroupTransaction GroupTxnCompleter
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

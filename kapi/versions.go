@@ -71,6 +71,7 @@ func init() {
 		{key: 20, min: 0, max: 6, sync: (*Handler).handleDeleteTopics},
 		{key: 21, min: 0, max: 2, sync: (*Handler).handleDeleteRecords},
 		{key: 22, min: 0, max: 5, sync: (*Handler).handleInitProducerID},
+		{key: 27, min: 0, max: 2, async: (*Handler).handleWriteTxnMarkers},
 		{key: 32, min: 0, max: 4, sync: (*Handler).handleDescribeConfigs},
 		{key: 33, min: 0, max: 2, sync: (*Handler).handleAlterConfigs},
 		{key: 35, min: 0, max: 5, sync: (*Handler).handleDescribeLogDirs},
@@ -80,6 +81,7 @@ func init() {
 		{key: 47, min: 0, max: 0, async: (*Handler).handleOffsetDelete},
 		{key: 55, min: 0, max: 2, sync: (*Handler).handleDescribeQuorum},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
+		{key: 61, min: 0, max: 0, sync: (*Handler).handleDescribeProducers},
 		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
 	}

@@ -114,7 +114,7 @@ func newLogCleaner(cfg CleanerConfig, dirs []string, fsys FS, logger *slog.Logge
 		cfg: cfg, logger: logger, now: now,
 		mgr:         newCleanerManager(dirs, fsys, logger, now, logs),
 		throttler:   newThrottler(cfg.MaxIOBytesPerSecond, nil),
-		abortedTxns: (*Log).collectAbortedTransactions,
+		abortedTxns: (*Log).AbortedTransactions,
 	}
 	if cfg.Threads == 0 {
 		return lc, nil

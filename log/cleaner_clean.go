@@ -104,7 +104,7 @@ func newCleaner(id int, mapMemory int64, ioBufferSize, maxIOBufferSize int, load
 		id: id, offsetMap: newSkimpyOffsetMap(mapMemory), ioBufferSize: max(ioBufferSize, BatchHeaderSize),
 		maxIOBufferSize: maxIOBufferSize, loadFactor: loadFactor, throttler: t, now: now, logger: logger,
 		checkDone:     func(*Log) error { return nil },
-		abortedTxns:   (*Log).collectAbortedTransactions,
+		abortedTxns:   (*Log).AbortedTransactions,
 		writeTxnIndex: writeCleanedTxnIndex,
 	}
 	c.builder.Reset(0)

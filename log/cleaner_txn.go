@@ -6,17 +6,6 @@ import (
 	"slices"
 )
 
-// AbortedTxn is one aborted transaction as Kafka's TransactionIndex stores
-// it in the .txnindex of the segment holding its ABORT marker: the
-// producer, the offset of its first record, the offset of the marker
-// (LastOffset), and the last stable offset when it was aborted.
-type AbortedTxn struct {
-	ProducerID       int64
-	FirstOffset      int64
-	LastOffset       int64
-	LastStableOffset int64
-}
-
 // abortedTxnsFunc returns the aborted transactions of l overlapping
 // [from, upper): LastOffset >= from and FirstOffset < upper (Kafka's
 // UnifiedLog.collectAbortedTransactions, which reads the .txnindex files).

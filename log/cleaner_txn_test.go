@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,5 +181,76 @@ func TestCleanedTransactionMetadata(t *testing.T) {
 	}
 	if !m.onControlBatchRead(&commit, ControlCommit, false) {
 		t.Fatal("an empty control batch is not discardable")
+	}
+}
+
+// The cleaner on a log whose transactions were written by the real append
+// path: aborted records go (their ABORT marker stays, with its entry in
+// the cleaned segment's .txnindex), committed ones stay, and a restart
+// reads the same log.
+func TestCleanerWithRealTransactionIndex(t *testing.T) {
+	clock := newLtClock()
+	dir := filepath.Join(t.TempDir(), "t-0")
+	cfg := ctConfig()
+	cfg.DeleteRetentionMs = 10_000
+	l, _ := ltOpen(t, dir, cfg, clock, false, nil)
+	ts := clock.Now().UnixMilli()
+	coord := AppendOptions{Origin: AppendOriginCoordinator}
+	client := AppendOptions{Origin: AppendOriginClient}
+	app := func(b []byte, opts AppendOptions) {
+		t.Helper()
+		if _, err := l.AppendAsLeader(b, 0, opts); err != nil {
+			t.Fatalf("append: %v", err)
+		}
+		l.UpdateHighWatermark(l.LogEndOffset())
+	}
+	app(ctBatch(t, ctBatchSpec{ts: ts, pid: 1, seq: 0, txn: true, keys: []string{"a", "b"}}), client) // 0-1, aborted
+	app(ctBatch(t, ctBatchSpec{ts: ts, pid: 2, seq: 0, txn: true, keys: []string{"a", "c"}}), client) // 2-3, committed
+	app(BuildControlBatch(0, ts, 1, 0, 0, ControlAbort, 0), coord)                                    // 4
+	app(BuildControlBatch(0, ts, 2, 0, 0, ControlCommit, 0), coord)                                   // 5
+	if got, _ := l.AbortedTransactions(0, l.LogEndOffset()); len(got) != 1 || got[0].ProducerID != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 4 {
+		t.Fatalf("aborted transactions before cleaning: %+v", got)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	app(ctBatch(t, ctBatchSpec{ts: ts, keys: []string{"z"}}), client) // 6, in the active segment
+	lc := ctCleaner(t, []string{filepath.Dir(dir)}, clock, ctCleanerConfig(), l)
+	if !ctCleanOnce(t, lc) {
+		t.Fatal("nothing cleaned")
+	}
+	// Data records only: the markers (4, 5) stay after one pass, by
+	// Kafka's two-pass rule.
+	data := func(l *Log) string {
+		var out []ctRec
+		for _, r := range ctRead(t, l) {
+			if len(r.key) > 0 && r.key[0] >= 'a' {
+				out = append(out, r)
+			}
+		}
+		return fmt.Sprint(out)
+	}
+	got := data(l)
+	want := "[2:a=v-a 3:c=v-c 6:z=v-z]"
+	if got != want {
+		t.Fatalf("after cleaning:\n got %s\nwant %s", got, want)
+	}
+	// The ABORT marker is kept (its transaction had data in this pass),
+	// and so is its index entry, now in the cleaned segment's file.
+	if txns, err := l.AbortedTransactions(0, l.LogEndOffset()); err != nil || len(txns) != 1 || txns[0].LastOffset != 4 {
+		t.Fatalf("aborted transactions after cleaning: %+v %v", txns, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FilenamePrefixFromOffset(0)+TxnIndexFileSuffix))
+	if err != nil || len(b) != AbortedTxnSize {
+		t.Fatalf("cleaned segment's .txnindex: %d bytes, %v", len(b), err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := ltOpen(t, dir, cfg, clock, true, nil)
+	defer l2.Close()
+	l2.UpdateHighWatermark(l2.LogEndOffset())
+	if got := data(l2); got != want {
+		t.Fatalf("after restart:\n got %s\nwant %s", got, want)
 	}
 }

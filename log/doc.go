@@ -43,6 +43,12 @@
 //	                                appended with offset index entries when
 //	                                the timestamp grew, and once more when
 //	                                the segment stops being active
+//	00000000000000000000.txnindex   aborted transactions whose ABORT marker
+//	                                is in the segment, 34-byte entries
+//	                                (txn_index.go); only if there is one
+//	00000000000000000000.snapshot   producer state below that offset
+//	                                (producer_snapshot.go): Kafka's
+//	                                ProducerSnapshot v1 with CRC-32C
 //	leader-epoch-checkpoint         "0", count, then "epoch startOffset" lines
 //	partition.metadata              "version: 0\ntopic_id: <base64url uuid>\n"
 //
@@ -76,6 +82,43 @@
 //     id, epoch and base sequence; it never touches the active segment or
 //     anything at or past the last stable offset (today the high
 //     watermark).
+//   - log start <= last stable offset (LSO) <= high watermark. The LSO is
+//     the first offset of the earliest transaction that is open, or whose
+//     marker is not yet below the high watermark; else the high watermark.
+//
+// # Transactions and producer state
+//
+// Producer state (producer_state.go, Kafka's ProducerStateManager) is per
+// producer id: epoch, the last five batches' sequence and offset ranges,
+// the coordinator epoch of its last marker, the first offset of its open
+// transaction. A client append is checked against it (duplicates answer
+// with the original offsets; OUT_OF_ORDER_SEQUENCE_NUMBER,
+// INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE as Kafka gives them); a
+// coordinator append (AppendOriginCoordinator) may add COMMIT and ABORT
+// markers, checked for the producer epoch and coordinator epoch
+// (TRANSACTION_COORDINATOR_FENCED). A marker ends its producer's
+// transaction; an ABORT is recorded in the segment's .txnindex with the
+// LSO it leaves. Producers with no open transaction and no write for
+// producer.id.expiration.ms are forgotten (Manager, every
+// producer.id.expiration.check.interval.ms).
+//
+// A snapshot of the producer state is written at each roll (named by the
+// new segment's base offset, fsynced with the segment after the roll) and
+// at Close (named by the log end, fsynced). Snapshots are deleted with
+// their segments (retention, after file.delete.delay.ms), when they are
+// past the log end (truncation) or below the log start, and at load when
+// they match no segment base (except the newest, if it is past them all:
+// Kafka's removeStraySnapshots). Where Moldau differs from Kafka: a
+// snapshot at exactly the log start is kept (Kafka deletes it), so a
+// producer whose data retention deleted keeps its sequence state across a
+// crash; and with no snapshot at all the log is replayed from its start
+// even after a clean shutdown (Kafka skips that scan, assuming an
+// upgrade).
+//
+// Not implemented yet: KIP-890 transaction verification
+// (transaction.partition.verification.enable, VerificationGuard), which
+// needs the transaction coordinator; a transactional batch of a producer
+// with no open transaction starts one, as in Kafka with verification off.
 //
 // # Concurrency and lock order
 //
@@ -90,6 +133,10 @@
 // read without any lock, so they never see a partially written batch and
 // never wait for an append's I/O. fsync runs without locks. Appends to
 // different logs never contend.
+//
+// Producer state and snapshot bookkeeping are guarded by Log.mu; the
+// transaction index entries (in memory), the first undecided offset and
+// the unreplicated transactions that give the LSO, by Log.segMu.
 //
 // Log.replaceMu serialises what replaces or removes non-active segments:
 // the cleaner's swap, retention, DeleteRecords, truncation (TruncateTo,
@@ -149,8 +196,13 @@
 //
 // The log start offset is max(checkpoint, first segment's base); the high
 // watermark comes from replication-offset-checkpoint (clamped). Producer
-// state (idempotence) is rebuilt from the batch headers of the last two
-// segments; producer snapshot files are not written.
+// state is loaded from the newest valid snapshot at or below the log end
+// (and at or below the first recovered segment, whose transaction indexes
+// are rebuilt), then the batches after it are replayed (headers, and the
+// records of control batches); a corrupt snapshot is deleted and the next
+// older one used. After a clean shutdown the snapshot at the log end
+// leaves nothing to replay. Snapshots are taken at the bases of the last
+// two segments on the way and at the log end after a replay.
 //
 // # Compaction
 //
@@ -202,10 +254,8 @@
 // (and not mapped); an ABORT marker stays while a batch of its
 // transaction was seen in the pass, a COMMIT marker while batches of its
 // transaction remain, then the marker gets a delete horizon and goes after
-// it, like a tombstone (two passes). Transaction indexes and markers do
-// not exist yet (issue 10): collectAbortedTransactions returns none and
-// writeCleanedTxnIndex refuses to drop entries; the rules are tested by
-// feeding aborted transactions directly.
+// it, like a tombstone (two passes). The aborted transactions come from
+// the .txnindex files (Log.AbortedTransactions).
 //
 // The swap (Log.replaceSegments, Kafka's replaceSegments) is crash safe:
 // the cleaned files are fsynced, renamed .cleaned → .swap (log file

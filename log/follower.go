@@ -101,11 +101,20 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if len(headers) == 0 {
 		return info, nil
 	}
-	if err := l.writeBatches(&res, l.now()); err != nil {
+	pbs, err := producerBatchesOf(&res, AppendOriginReplication)
+	if err != nil {
 		return AppendInfo{}, err
 	}
-	for i := range headers {
-		l.pstate.replay(&headers[i])
+	if _, _, err := l.pstate.prepare(pbs, AppendOriginReplication, 0); err != nil {
+		l.pstate.abandon()
+		return AppendInfo{}, err
+	}
+	if err := l.writeBatches(&res, l.now()); err != nil {
+		l.pstate.abandon()
+		return AppendInfo{}, err
+	}
+	if err := l.commitProducerState(l.active()); err != nil {
+		return info, err
 	}
 	for _, h := range headers {
 		if h.PartitionLeaderEpoch >= 0 && h.PartitionLeaderEpoch > l.epochs.latestEpoch() {
@@ -152,7 +161,8 @@ func analyzeFollowerRecords(records []byte, leo int64) (ValidationResult, []Batc
 		res.Batches = append(res.Batches, ValidatedBatch{
 			Pos: pos, Size: size, BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(),
 			MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
-			BaseSequence: h.BaseSequence, Transactional: h.IsTransactional(), Control: h.IsControl(),
+			BaseSequence: h.BaseSequence, LastSequence: lastSequence(h.BaseSequence, h.LastOffsetDelta),
+			Transactional: h.IsTransactional(), Control: h.IsControl(),
 		})
 		headers = append(headers, h)
 		next = h.NextOffset()
@@ -253,14 +263,19 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 		removed += s.size
 	}
 	seg.truncateInMemory(pos, newLeo)
+	keepTxns := seg.truncateTxnIndex(newLeo)
 	l.size -= removed
 	l.leo = newLeo
 	l.hw = min(l.hw, newLeo)
+	// Positions cached for offsets at or past the cut may be re-used by
+	// other batches: forget them.
+	l.hwMeta.Store(nil)
+	l.lsoMeta.Store(nil)
 	l.segMu.Unlock()
 	l.recoveryPoint = min(l.recoveryPoint, newLeo)
 	l.noteTruncation(newLeo)
 
-	var errs []error
+	errs := []error{seg.truncateTxnIndexFile(keepTxns)}
 	for _, s := range doomed {
 		if err := l.asyncDeleteSegment(s); err != nil {
 			errs = append(errs, err)
@@ -277,7 +292,9 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	if err := l.epochs.truncateFromEnd(newLeo); err != nil {
 		errs = append(errs, err)
 	}
-	if err := l.rebuildProducerState(); err != nil {
+	// Kafka's rebuildProducerState(targetOffset): snapshots past the new
+	// end go, the state is reloaded from the newest one left.
+	if _, _, err := l.loadProducerState(noTxnIndexRebuild); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -351,7 +368,7 @@ func (l *Log) truncateFullyAndStartAt(newOffset int64) error {
 	l.segMu.Unlock()
 	l.recoveryPoint = newOffset
 	l.noteTruncation(newOffset)
-	l.pstate = newProducerStateManager()
+	l.resetProducerState(newOffset)
 	for _, s := range old {
 		del := func() {
 			if err := s.deleteFiles(); err != nil {
@@ -372,23 +389,5 @@ func (l *Log) truncateFullyAndStartAt(newOffset int64) error {
 		return fail(err)
 	}
 	l.logger.Info("truncated log fully", "partition", l.tp.String(), "log_start_offset", newOffset, "segments_deleted", len(old))
-	return nil
-}
-
-// rebuildProducerState replays the batch headers of the last two segments
-// (as loading does); l.mu held.
-func (l *Log) rebuildProducerState() error {
-	l.pstate = newProducerStateManager()
-	buf := make([]byte, BatchHeaderSize)
-	for _, s := range l.segs[max(len(l.segs)-2, 0):] {
-		for pos := int64(0); pos < s.size; {
-			h, err := s.readHeader(pos, buf)
-			if err != nil {
-				return fmt.Errorf("rebuilding producer state of %s: %w", l.tp, err)
-			}
-			l.pstate.replay(&h)
-			pos += int64(h.TotalSize())
-		}
-	}
 	return nil
 }

@@ -47,17 +47,25 @@ type Log struct {
 	// cleaner's file renames, which mu (needed by appends) never is.
 	replaceMu sync.Mutex
 
-	mu            sync.Mutex
-	dir           string // partition dir; also read under segMu
-	cfg           Config
-	topicID       [16]byte
-	pstate        producerStateManager
-	epochs        *leaderEpochCache
-	recoveryPoint int64
-	lastFlush     time.Time
-	failed        error // set after an I/O error that left the log unusable
-	closed        bool
-	deleted       bool
+	mu      sync.Mutex
+	dir     string // partition dir; also read under segMu
+	cfg     Config
+	topicID [16]byte
+	pstate  producerStateManager
+	// snapshots are the offsets of the producer snapshot files, sorted;
+	// lastSnap the newest offset state was written or loaded at (Kafka's
+	// lastSnapOffset).
+	snapshots []int64
+	lastSnap  int64
+	// pidExpirationMs is producer.id.expiration.ms (read when used: it
+	// is a dynamic broker config).
+	pidExpirationMs func() int64
+	epochs          *leaderEpochCache
+	recoveryPoint   int64
+	lastFlush       time.Time
+	failed          error // set after an I/O error that left the log unusable
+	closed          bool
+	deleted         bool
 	// truncatedTo is the lowest offset the log was truncated to since
 	// the cleaner last looked (if truncated), so the cleaner lowers its
 	// checkpoint (see noteTruncation).
@@ -71,8 +79,17 @@ type Log struct {
 	hw       int64
 	size     int64
 	// hwMeta caches the high watermark's position when it is below
-	// the log end (see FetchOffsetSnapshot).
-	hwMeta hwMetaPtr
+	// the log end (see FetchOffsetSnapshot); lsoMeta the last stable
+	// offset's when it is below the high watermark.
+	hwMeta  hwMetaPtr
+	lsoMeta hwMetaPtr
+	// firstUndecided is the first offset of the earliest open
+	// transaction (-1: none), published from the producer state after
+	// each append; unreplicated are completed transactions whose marker
+	// is not yet below the high watermark (Kafka's unreplicatedTxns),
+	// by first offset. Together they give the last stable offset.
+	firstUndecided int64
+	unreplicated   []completedTxn
 }
 
 // TopicPartition returns the partition.
@@ -121,6 +138,7 @@ func (l *Log) UpdateHighWatermark(hw int64) int64 {
 	defer l.segMu.Unlock()
 	hw = min(max(hw, l.logStart), l.leo)
 	l.hw = hw
+	l.pruneUnreplicatedLocked(hw)
 	return hw
 }
 
@@ -206,12 +224,38 @@ type AppendInfo struct {
 	Duplicate bool
 }
 
-// Append validates records (one or more magic-v2 batches, as a producer
-// sent them), assigns offsets and appends them (Kafka's appendAsLeader).
-// The high watermark is not moved: the caller does (UpdateHighWatermark).
+// Append validates records (one magic-v2 batch, as a producer sent it),
+// assigns offsets and appends them: Kafka's appendAsLeader with
+// AppendOrigin.CLIENT. The high watermark is not moved: the caller does
+// (UpdateHighWatermark).
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.AppendAsLeader(records, leaderEpoch, AppendOptions{Origin: AppendOriginClient})
+}
+
+// AppendOptions are the arguments of AppendAsLeader besides the records
+// (Kafka's appendAsLeader origin and transactionVersion).
+type AppendOptions struct {
+	// Origin decides the checks: AppendOriginClient (Produce) or
+	// AppendOriginCoordinator (transaction markers and coordinator
+	// records, which may be control batches).
+	Origin AppendOrigin
+	// TransactionVersion is the transaction version of a marker
+	// (WriteTxnMarkers v2, KIP-1228): from 2 a marker must carry an epoch
+	// newer than the producer's. 0 for the classic protocol.
+	TransactionVersion int16
+}
+
+// AppendAsLeader validates records, assigns offsets and appends them as
+// the partition's leader (Kafka's appendAsLeader). A COMMIT or ABORT
+// marker (AppendOriginCoordinator only) completes its producer's
+// transaction: an ABORT is recorded in the segment's transaction index,
+// and the last stable offset moves.
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32, opts AppendOptions) (AppendInfo, error) {
+	if opts.Origin == AppendOriginReplication {
+		return AppendInfo{}, fmt.Errorf("log: AppendAsLeader of %s with origin %s (use AppendAsFollower)", l.tp, opts.Origin)
+	}
 	l.mu.Lock()
-	info, flush, err := l.appendLocked(records, leaderEpoch)
+	info, flush, err := l.appendLocked(records, leaderEpoch, opts)
 	l.mu.Unlock()
 	if err == nil && flush {
 		if ferr := l.Flush(); ferr != nil {
@@ -221,7 +265,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	return info, err
 }
 
-func (l *Log) appendLocked(records []byte, leaderEpoch int32) (AppendInfo, bool, error) {
+func (l *Log) appendLocked(records []byte, leaderEpoch int32, opts AppendOptions) (AppendInfo, bool, error) {
 	if err := l.usable(); err != nil {
 		return AppendInfo{}, false, err
 	}
@@ -229,7 +273,7 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32) (AppendInfo, bool,
 	l.segMu.RLock()
 	leo, logStart := l.leo, l.logStart
 	l.segMu.RUnlock()
-	res, err := ValidateAndAssignOffsets(records, leo, leaderEpoch, now, l.cfg)
+	res, err := validateAndAssignOffsets(records, leo, leaderEpoch, now, l.cfg, opts.Origin)
 	if err != nil {
 		return AppendInfo{}, false, err
 	}
@@ -241,50 +285,28 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32) (AppendInfo, bool,
 	if len(res.Records) == 0 || len(res.Batches) == 0 {
 		return info, false, nil
 	}
-	if len(res.Records) > int(l.cfg.SegmentBytes) {
-		return AppendInfo{}, false, fmt.Errorf("%w: %d bytes of batches exceed segment.bytes %d", kerr.RecordListTooLarge, len(res.Records), l.cfg.SegmentBytes)
+	pbs, err := producerBatchesOf(&res, opts.Origin)
+	if err != nil {
+		return AppendInfo{}, false, err
 	}
-	if dup, ok, err := l.pstate.prepare(res.Batches); err != nil {
+	if dup, ok, err := l.pstate.prepare(pbs, opts.Origin, opts.TransactionVersion); err != nil {
+		l.pstate.abandon()
 		return AppendInfo{}, false, err
 	} else if ok {
+		l.pstate.abandon()
 		return AppendInfo{
 			FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
 			LogStartOffset: logStart, NumRecords: int(dup.lastOffset - dup.firstOffset + 1),
 			MaxTimestamp: dup.timestamp, Duplicate: true,
 		}, false, nil
 	}
-
-	seg := l.active()
-	if l.shouldRoll(seg, &res, now) {
-		if seg, err = l.roll(now); err != nil {
-			return AppendInfo{}, false, err
-		}
+	if err := l.writeBatches(&res, now); err != nil {
+		l.pstate.abandon()
+		return AppendInfo{}, false, err
 	}
-	pos := seg.size
-	if n, err := seg.log.WriteAt(res.Records, pos); err != nil {
-		if n > 0 {
-			// Drop the torn bytes so the file ends at the last whole
-			// batch; if that fails too the log is unusable.
-			if terr := seg.log.Truncate(pos); terr != nil {
-				l.failed = errors.Join(err, terr)
-			}
-		}
-		return AppendInfo{}, false, fmt.Errorf("%w: appending to %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+	if err := l.commitProducerState(l.active()); err != nil {
+		return info, false, err
 	}
-
-	interval := l.cfg.IndexIntervalBytes
-	l.segMu.Lock()
-	for i := range res.Batches {
-		b := &res.Batches[i]
-		seg.indexBatch(b.LastOffset, b.MaxTimestamp, pos+int64(b.Pos), b.Size, interval)
-	}
-	seg.size += int64(len(res.Records))
-	seg.nextOffset = res.LastOffset + 1
-	l.size += int64(len(res.Records))
-	l.leo = res.LastOffset + 1
-	l.segMu.Unlock()
-
-	l.pstate.commit(res.Batches)
 	if leaderEpoch >= 0 && leaderEpoch > l.epochs.latestEpoch() {
 		if err := l.epochs.assign(leaderEpoch, res.FirstOffset); err != nil {
 			l.logger.Warn("writing leader-epoch-checkpoint failed", "partition", l.tp.String(), "err", err)
@@ -353,6 +375,12 @@ func (l *Log) roll(now time.Time) (*Segment, error) {
 	l.segs = append(l.segs, seg)
 	l.segMu.Unlock()
 	l.logger.Debug("rolled segment", "partition", l.tp.String(), "base_offset", base)
+	// A producer snapshot at the new segment's base (Kafka's roll), so
+	// that recovery can start there; fsynced with the old segment by the
+	// flush below. Without it a restart scans further back: not fatal.
+	if _, err := l.takeSnapshotAt(base, false); err != nil {
+		l.logger.Warn("producer snapshot at roll failed", "partition", l.tp.String(), "err", err)
+	}
 	// Flush the old segment in the background, as Kafka schedules it.
 	if l.bg != nil {
 		l.bg.Go(func(<-chan struct{}) {
@@ -380,6 +408,12 @@ func (l *Log) flushTo(offset int64) error {
 	}
 	var todo []*Segment
 	var errs []error
+	var snaps []string // producer snapshots written since the last flush
+	for _, off := range l.snapshots {
+		if off > l.recoveryPoint && off <= offset {
+			snaps = append(snaps, snapshotPath(l.dir, off))
+		}
+	}
 	for _, s := range l.segs {
 		if s.baseOffset >= offset {
 			break
@@ -394,6 +428,11 @@ func (l *Log) flushTo(offset int64) error {
 	l.mu.Unlock()
 	for _, s := range todo {
 		if err := s.sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	for _, path := range snaps {
+		if err := withExistingIndexFile(l.fsys, path, File.Sync); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -428,6 +467,13 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	var errs []error
+	if !l.deleted && l.failed == nil {
+		// A snapshot at the log end, so the next start replays nothing
+		// (Kafka's close takes one).
+		if _, err := l.takeSnapshotAt(l.leo, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	l.segMu.Lock()
 	segs := l.segs
 	if len(segs) > 0 {

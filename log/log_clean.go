@@ -62,12 +62,6 @@ func (l *Log) cleanerView() logView {
 	return v
 }
 
-// lastStableOffsetLocked is the offset below which every transaction is
-// decided (Kafka's lastStableOffset); segMu held. Without transactions yet
-// (issue 10) it is the high watermark; with them it becomes
-// min(first unstable offset, high watermark).
-func (l *Log) lastStableOffsetLocked() int64 { return l.hw }
-
 // activeBase is the base offset of the active segment.
 func (v *logView) activeBase() int64 { return v.segs[len(v.segs)-1].base }
 
@@ -138,26 +132,28 @@ func (l *Log) takeTruncation() (int64, bool) {
 	return off, ok
 }
 
-// collectAbortedTransactions returns the aborted transactions overlapping
-// [from, upper) (LastOffset >= from, FirstOffset < upper), read from the
-// .txnindex files of the segments from the one holding from on, as Kafka's
-// UnifiedLog.collectAbortedTransactions. There are no transaction indexes
-// yet (issue 10), so there are none.
-func (l *Log) collectAbortedTransactions(from, upper int64) ([]AbortedTxn, error) {
-	return nil, nil
-}
-
 // writeCleanedTxnIndex writes the transaction index of a cleaned segment:
 // the aborted transactions whose ABORT marker it keeps, in the .txnindex
-// format, as "<base>.txnindex.cleaned" (swapped in with the segment; see
-// swapSuffixes). There is no .txnindex yet (issue 10), and
-// collectAbortedTransactions reports no aborted transaction, so there is
-// never one to write; if there were, writing nothing would lose them, so
-// that is refused.
+// format, as "<base>.txnindex.cleaned", fsynced (swapped in with the
+// segment; see swapSuffixes). With none, no file is written.
 func writeCleanedTxnIndex(dest *Segment, txns []AbortedTxn) error {
-	if len(txns) > 0 {
-		return fmt.Errorf("log cleaner: segment %d keeps %d aborted transactions, but transaction indexes are not written yet", dest.baseOffset, len(txns))
+	if len(txns) == 0 {
+		return nil
 	}
+	path := segmentPath(dest.dir, dest.baseOffset, TxnIndexFileSuffix) + CleanedFileSuffix
+	err := withIndexFile(dest.fsys, path, func(f File) error {
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := f.WriteAt(EncodeTxnIndex(txns), 0); err != nil {
+			return err
+		}
+		return f.Sync()
+	})
+	if err != nil {
+		return fmt.Errorf("log cleaner: writing %s: %w", path, err)
+	}
+	dest.txnIdx = txns
 	return nil
 }
 

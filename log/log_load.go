@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type logParams struct {
 	logStartOffset   int64 // from the checkpoint, -1 if none
 	highWatermark    int64 // from the checkpoint, -1 if none
 	topicID          [16]byte
+	// pidExpirationMs is producer.id.expiration.ms; nil: the default.
+	pidExpirationMs func() int64
 }
 
 // LoadResult says what loading one log did.
@@ -46,6 +49,11 @@ type LoadResult struct {
 	// CompletedSwaps is the number of cleaned segments whose swap, cut
 	// short by a crash, was completed.
 	CompletedSwaps int
+	// ProducerSnapshotOffset is the producer snapshot the producer state
+	// was loaded from (-1: none, rebuilt from the log start), and
+	// ReplayedBatches the batches read after it.
+	ProducerSnapshotOffset int64
+	ReplayedBatches        int
 }
 
 // loadLog opens (creating if needed) the log in p.dir, running recovery on
@@ -66,7 +74,10 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 	l = &Log{
 		tp: p.tp, fsys: p.fsys, logger: p.logger, now: p.now, bg: p.bg,
 		scheduleDelete: p.scheduleDelete, dir: p.dir, cfg: p.cfg,
-		pstate: newProducerStateManager(),
+		pstate: newProducerStateManager(), pidExpirationMs: p.pidExpirationMs, firstUndecided: -1,
+	}
+	if l.pidExpirationMs == nil {
+		l.pidExpirationMs = func() int64 { return defaultPidExpirationMs }
 	}
 	now := p.now()
 	l.lastFlush = now
@@ -113,6 +124,10 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		case strings.HasSuffix(name, IndexFileSuffix), strings.HasSuffix(name, TimeIndexFileSuffix),
 			strings.HasSuffix(name, TxnIndexFileSuffix):
 			indexFiles = append(indexFiles, name)
+		case strings.HasSuffix(name, SnapshotFileSuffix):
+			if off, ok := offsetFromFileName(name); ok && name == FilenamePrefixFromOffset(off)+SnapshotFileSuffix {
+				l.snapshots = append(l.snapshots, off)
+			}
 		}
 	}
 	for _, name := range indexFiles {
@@ -124,6 +139,7 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	slices.Sort(l.snapshots)
 
 	var needRecovery []bool
 	for _, base := range bases {
@@ -155,6 +171,7 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 				continue
 			} else {
 				p.logger.Warn("active segment does not match its index; recovering it", "partition", p.tp.String(), "base_offset", s.baseOffset, "err", err)
+				needRecovery[i] = true
 			}
 		}
 		truncated, err := s.recover(p.cfg.IndexIntervalBytes)
@@ -211,7 +228,8 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 					return nil, res, err
 				}
 			}
-			l.segs = nil
+			l.segs, needRecovery = nil, nil
+			l.resetProducerState(logStart)
 		}
 	}
 	logStart = max(logStart, 0)
@@ -245,17 +263,20 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		l.recoveryPoint = l.leo
 	}
 
-	// Producer state from the batch headers of the last two segments.
-	buf := make([]byte, BatchHeaderSize)
-	for _, s := range l.segs[max(len(l.segs)-2, 0):] {
-		for pos := int64(0); pos < s.size; {
-			h, err := s.readHeader(pos, buf)
-			if err != nil {
-				return nil, res, fmt.Errorf("rebuilding producer state of %s: %w", p.tp, err)
-			}
-			l.pstate.replay(&h)
-			pos += int64(h.TotalSize())
+	// Producer state from the newest snapshot and the batches after it;
+	// the transaction indexes of recovered segments are rebuilt on the
+	// way (recovery rewrote those segments from the first one it
+	// checked on).
+	rebuildFrom := int64(noTxnIndexRebuild)
+	for i, s := range l.segs {
+		if i < len(needRecovery) && needRecovery[i] {
+			rebuildFrom = s.baseOffset
+			break
 		}
+	}
+	l.removeStraySnapshots()
+	if res.ProducerSnapshotOffset, res.ReplayedBatches, err = l.loadProducerState(rebuildFrom); err != nil {
+		return nil, res, err
 	}
 
 	l.epochs, err = loadLeaderEpochCache(p.fsys, p.dir)

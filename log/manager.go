@@ -43,6 +43,13 @@ type ManagerConfig struct {
 	FlushOffsetCheckpointInterval      time.Duration // log.flush.offset.checkpoint.interval.ms, default 60s
 	FlushStartOffsetCheckpointInterval time.Duration // log.flush.start.offset.checkpoint.interval.ms, default 60s
 
+	// ProducerIDExpirationMs returns producer.id.expiration.ms (a
+	// dynamic broker config, so it is read each time). Nil: 1 day.
+	ProducerIDExpirationMs func() int64
+	// ProducerIDExpirationCheckInterval is
+	// producer.id.expiration.check.interval.ms, default 10 minutes.
+	ProducerIDExpirationCheckInterval time.Duration
+
 	// Registerer receives per-partition metrics (kafka_log_log_*) and the
 	// cleaner's (kafka_log_logcleaner*). Nil: none.
 	Registerer prometheus.Registerer
@@ -79,6 +86,12 @@ func (c ManagerConfig) withDefaults() ManagerConfig {
 	}
 	if c.FlushStartOffsetCheckpointInterval <= 0 {
 		c.FlushStartOffsetCheckpointInterval = time.Minute
+	}
+	if c.ProducerIDExpirationMs == nil {
+		c.ProducerIDExpirationMs = func() int64 { return defaultPidExpirationMs }
+	}
+	if c.ProducerIDExpirationCheckInterval <= 0 {
+		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
 	return c
 }
@@ -312,6 +325,7 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
 			logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 			hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
+			pidExpirationMs: m.cfg.ProducerIDExpirationMs,
 		}
 		if v, ok := rps[j.tp]; ok {
 			p.recoveryPoint = v
@@ -394,8 +408,19 @@ func (m *Manager) Start() {
 	})
 	m.bg.Every(m.cfg.FlushStartOffsetCheckpointInterval, func() { m.checkpoints(LogStartOffsetCheckpointFile) })
 	m.bg.Every(deleteCheckInterval, func() { m.deletes.runDue(m.cfg.Now(), false) })
+	m.bg.Every(m.cfg.ProducerIDExpirationCheckInterval, m.removeExpiredProducers)
 	if m.cleaner != nil {
 		m.cleaner.startup()
+	}
+}
+
+// removeExpiredProducers applies producer.id.expiration.ms to every log
+// (Kafka schedules PeriodicProducerExpirationCheck per log).
+func (m *Manager) removeExpiredProducers() {
+	for _, l := range m.Logs() {
+		if n := l.RemoveExpiredProducers(); n > 0 {
+			m.logger.Debug("expired producer ids", "partition", l.tp.String(), "producers", n)
+		}
 	}
 }
 
@@ -572,6 +597,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 		dir: filepath.Join(best.path, tp.String()), tp: tp, cfg: cfg, fsys: m.fsys,
 		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: topicID,
+		pidExpirationMs: m.cfg.ProducerIDExpirationMs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating log %s: %v", kerr.KafkaStorageError, tp, err)

@@ -151,7 +151,7 @@ func TestManagerCleanShutdownAndRecovery(t *testing.T) {
 		t.Fatal("GetOrCreateLog did not return the existing log")
 	}
 	mfs, err := reg.Gather()
-	if err != nil || len(mfs) != 4 {
+	if err != nil || len(mfs) != 5 { // size, start, end, segments, LSO lag
 		t.Fatalf("metrics: %d families, %v", len(mfs), err)
 	}
 	for _, mf := range mfs {

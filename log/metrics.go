@@ -11,6 +11,7 @@ import (
 type logCollector struct {
 	m                                   *Manager
 	size, startOffset, endOffset, nsegs *prometheus.Desc
+	lsoLag                              *prometheus.Desc
 }
 
 func newLogCollector(m *Manager) *logCollector {
@@ -21,6 +22,8 @@ func newLogCollector(m *Manager) *logCollector {
 		startOffset: prometheus.NewDesc("kafka_log_log_logstartoffset", "Log start offset of the partition.", labels, nil),
 		endOffset:   prometheus.NewDesc("kafka_log_log_logendoffset", "Log end offset of the partition.", labels, nil),
 		nsegs:       prometheus.NewDesc("kafka_log_log_numlogsegments", "Number of segments of the partition's log.", labels, nil),
+		// Kafka's Partition gauge LastStableOffsetLag (kafka.cluster).
+		lsoLag: prometheus.NewDesc("kafka_cluster_partition_laststableoffsetlag", "High watermark minus last stable offset: offsets held back from read_committed consumers by open transactions.", labels, nil),
 	}
 }
 
@@ -30,6 +33,7 @@ func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.startOffset
 	ch <- c.endOffset
 	ch <- c.nsegs
+	ch <- c.lsoLag
 }
 
 // Collect implements prometheus.Collector.
@@ -38,10 +42,12 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 		t, p := l.tp.Topic, strconv.Itoa(int(l.tp.Partition))
 		l.segMu.RLock()
 		size, start, end, n := l.size, l.logStart, l.leo, len(l.segs)
+		lag := l.hw - l.lastStableOffsetLocked()
 		l.segMu.RUnlock()
 		ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(size), t, p)
 		ch <- prometheus.MustNewConstMetric(c.startOffset, prometheus.GaugeValue, float64(start), t, p)
 		ch <- prometheus.MustNewConstMetric(c.endOffset, prometheus.GaugeValue, float64(end), t, p)
 		ch <- prometheus.MustNewConstMetric(c.nsegs, prometheus.GaugeValue, float64(n), t, p)
+		ch <- prometheus.MustNewConstMetric(c.lsoLag, prometheus.GaugeValue, float64(lag), t, p)
 	}
 }

@@ -52,7 +52,8 @@ type LogOffsetSnapshot struct {
 	LogStartOffset int64
 	LogEndOffset   LogOffsetMetadata
 	HighWatermark  LogOffsetMetadata
-	// LastStableOffset equals HighWatermark until transactions exist.
+	// LastStableOffset is at or below HighWatermark: below it while a
+	// transaction is open there.
 	LastStableOffset LogOffsetMetadata
 }
 
@@ -65,12 +66,14 @@ type hwMetadataCache struct {
 	seg  *Segment
 }
 
-// FetchOffsetSnapshot returns the log start, the log end and the high
-// watermark with their positions (Kafka's fetchOffsetSnapshot). The log
-// end's position is the active segment's committed size; the high
-// watermark's is the same when it equals the log end (always so on one
-// node), else the position of the batch starting at it, found through the
-// offset index and cached until the high watermark moves.
+// FetchOffsetSnapshot returns the log start, the log end, the high
+// watermark and the last stable offset with their positions (Kafka's
+// fetchOffsetSnapshot). The log end's position is the active segment's
+// committed size; the high watermark's is the same when it equals the log
+// end (always so on one node), else the position of the batch starting at
+// it, found through the offset index and cached until the high watermark
+// moves. The last stable offset's is found the same way when it is below
+// the high watermark (an open transaction), with its own cache.
 func (l *Log) FetchOffsetSnapshot() (LogOffsetSnapshot, error) {
 	l.segMu.RLock()
 	if len(l.segs) == 0 {
@@ -82,35 +85,51 @@ func (l *Log) FetchOffsetSnapshot() (LogOffsetSnapshot, error) {
 		LogStartOffset: l.logStart,
 		LogEndOffset:   LogOffsetMetadata{MessageOffset: l.leo, SegmentBaseOffset: act.baseOffset, RelativePosition: act.size},
 	}
-	hw := l.hw
-	if hw == l.leo {
-		snap.HighWatermark = snap.LogEndOffset
-		l.segMu.RUnlock()
-		snap.LastStableOffset = snap.HighWatermark
-		return snap, nil
+	hw, lso := l.hw, l.lastStableOffsetLocked()
+	l.segMu.RUnlock()
+	var err error
+	if snap.HighWatermark, err = l.offsetMetadata(hw, snap.LogEndOffset, &l.hwMeta); err != nil {
+		return LogOffsetSnapshot{}, err
 	}
-	i := max(l.segmentFloor(hw), 0)
-	seg := l.segs[i]
-	if c := l.hwMeta.Load(); c != nil && c.seg == seg && c.meta.MessageOffset == hw {
+	snap.LastStableOffset = snap.HighWatermark
+	if lso != hw {
+		if snap.LastStableOffset, err = l.offsetMetadata(lso, snap.LogEndOffset, &l.lsoMeta); err != nil {
+			return LogOffsetSnapshot{}, err
+		}
+	}
+	return snap, nil
+}
+
+// offsetMetadata is the position of off: end's if off is the log end
+// offset, else that of the batch holding off, cached in cache.
+func (l *Log) offsetMetadata(off int64, end LogOffsetMetadata, cache *hwMetaPtr) (LogOffsetMetadata, error) {
+	if off == end.MessageOffset {
+		return end, nil
+	}
+	l.segMu.RLock()
+	if len(l.segs) == 0 {
 		l.segMu.RUnlock()
-		snap.HighWatermark, snap.LastStableOffset = c.meta, c.meta
-		return snap, nil
+		return LogOffsetMetadata{}, fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
+	}
+	seg := l.segs[max(l.segmentFloor(off), 0)]
+	if c := cache.Load(); c != nil && c.seg == seg && c.meta.MessageOffset == off {
+		l.segMu.RUnlock()
+		return c.meta, nil
 	}
 	committed := seg.size
-	startPos := int64(seg.offIdx.Lookup(hw).Position)
+	startPos := int64(seg.offIdx.Lookup(off).Position)
 	l.segMu.RUnlock()
 
-	pos, _, found, err := seg.findBatch(hw, startPos, committed, make([]byte, BatchHeaderSize))
+	pos, _, found, err := seg.findBatch(off, startPos, committed, make([]byte, BatchHeaderSize))
 	if err != nil {
-		return LogOffsetSnapshot{}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+		return LogOffsetMetadata{}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
 	}
 	if !found {
 		pos = committed
 	}
-	meta := LogOffsetMetadata{MessageOffset: hw, SegmentBaseOffset: seg.baseOffset, RelativePosition: pos}
-	l.hwMeta.Store(&hwMetadataCache{meta: meta, seg: seg})
-	snap.HighWatermark, snap.LastStableOffset = meta, meta
-	return snap, nil
+	meta := LogOffsetMetadata{MessageOffset: off, SegmentBaseOffset: seg.baseOffset, RelativePosition: pos}
+	cache.Store(&hwMetadataCache{meta: meta, seg: seg})
+	return meta, nil
 }
 
 // hwMetaPtr is the type of Log.hwMeta (an atomic pointer, so the cache is

@@ -72,6 +72,13 @@ type FetchData struct {
 	// the end of the active segment for the log end offset. A
 	// DelayedFetch compares it with the high watermark's position.
 	FetchOffsetMetadata LogOffsetMetadata
+	// NextOffset is the offset after the last batch returned (-1 if
+	// none).
+	NextOffset int64
+	// AbortedTransactions are, for ReadCommitted, the aborted
+	// transactions overlapping the batches returned (empty, not nil);
+	// nil for Read.
+	AbortedTransactions []AbortedTxn
 }
 
 func offsetOutOfRange(tp TopicPartition, offset, start, end int64) error {
@@ -102,11 +109,11 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		start, end := l.logStart, l.leo
 		if offset < start || offset > end {
 			l.segMu.RUnlock()
-			return FetchData{FirstBatchOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, offsetOutOfRange(l.tp, offset, start, end)
+			return FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, offsetOutOfRange(l.tp, offset, start, end)
 		}
 		if len(l.segs) == 0 {
 			l.segMu.RUnlock()
-			return FetchData{FirstBatchOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
+			return FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: log %s is closed", kerr.NotLeaderForPartition, l.tp)
 		}
 		i := max(l.segmentFloor(offset), 0)
 		seg := l.segs[i]
@@ -115,7 +122,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 			empty := act.slice(act.size, 0)
 			meta := LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: act.baseOffset, RelativePosition: act.size}
 			l.segMu.RUnlock()
-			return FetchData{Records: empty, FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
+			return FetchData{Records: empty, FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: meta}, nil
 		}
 		// An offset at or past maxOffset (the high watermark) but below
 		// the log end reads nothing, but its position is still looked
@@ -131,26 +138,27 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 
 		pos, h, found, err := seg.findBatch(offset, startPos, committed, buf)
 		if err != nil {
-			return FetchData{FirstBatchOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+			return FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
 		}
 		if !found {
 			if next == nil {
 				// Raced with nothing to read: the segment ends before offset.
 				meta := LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: seg.baseOffset, RelativePosition: committed}
-				return FetchData{Records: seg.slice(committed, 0), FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
+				return FetchData{Records: seg.slice(committed, 0), FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: meta}, nil
 			}
 			offset = max(offset, next.baseOffset)
 			continue
 		}
 		meta := LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: seg.baseOffset, RelativePosition: pos}
 		if offset >= maxOffset || h.LastOffset() >= maxOffset {
-			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
+			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: meta}, nil
 		}
 		size := int64(h.TotalSize())
 		if size > int64(maxBytes) && !minOneMessage {
-			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1, FetchOffsetMetadata: meta}, nil
+			return FetchData{Records: seg.slice(pos, 0), FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: meta}, nil
 		}
 		// Extend with whole batches while they fit and stay below maxOffset.
+		nextOff := h.NextOffset()
 		for p := pos + size; p < committed && size < int64(maxBytes); {
 			nh, err := seg.readHeader(p, buf)
 			if err != nil {
@@ -162,7 +170,8 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 			}
 			size += ns
 			p += ns
+			nextOff = nh.NextOffset()
 		}
-		return FetchData{Records: seg.slice(pos, size), FirstBatchOffset: h.BaseOffset, FetchOffsetMetadata: meta}, nil
+		return FetchData{Records: seg.slice(pos, size), FirstBatchOffset: h.BaseOffset, FetchOffsetMetadata: meta, NextOffset: nextOff}, nil
 	}
 }

@@ -103,6 +103,7 @@ func (l *Log) deleteSegmentsMatching(pred func(s, next *Segment) bool, reason st
 	if l.hw < l.logStart {
 		l.hw = l.logStart
 	}
+	l.pruneUnreplicatedLocked(l.logStart)
 	logStart := l.logStart
 	l.segMu.Unlock()
 	if err := l.epochs.truncateFromStart(logStart); err != nil {
@@ -113,6 +114,10 @@ func (l *Log) deleteSegmentsMatching(pred func(s, next *Segment) bool, reason st
 		if err := l.asyncDeleteSegment(s); err != nil {
 			return n, err
 		}
+		// Its producer snapshot goes with it (Kafka's
+		// deleteProducerSnapshots); the state stays in memory and in
+		// the newer snapshots.
+		l.deleteSnapshotAsync(s.baseOffset)
 	}
 	return n, nil
 }
@@ -162,6 +167,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	moved := offset > l.logStart
 	if moved {
 		l.logStart = offset
+		l.pruneUnreplicatedLocked(offset)
 	}
 	start := l.logStart
 	l.segMu.Unlock()

@@ -54,6 +54,9 @@ type Segment struct {
 	osf     *os.File
 	offIdx  *OffsetIndex
 	timeIdx *TimeIndex
+	// txnIdx are the aborted transactions whose ABORT marker is in the
+	// segment, in marker order (the .txnindex file; see txn_index.go).
+	txnIdx []AbortedTxn
 
 	size       int64 // committed bytes: readers never look past it
 	nextOffset int64 // offset after the last batch (baseOffset if empty)
@@ -215,6 +218,15 @@ func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (s 
 	}
 	if indexErr == nil {
 		indexErr = s.sanityCheck()
+	}
+	if terr := s.loadTxnIndex(); terr != nil {
+		var ie *indexError
+		if !errors.As(terr, &ie) {
+			return nil, nil, terr
+		}
+		if indexErr == nil {
+			indexErr = terr
+		}
 	}
 	if indexErr != nil {
 		s.offIdx.entries, s.timeIdx.entries = nil, nil
@@ -492,7 +504,7 @@ func (s *Segment) sync() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
-	for _, path := range []string{s.offIdx.path, s.timeIdx.path} {
+	for _, path := range []string{s.offIdx.path, s.timeIdx.path, s.txnIndexPath()} {
 		if err := withExistingIndexFile(s.fsys, path, File.Sync); err != nil {
 			return err
 		}
@@ -539,7 +551,9 @@ func (s *Segment) largestTimestamp() int64 {
 
 func (s *Segment) files() []File { return []File{s.log} }
 
-func (s *Segment) paths() []string { return []string{s.logPath(), s.offIdx.path, s.timeIdx.path} }
+func (s *Segment) paths() []string {
+	return []string{s.logPath(), s.offIdx.path, s.timeIdx.path, s.txnIndexPath()}
+}
 
 // closeFiles closes the segment's files.
 func (s *Segment) closeFiles() error {

@@ -140,7 +140,15 @@ func maxDecompressedSize(cfg Config) int {
 // of checks above). The returned Records alias the input when no rewrite
 // was needed.
 func ValidateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int32, now time.Time, cfg Config) (ValidationResult, error) {
-	batch, err := shallowValidate(records, cfg)
+	return validateAndAssignOffsets(records, nextOffset, leaderEpoch, now, cfg, AppendOriginClient)
+}
+
+// validateAndAssignOffsets is ValidateAndAssignOffsets for an origin:
+// Kafka's LogValidator runs the batch checks of step 9 (offset range,
+// count, control batch, sequence) and the base offset check only for
+// AppendOriginClient, so a coordinator may append control batches.
+func validateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int32, now time.Time, cfg Config, origin AppendOrigin) (ValidationResult, error) {
+	batch, err := shallowValidate(records, cfg, origin)
 	if err != nil {
 		return ValidationResult{}, err
 	}
@@ -152,14 +160,18 @@ func ValidateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 	if srcCodec > CodecZstd {
 		return ValidationResult{}, fmt.Errorf("%w: unknown compression type id %d", kerr.UnsupportedCompressionType, srcCodec)
 	}
-	if err := validateBatch(h); err != nil {
-		return ValidationResult{}, err
+	if origin == AppendOriginClient {
+		if err := validateBatch(h); err != nil {
+			return ValidationResult{}, err
+		}
 	}
 	targetCodec, producer, err := ParseCompressionType(cfg.CompressionType)
 	if err != nil {
 		return ValidationResult{}, err
 	}
-	if producer {
+	if producer || (srcCodec == CodecNone && h.IsControl()) {
+		// Kafka does not compress control records unless they were
+		// written compressed.
 		targetCodec = srcCodec
 	}
 	logAppendTime := cfg.MessageTimestampType == "LogAppendTime"
@@ -234,6 +246,7 @@ func ValidateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 		BaseSequence:  h.BaseSequence,
 		LastSequence:  lastSequence(h.BaseSequence, h.LastOffsetDelta),
 		Transactional: h.IsTransactional(),
+		Control:       h.IsControl(),
 	}}
 	return res, nil
 }
@@ -241,7 +254,7 @@ func ValidateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 // shallowValidate walks the batches of records as Kafka's
 // ByteBufferLogInputStream, ProduceRequest.validateRecords and
 // UnifiedLog.analyzeAndValidateRecords do, and returns the one batch.
-func shallowValidate(records []byte, cfg Config) ([]byte, error) {
+func shallowValidate(records []byte, cfg Config, origin AppendOrigin) ([]byte, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("%w: produce requests must have at least one record batch per partition", kerr.InvalidRecord)
 	}
@@ -259,7 +272,7 @@ func shallowValidate(records []byte, cfg Config) ([]byte, error) {
 		return nil, fmt.Errorf("%w: produce requests are only allowed to contain exactly one record batch per partition", kerr.InvalidRecord)
 	}
 	batch := records[:size]
-	if base := int64(binary.BigEndian.Uint64(batch)); base != 0 {
+	if base := int64(binary.BigEndian.Uint64(batch)); base != 0 && origin == AppendOriginClient {
 		return nil, fmt.Errorf("%w: the baseOffset of the record batch in the append should be 0, but it is %d", kerr.InvalidRecord, base)
 	}
 	if size > int(cfg.MaxMessageBytes) {
@@ -458,6 +471,9 @@ func rebuild(v *recordValidator, data []byte, nextOffset int64, leaderEpoch int3
 	if h.IsTransactional() {
 		attrs |= AttrTransactional
 	}
+	if h.IsControl() {
+		attrs |= AttrControl
+	}
 	logAppendTime := int64(-1)
 	if v.logAppendTime {
 		attrs |= AttrTimestampType
@@ -513,6 +529,7 @@ func rebuild(v *recordValidator, data []byte, nextOffset int64, leaderEpoch int3
 			BaseSequence:  h.BaseSequence,
 			LastSequence:  lastSequence(h.BaseSequence, count-1),
 			Transactional: h.IsTransactional(),
+			Control:       h.IsControl(),
 		}},
 	}, nil
 }

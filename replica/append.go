@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/log"
 )
 
 // ProduceEntry is one partition's records in a produce request.
@@ -33,10 +34,13 @@ type ProduceResult struct {
 // Acks other than -1, 0 and 1 are INVALID_REQUIRED_ACKS for every
 // partition.
 func (m *Manager) AppendRecords(timeout time.Duration, acks int16, entries []ProduceEntry, done func([]ProduceResult)) {
-	m.appendRecords(timeout, acks, originClient, entries, done)
+	m.appendRecords(timeout, acks, log.AppendOptions{Origin: log.AppendOriginClient}, entries, done)
 }
 
-func (m *Manager) appendRecords(timeout time.Duration, acks int16, origin appendOrigin, entries []ProduceEntry, done func([]ProduceResult)) {
+// appendRecords is AppendRecords for an origin (Kafka's appendRecords with
+// AppendOrigin): a coordinator may write internal topics and control
+// batches.
+func (m *Manager) appendRecords(timeout time.Duration, acks int16, opts log.AppendOptions, entries []ProduceEntry, done func([]ProduceResult)) {
 	results := make([]ProduceResult, len(entries))
 	if acks != -1 && acks != 0 && acks != 1 {
 		for i, e := range entries {
@@ -47,7 +51,7 @@ func (m *Manager) appendRecords(timeout time.Duration, acks int16, origin append
 	}
 	required := make([]int64, len(entries)) // offset the HW must reach; -1 if nothing to wait for
 	for i, e := range entries {
-		results[i], required[i] = m.appendToLocalLog(e, origin)
+		results[i], required[i] = m.appendToLocalLog(e, opts)
 	}
 	// New data: waiting fetches may now complete. appendToLocalLog moved
 	// each high watermark first, so a DelayedFetch tried from here sees
@@ -97,9 +101,9 @@ func (m *Manager) appendRecords(timeout time.Duration, acks int16, origin append
 	m.produceP.TryCompleteElseWatch(op, keys)
 }
 
-func (m *Manager) appendToLocalLog(e ProduceEntry, origin appendOrigin) (ProduceResult, int64) {
+func (m *Manager) appendToLocalLog(e ProduceEntry, opts log.AppendOptions) (ProduceResult, int64) {
 	res := ProduceResult{TopicPartition: e.TopicPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
-	if origin == originClient && metadata.IsInternalTopic(e.Topic) {
+	if opts.Origin == log.AppendOriginClient && metadata.IsInternalTopic(e.Topic) {
 		// Clients may not write to internal topics (Kafka:
 		// INVALID_TOPIC_EXCEPTION via the internal-topic check in
 		// appendToLocalLog).
@@ -111,7 +115,7 @@ func (m *Manager) appendToLocalLog(e ProduceEntry, origin appendOrigin) (Produce
 		res.Err = err
 		return res, -1
 	}
-	info, err := p.Log.Append(e.Records, p.LeaderEpoch())
+	info, err := p.Log.AppendAsLeader(e.Records, p.LeaderEpoch(), opts)
 	if err != nil {
 		res.Err = err
 		res.LogStartOffset = p.Log.LogStartOffset()
@@ -146,7 +150,8 @@ func isExpectedAppendError(err error) bool {
 	case kerr.CorruptMessage, kerr.InvalidRecord, kerr.MessageTooLarge, kerr.RecordListTooLarge,
 		kerr.InvalidTimestamp, kerr.OutOfOrderSequenceNumber, kerr.InvalidProducerEpoch,
 		kerr.DuplicateSequenceNumber, kerr.UnsupportedForMessageFormat, kerr.InvalidProducerIDMapping,
-		kerr.UnsupportedCompressionType, kerr.UnsupportedVersion:
+		kerr.UnsupportedCompressionType, kerr.UnsupportedVersion, kerr.InvalidTxnState,
+		kerr.TransactionCoordinatorFenced:
 		return true
 	}
 	return false

@@ -2,15 +2,8 @@ package replica
 
 import (
 	"time"
-)
 
-// appendOrigin is who appends (Kafka's AppendOrigin): clients may not
-// write internal topics; the coordinators write theirs.
-type appendOrigin int8
-
-const (
-	originClient      appendOrigin = iota // Produce
-	originCoordinator                     // the group and transaction coordinators
+	"github.com/moldau/moldau/log"
 )
 
 // AppendAsCoordinator appends batch (one record batch built by a
@@ -20,7 +13,7 @@ const (
 // batch's base offset, or with an error (the append failed, or no commit
 // within timeout: REQUEST_TIMED_OUT). done may run before this returns.
 func (m *Manager) AppendAsCoordinator(tp TopicPartition, batch []byte, timeout time.Duration, done func(baseOffset int64, err error)) {
-	m.appendRecords(timeout, -1, originCoordinator, []ProduceEntry{{TopicPartition: tp, Records: batch}}, func(rs []ProduceResult) {
+	m.appendRecords(timeout, -1, log.AppendOptions{Origin: log.AppendOriginCoordinator}, []ProduceEntry{{TopicPartition: tp, Records: batch}}, func(rs []ProduceResult) {
 		done(rs[0].BaseOffset, rs[0].Err)
 	})
 }

@@ -22,6 +22,19 @@
 // types live here (delayed_fetch.go, delayed_produce.go), next to the
 // state they read; the purgatory package is only the mechanism.
 //
+// # Transactions
+//
+// A read_committed fetch (FetchParams.ReadCommitted) reads up to the last
+// stable offset and returns the aborted transactions overlapping what it
+// read; its DelayedFetch counts the bytes below the LSO, so a COMMIT or
+// ABORT marker that moves the LSO wakes it. Every fetch reports the LSO;
+// ListOffsets "latest" is the LSO for read_committed. Markers come from the
+// transaction coordinator through WriteTxnMarkers (txn.go): a control
+// batch per partition appended with log.AppendOriginCoordinator and
+// acks=all, so internal topics are allowed and the producer and
+// coordinator epochs are checked by the log. DescribeProducers reads each
+// partition's producer state (ActiveProducers).
+//
 // # No missed wake-up
 //
 // A DelayedFetch records where each fetch offset is in the log (Kafka's

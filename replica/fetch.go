@@ -16,9 +16,9 @@ type FetchParams struct {
 	MaxWait   time.Duration // fetch.max.wait.ms
 	MinBytes  int32         // fetch.min.bytes
 	MaxBytes  int32         // response limit (fetch.max.bytes), already capped by the broker's
-	// ReadCommitted: isolation level read_committed (reads stop at the
-	// last stable offset; equal to the high watermark until transactions
-	// exist).
+	// ReadCommitted: isolation level read_committed: reads stop at the
+	// last stable offset and carry the aborted transactions they overlap
+	// (Kafka's FetchIsolation.TXN_COMMITTED).
 	ReadCommitted bool
 }
 
@@ -39,6 +39,10 @@ type FetchResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          log.FileSlice
+	// AbortedTransactions are, for a read_committed consumer fetch, the
+	// aborted transactions overlapping Records (empty, not nil); nil
+	// otherwise (Fetch v4+ aborted_transactions, null when not asked).
+	AbortedTransactions []log.AbortedTxn
 }
 
 // FetchMessages reads every partition and calls done with the results
@@ -89,10 +93,12 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			continue
 		}
 		l := p.Log
-		// The high watermark is read before the data: what is read
-		// never goes past the high watermark reported with it.
+		// The offsets are read before the data: what is read never goes
+		// past the high watermark (or last stable offset) reported with
+		// it. The LSO first: it is then at most the high watermark.
+		lso := l.LastStableOffset()
 		hw := l.HighWatermark()
-		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, hw, l.LogStartOffset()
+		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, lso, l.LogStartOffset()
 		limit := int64(fp.MaxBytes)
 		if limit > remaining {
 			limit = remaining
@@ -100,11 +106,15 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		if limit < 0 {
 			limit = 0
 		}
-		maxOffset := hw
-		if params.ReplicaID >= 0 {
-			maxOffset = l.LogEndOffset() // followers read to the log end
+		var data log.FetchData
+		switch {
+		case params.ReplicaID >= 0: // followers read to the log end
+			data, err = l.Read(fp.FetchOffset, int32(limit), l.LogEndOffset(), total == 0)
+		case params.ReadCommitted:
+			data, err = l.ReadCommitted(fp.FetchOffset, int32(limit), lso, total == 0)
+		default:
+			data, err = l.Read(fp.FetchOffset, int32(limit), hw, total == 0)
 		}
-		data, err := l.Read(fp.FetchOffset, int32(limit), maxOffset, total == 0)
 		if err != nil {
 			if !errors.Is(err, kerr.OffsetOutOfRange) {
 				m.log.Error("read failed", "topic", fp.Topic, "partition", fp.Partition, "offset", fp.FetchOffset, "err", err)
@@ -115,6 +125,7 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		}
 		start[i] = data.FetchOffsetMetadata
 		r.Records = data.Records
+		r.AbortedTransactions = data.AbortedTransactions
 		total += data.Records.Size
 		remaining -= data.Records.Size
 		if data.Records.Size > 0 {
@@ -126,9 +137,11 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 
 // ListOffset answers one partition of ListOffsets: the offset for a
 // timestamp, or one of the special timestamps (-1 latest, -2 earliest,
-// -3 max timestamp, -4 earliest local, -5 latest tiered). Consumers see
-// "latest" as the high watermark (or the last stable offset for
-// read_committed).
+// -3 max timestamp, -4 earliest local, -5 latest tiered). A consumer
+// (replicaID < 0) sees "latest" as the high watermark, or the last stable
+// offset for read_committed (isolation 1), and no offset at or past it
+// for a timestamp (Kafka's Partition.fetchOffsetForTimestamp with
+// lastFetchableOffset); a replica sees the log end.
 func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int64, isolation int8, replicaID int32) (log.TimestampOffset, error) {
 	p, err := m.getPartition(tp)
 	if err != nil {
@@ -138,13 +151,17 @@ func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int
 		return log.TimestampOffset{}, err
 	}
 	l := p.Log
+	lastFetchable := l.LogEndOffset()
+	switch {
+	case replicaID >= 0:
+	case isolation == 1:
+		lastFetchable = l.LastStableOffset()
+	default:
+		lastFetchable = l.HighWatermark()
+	}
 	switch ts {
 	case -1: // latest
-		off := l.LogEndOffset()
-		if replicaID < 0 {
-			off = l.HighWatermark()
-		}
-		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: p.LeaderEpoch()}, nil
+		return log.TimestampOffset{Timestamp: -1, Offset: lastFetchable, LeaderEpoch: p.LeaderEpoch()}, nil
 	case -5: // latest tiered: no tiered storage yet, so none (Kafka: -1)
 		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
 	}
@@ -155,8 +172,8 @@ func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int
 	if !ok {
 		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
 	}
-	// A consumer never sees an offset past the high watermark.
-	if replicaID < 0 && ts >= 0 && to.Offset >= l.HighWatermark() {
+	// A consumer never sees an offset past what it may fetch.
+	if replicaID < 0 && ts >= 0 && to.Offset >= lastFetchable {
 		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
 	}
 	return to, nil

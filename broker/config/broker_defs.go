@@ -78,6 +78,7 @@ var brokerDefs = []*Def{
 	def("num.io.threads", TypeInt, 8, High, "The number of threads that the server uses for processing requests, which may include disk I/O.", atLeast(1), ClusterWide),
 	def("background.threads", TypeInt, 10, High, "The number of threads to use for various background processing tasks.", atLeast(1), ClusterWide),
 	def("queued.max.requests", TypeInt, 500, High, "The number of queued requests allowed for the request handler threads before the network threads stop reading.", atLeast(1)),
+	def("request.timeout.ms", TypeInt, 30000, High, "How long the broker waits for the requests it sends to other brokers, and for the transaction markers WriteTxnMarkers appends to commit.", atLeast(0)),
 	def("socket.request.max.bytes", TypeInt, 104857600, High, "The maximum number of bytes in a socket request.", atLeast(1)),
 	def("socket.send.buffer.bytes", TypeInt, 102400, High, "The SO_SNDBUF buffer of the socket server sockets. If the value is -1, the OS default will be used."),
 	def("socket.receive.buffer.bytes", TypeInt, 102400, High, "The SO_RCVBUF buffer of the socket server sockets. If the value is -1, the OS default will be used."),
@@ -191,6 +192,7 @@ var brokerDefs = []*Def{
 	def("transaction.abort.timed.out.transaction.cleanup.interval.ms", TypeInt, 10000, Low, "The interval at which to rollback transactions that have timed out.", atLeast(1)),
 	def("transaction.remove.expired.transaction.cleanup.interval.ms", TypeInt, 3600000, Low, "The interval at which to remove transactions that have expired.", atLeast(1)),
 	def("producer.id.expiration.ms", TypeInt, 86400000, Low, "The time in ms that a topic partition leader will wait before expiring producer IDs.", atLeast(1), ClusterWide),
+	def("producer.id.expiration.check.interval.ms", TypeInt, 600000, Low, "The interval at which to remove producer IDs that have expired due to producer.id.expiration.ms passing.", atLeast(1)),
 	def("transaction.partition.verification.enable", TypeBoolean, true, Low, "Enable verification that checks that the partition has been added to the transaction before writing transactional records to the partition.", ClusterWide),
 
 	// Moldau.

@@ -44,6 +44,7 @@ type KafkaConfig struct {
 	NumNetworkThreads                int               // num.network.threads, 3
 	NumIOThreads                     int               // num.io.threads, 8
 	QueuedMaxRequests                int               // queued.max.requests, 500
+	RequestTimeout                   time.Duration     // request.timeout.ms, 30000
 	SocketRequestMaxBytes            int32             // socket.request.max.bytes, 104857600
 	SocketSendBufferBytes            int               // socket.send.buffer.bytes, 102400 (-1: OS default)
 	SocketReceiveBufferBytes         int               // socket.receive.buffer.bytes, 102400
@@ -64,6 +65,7 @@ type KafkaConfig struct {
 	LogFlushSchedulerInterval             time.Duration // log.flush.scheduler.interval.ms
 	LogFlushOffsetCheckpointInterval      time.Duration // log.flush.offset.checkpoint.interval.ms, 60000
 	LogFlushStartOffsetCheckpointInterval time.Duration // log.flush.start.offset.checkpoint.interval.ms, 60000
+	ProducerIDExpirationCheckInterval     time.Duration // producer.id.expiration.check.interval.ms, 600000
 
 	ProcessRoles            []string         // process.roles, default broker,controller
 	ControllerListenerNames []string         // controller.listener.names
@@ -387,6 +389,7 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.NumNetworkThreads = int(i32("num.network.threads"))
 	c.NumIOThreads = int(i32("num.io.threads"))
 	c.QueuedMaxRequests = int(i32("queued.max.requests"))
+	c.RequestTimeout = ms32("request.timeout.ms")
 	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
 	c.SocketSendBufferBytes = int(i32("socket.send.buffer.bytes"))
 	c.SocketReceiveBufferBytes = int(i32("socket.receive.buffer.bytes"))
@@ -412,6 +415,7 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.LogFlushSchedulerInterval = ms64("log.flush.scheduler.interval.ms")
 	c.LogFlushOffsetCheckpointInterval = ms32("log.flush.offset.checkpoint.interval.ms")
 	c.LogFlushStartOffsetCheckpointInterval = ms32("log.flush.start.offset.checkpoint.interval.ms")
+	c.ProducerIDExpirationCheckInterval = ms32("producer.id.expiration.check.interval.ms")
 	c.MinInSyncReplicas = i32("min.insync.replicas")
 	c.ReplicaLagTimeMax = ms64("replica.lag.time.max.ms")
 	c.OffsetsTopicReplicationFactor = c.staticValue("offsets.topic.replication.factor").(int16)
