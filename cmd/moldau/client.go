@@ -90,6 +90,19 @@ func (e *env) newAdmin(ctx context.Context) (*kadm.Client, *kgo.Client, error) {
 	return adminFor(e, cl), cl, nil
 }
 
+// withAdmin runs fn with an admin client (closed afterwards) and a context
+// bounded by --timeout: the frame of every admin command.
+func (e *env) withAdmin(ctx context.Context, fn func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error) error {
+	adm, cl, err := e.newAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rctx, cancel := e.requestCtx(ctx)
+	defer cancel()
+	return fn(rctx, adm, cl)
+}
+
 // adminFor wraps cl in an admin client whose broker-side timeouts are
 // --timeout.
 func adminFor(e *env, cl *kgo.Client) *kadm.Client {

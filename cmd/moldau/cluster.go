@@ -44,24 +44,19 @@ the quorum is shown and its absence is an error.`,
 			quorumOnly := fs.Bool("quorum", false, "show only the controller quorum")
 			noAPIs := fs.Bool("no-api-versions", false, "leave out the API versions")
 			return func(ctx context.Context, e *env, args []string) error {
-				adm, cl, err := e.newAdmin(ctx)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				rctx, cancel := e.requestCtx(ctx)
-				defer cancel()
-				info, err := gatherClusterInfo(rctx, adm, cl, *quorumOnly, !*noAPIs && !*quorumOnly)
-				if err != nil {
-					return err
-				}
-				if *quorumOnly && info.Quorum == nil {
-					return fmt.Errorf("controller quorum: %s", info.QuorumError)
-				}
-				if e.json {
-					return writeJSON(e.stdout, info)
-				}
-				return printClusterInfo(e.stdout, info, !*quorumOnly, e.now())
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+					info, err := gatherClusterInfo(rctx, adm, cl, *quorumOnly, !*noAPIs && !*quorumOnly)
+					if err != nil {
+						return err
+					}
+					if *quorumOnly && info.Quorum == nil {
+						return fmt.Errorf("controller quorum: %s", info.QuorumError)
+					}
+					if e.json {
+						return writeJSON(e.stdout, info)
+					}
+					return printClusterInfo(e.stdout, info, !*quorumOnly, e.now())
+				})
 			}
 		},
 	}

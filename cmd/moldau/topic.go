@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func topicCommand() *command {
@@ -115,22 +116,17 @@ created.`,
 				for k, v := range cfg {
 					cfgp[k] = &v
 				}
-				adm, cl, err := e.newAdmin(ctx)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				rctx, cancel := e.requestCtx(ctx)
-				defer cancel()
-				create := adm.CreateTopics
-				if *dry {
-					create = adm.ValidateCreateTopics
-				}
-				resps, err := create(rctx, *partitions, *replicas, cfgp, args...)
-				if err != nil {
-					return firstShardError(err)
-				}
-				return printCreated(e, resps)
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+					create := adm.CreateTopics
+					if *dry {
+						create = adm.ValidateCreateTopics
+					}
+					resps, err := create(rctx, *partitions, *replicas, cfgp, args...)
+					if err != nil {
+						return firstShardError(err)
+					}
+					return printCreated(e, resps)
+				})
 			}
 		},
 	}
@@ -191,22 +187,17 @@ func topicListCommand() *command {
 		setup: func(fs *pflag.FlagSet) runner {
 			internal := fs.BoolP("internal", "i", false, "include internal topics (__consumer_offsets, ...)")
 			return func(ctx context.Context, e *env, args []string) error {
-				adm, cl, err := e.newAdmin(ctx)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				rctx, cancel := e.requestCtx(ctx)
-				defer cancel()
-				list := adm.ListTopics
-				if *internal {
-					list = adm.ListTopicsWithInternal
-				}
-				tds, err := list(rctx)
-				if err != nil {
-					return firstShardError(err)
-				}
-				return printTopicList(e, tds)
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+					list := adm.ListTopics
+					if *internal {
+						list = adm.ListTopicsWithInternal
+					}
+					tds, err := list(rctx)
+					if err != nil {
+						return firstShardError(err)
+					}
+					return printTopicList(e, tds)
+				})
 			}
 		},
 	}
@@ -248,22 +239,17 @@ func topicDeleteCommand() *command {
   moldau topic delete a b c --json`,
 		setup: func(fs *pflag.FlagSet) runner {
 			return func(ctx context.Context, e *env, args []string) error {
-				adm, cl, err := e.newAdmin(ctx)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				rctx, cancel := e.requestCtx(ctx)
-				defer cancel()
-				resps, err := adm.DeleteTopics(rctx, args...)
-				if err != nil {
-					return firstShardError(err)
-				}
-				var rows []statusResult
-				for _, r := range resps {
-					rows = append(rows, statusResult{Name: r.Topic, err: withMessage(r.Err, r.ErrMessage)})
-				}
-				return printStatus(e, "topic", rows)
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+					resps, err := adm.DeleteTopics(rctx, args...)
+					if err != nil {
+						return firstShardError(err)
+					}
+					var rows []statusResult
+					for _, r := range resps {
+						rows = append(rows, statusResult{Name: r.Topic, err: withMessage(r.Err, r.ErrMessage)})
+					}
+					return printStatus(e, "topic", rows)
+				})
 			}
 		},
 	}
@@ -290,26 +276,21 @@ cleanup.policy). Other configs are left as they are.`,
 				if err != nil {
 					return err
 				}
-				adm, cl, err := e.newAdmin(ctx)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				rctx, cancel := e.requestCtx(ctx)
-				defer cancel()
-				alter := adm.AlterTopicConfigs
-				if *dry {
-					alter = adm.ValidateAlterTopicConfigs
-				}
-				resps, err := alter(rctx, alters, args...)
-				if err != nil {
-					return firstShardError(err)
-				}
-				var rows []statusResult
-				for _, r := range resps {
-					rows = append(rows, statusResult{Name: r.Name, err: withMessage(r.Err, r.ErrMessage)})
-				}
-				return printStatus(e, "topic", rows)
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+					alter := adm.AlterTopicConfigs
+					if *dry {
+						alter = adm.ValidateAlterTopicConfigs
+					}
+					resps, err := alter(rctx, alters, args...)
+					if err != nil {
+						return firstShardError(err)
+					}
+					var rows []statusResult
+					for _, r := range resps {
+						rows = append(rows, statusResult{Name: r.Name, err: withMessage(r.Err, r.ErrMessage)})
+					}
+					return printStatus(e, "topic", rows)
+				})
 			}
 		},
 	}
@@ -356,26 +337,21 @@ be removed, and adding them changes which partition a key hashes to.`,
 				if *num <= 0 {
 					return usageErrorf(e, "--num must be a positive number of partitions to add")
 				}
-				adm, cl, err := e.newAdmin(ctx)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				rctx, cancel := e.requestCtx(ctx)
-				defer cancel()
-				create := adm.CreatePartitions
-				if *dry {
-					create = adm.ValidateCreatePartitions
-				}
-				resps, err := create(rctx, *num, args...)
-				if err != nil {
-					return firstShardError(err)
-				}
-				var rows []statusResult
-				for _, r := range resps {
-					rows = append(rows, statusResult{Name: r.Topic, err: withMessage(r.Err, r.ErrMessage)})
-				}
-				return printStatus(e, "topic", rows)
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+					create := adm.CreatePartitions
+					if *dry {
+						create = adm.ValidateCreatePartitions
+					}
+					resps, err := create(rctx, *num, args...)
+					if err != nil {
+						return firstShardError(err)
+					}
+					var rows []statusResult
+					for _, r := range resps {
+						rows = append(rows, statusResult{Name: r.Topic, err: withMessage(r.Err, r.ErrMessage)})
+					}
+					return printStatus(e, "topic", rows)
+				})
 			}
 		},
 	}

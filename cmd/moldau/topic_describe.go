@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func topicDescribeCommand() *command {
@@ -36,29 +37,24 @@ values it would fall back to, in order of precedence.`,
 				if !*summary && !*configs && !*partitions {
 					*summary, *configs, *partitions = true, true, true
 				}
-				adm, cl, err := e.newAdmin(ctx)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				rctx, cancel := e.requestCtx(ctx)
-				defer cancel()
-				topics, err := describeTopics(rctx, adm, args)
-				if err != nil {
-					return err
-				}
-				if e.json {
-					return writeJSON(e.stdout, topics)
-				}
-				for i, t := range topics {
-					if i > 0 {
-						fmt.Fprintln(e.stdout)
-					}
-					if err := printDescribedTopic(e.stdout, t, *summary, *configs, *partitions, *synonyms); err != nil {
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
+					topics, err := describeTopics(rctx, adm, args)
+					if err != nil {
 						return err
 					}
-				}
-				return nil
+					if e.json {
+						return writeJSON(e.stdout, topics)
+					}
+					for i, t := range topics {
+						if i > 0 {
+							fmt.Fprintln(e.stdout)
+						}
+						if err := printDescribedTopic(e.stdout, t, *summary, *configs, *partitions, *synonyms); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
 			}
 		},
 	}
