@@ -54,7 +54,7 @@ func WriteOffsetCheckpoint(fsys FS, path string, offsets map[TopicPartition]int6
 // ReadOffsetCheckpoint reads a file written by WriteOffsetCheckpoint. A
 // missing file is an empty map and no error.
 func ReadOffsetCheckpoint(fsys FS, path string) (map[TopicPartition]int64, error) {
-	b, err := readFile(fsys, path)
+	b, err := ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[TopicPartition]int64{}, nil
 	}
@@ -115,7 +115,7 @@ type leaderEpochCache struct {
 
 func loadLeaderEpochCache(fsys FS, dir string) (*leaderEpochCache, error) {
 	c := &leaderEpochCache{fsys: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
-	b, err := readFile(fsys, c.path)
+	b, err := ReadFile(fsys, c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -217,7 +217,7 @@ func writePartitionMetadata(fsys FS, dir string, id [16]byte) error {
 // readPartitionMetadata reads partition.metadata; ok is false if missing.
 func readPartitionMetadata(fsys FS, dir string) (id [16]byte, ok bool, err error) {
 	path := filepath.Join(dir, PartitionMetadataFile)
-	b, err := readFile(fsys, path)
+	b, err := ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return id, false, nil
 	}

@@ -86,8 +86,9 @@ func (OSFS) SyncDir(path string) error {
 	return err
 }
 
-// readFile reads a whole (small) file through fsys.
-func readFile(fsys FS, name string) ([]byte, error) {
+// ReadFile reads a whole (small) file through fsys. A file that shrank
+// while read gives the bytes read and the read's error (io.EOF).
+func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err

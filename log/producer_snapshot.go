@@ -271,7 +271,7 @@ func (l *Log) loadLatestSnapshot(maxOffset int64) int64 {
 		if off > maxOffset {
 			continue
 		}
-		b, err := readFile(l.fsys, snapshotPath(l.dir, off))
+		b, err := ReadFile(l.fsys, snapshotPath(l.dir, off))
 		var entries []SnapshotEntry
 		if err == nil {
 			entries, err = DecodeProducerSnapshot(b)

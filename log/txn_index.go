@@ -93,7 +93,7 @@ func (s *Segment) txnIndexPath() string { return segmentPath(s.dir, s.baseOffset
 
 // loadTxnIndex reads the segment's transaction index, if it has one.
 func (s *Segment) loadTxnIndex() error {
-	b, err := readFile(s.fsys, s.txnIndexPath())
+	b, err := ReadFile(s.fsys, s.txnIndexPath())
 	if errors.Is(err, os.ErrNotExist) {
 		s.txnIdx = nil
 		return nil

@@ -88,25 +88,14 @@ func removeSnapshotLeftovers(fsys log.FS, dir string) error {
 	return nil
 }
 
-// readWholeFile reads a file through fsys.
+// readWholeFile reads a file through fsys; a short read is
+// io.ErrUnexpectedEOF.
 func readWholeFile(fsys log.FS, name string) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, st.Size())
-	n, err := f.ReadAt(b, 0)
-	if n == len(b) {
-		err = nil
-	} else if err == nil || errors.Is(err, io.EOF) {
+	b, err := log.ReadFile(fsys, name)
+	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return b[:n], err
+	return b, err
 }
 
 // checkSnapshot checks a snapshot's bytes: whole CRC-valid batches, a
