@@ -15,6 +15,7 @@ import (
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/kapi"
@@ -155,6 +156,10 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		Replicas:    b.replicas,
 		BrokerEpoch: b.lifecycle.Epoch,
 		Groups:      b.groups,
+		MutationQuotas: quota.NewMutationQuotas(
+			func() map[metadata.QuotaEntity]map[string]float64 { return b.loader.Image().ClientQuotas },
+			int(cfg.GetInt("controller.quota.window.num")),
+			time.Duration(cfg.GetInt("controller.quota.window.size.seconds"))*time.Second, nil),
 	})
 	b.socket.cfg.Handler = b.handler
 	// num.io.threads and num.network.threads may be dynamic (set with

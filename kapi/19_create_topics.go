@@ -13,11 +13,13 @@ package kapi
 //
 // The controller decides (broker/controller: Kafka's checks in Kafka's
 // order, placement); the broker forwards and then waits until its own
-// metadata has the created topics.
+// metadata has the created topics. The client's controller mutation quota
+// applies first (quotas.go).
 
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
@@ -25,6 +27,24 @@ import (
 
 func (h *Handler) handleCreateTopics(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.CreateTopicsRequest)
+	fwd, refused, q := h.createTopicsQuota(rc, req)
+	var resp *kmsg.CreateTopicsResponse
+	if len(fwd.Topics) > 0 || len(refused) == 0 {
+		resp = h.createTopics(rc, fwd).(*kmsg.CreateTopicsResponse)
+	} else {
+		resp = req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	}
+	for _, rt := range refused {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic, st.ErrorCode = rt.Topic, kerr.ThrottlingQuotaExceeded.Code
+		st.ErrorMessage = ErrorMessage(errThrottled())
+		resp.Topics = append(resp.Topics, st)
+	}
+	resp.ThrottleMillis = throttleMillis(q, resp.ThrottleMillis)
+	return resp
+}
+
+func (h *Handler) createTopics(rc *RequestContext, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	r, err := h.forward(rc.Context(), req, timeout)
 	if err != nil {

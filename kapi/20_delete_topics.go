@@ -17,6 +17,7 @@ package kapi
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
@@ -24,6 +25,32 @@ import (
 
 func (h *Handler) handleDeleteTopics(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
+	fwd, refusedTopics, refusedNames, q := h.deleteTopicsQuota(rc, req)
+	var resp *kmsg.DeleteTopicsResponse
+	if len(fwd.Topics)+len(fwd.TopicNames) > 0 || len(refusedTopics)+len(refusedNames) == 0 {
+		resp = h.deleteTopics(rc, fwd).(*kmsg.DeleteTopicsResponse)
+	} else {
+		resp = req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	}
+	add := func(name *string, id [16]byte) {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode = name, id, kerr.ThrottlingQuotaExceeded.Code
+		if req.Version >= 5 {
+			rt.ErrorMessage = ErrorMessage(errThrottled())
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, n := range refusedNames {
+		add(&n, [16]byte{})
+	}
+	for _, t := range refusedTopics {
+		add(t.Topic, t.TopicID)
+	}
+	resp.ThrottleMillis = throttleMillis(q, resp.ThrottleMillis)
+	return resp
+}
+
+func (h *Handler) deleteTopics(rc *RequestContext, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	r, err := h.forward(rc.Context(), req, timeout)
 	if err != nil {

@@ -13,6 +13,7 @@ package kapi
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
@@ -20,6 +21,23 @@ import (
 
 func (h *Handler) handleCreatePartitions(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
+	fwd, refused, q := h.createPartitionsQuota(rc, req)
+	var resp *kmsg.CreatePartitionsResponse
+	if len(fwd.Topics) > 0 || len(refused) == 0 {
+		resp = h.createPartitions(rc, fwd).(*kmsg.CreatePartitionsResponse)
+	} else {
+		resp = req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	}
+	for _, rt := range refused {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.ThrottlingQuotaExceeded.Code, ErrorMessage(errThrottled())
+		resp.Topics = append(resp.Topics, st)
+	}
+	resp.ThrottleMillis = throttleMillis(q, resp.ThrottleMillis)
+	return resp
+}
+
+func (h *Handler) createPartitions(rc *RequestContext, req *kmsg.CreatePartitionsRequest) kmsg.Response {
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	r, err := h.forward(rc.Context(), req, timeout)
 	if err != nil {

@@ -6,7 +6,7 @@ package kapi
 //   - ApiVersions, with the versions below.
 //   - BrokerRegistration and BrokerHeartbeat (KIP-631), from every broker.
 //   - CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//     IncrementalAlterConfigs, forwarded by brokers (or sent by an admin
+//     IncrementalAlterConfigs, AlterClientQuotas, forwarded by brokers (or sent by an admin
 //     client with --bootstrap-controller), and AllocateProducerIds.
 //   - DescribeQuorum (KIP-595).
 //   - The metadata quorum's own messages, on a Moldau-private API key that
@@ -35,6 +35,7 @@ type ControllerAPI interface {
 	AllocateProducerIDs(context.Context, *kmsg.AllocateProducerIDsRequest) (*kmsg.AllocateProducerIDsResponse, error)
 	RegisterBroker(context.Context, *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error)
 	BrokerHeartbeat(context.Context, *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error)
+	AlterClientQuotas(context.Context, *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error)
 }
 
 // QuorumAPI is the metadata quorum as the controller plane calls it.
@@ -65,6 +66,7 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{33, 0, 2}, // AlterConfigs
 	{37, 0, 3}, // CreatePartitions
 	{44, 0, 1}, // IncrementalAlterConfigs
+	{49, 0, 1}, // AlterClientQuotas
 	{55, 0, 2}, // DescribeQuorum
 	{62, 0, 4}, // BrokerRegistration
 	{63, 0, 1}, // BrokerHeartbeat
@@ -161,6 +163,8 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.RegisterBroker(ctx, req)
 	case *kmsg.BrokerHeartbeatRequest:
 		return c.BrokerHeartbeat(ctx, req)
+	case *kmsg.AlterClientQuotasRequest:
+		return c.AlterClientQuotas(ctx, req)
 	case *kmsg.DescribeQuorumRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)

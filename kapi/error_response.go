@@ -78,6 +78,19 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 		resp.ErrorCode, resp.IsFenced = code, true
 		return resp
+	case *kmsg.AlterClientQuotasRequest:
+		resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+		for _, e := range req.Entries {
+			re := kmsg.NewAlterClientQuotasResponseEntry()
+			re.ErrorCode, re.ErrorMessage = code, msg
+			for _, p := range e.Entity {
+				rp := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				rp.Type, rp.Name = p.Type, p.Name
+				re.Entity = append(re.Entity, rp)
+			}
+			resp.Entries = append(resp.Entries, re)
+		}
+		return resp
 	case *kmsg.DescribeQuorumRequest:
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = code
@@ -123,6 +136,10 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.DescribeQuorumResponse:
 		codes = append(codes, r.ErrorCode)
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range r.Entries {
+			codes = append(codes, e.ErrorCode)
+		}
 	}
 	return codes
 }

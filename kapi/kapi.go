@@ -12,6 +12,7 @@ import (
 
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/replica"
 )
@@ -42,6 +43,9 @@ type Config struct {
 	// BrokerEpoch is this broker's epoch from its registration (-1
 	// before it registered); AllocateProducerIds carries it.
 	BrokerEpoch func() int64
+	// MutationQuotas are the controller mutation quotas (KIP-599); nil:
+	// none.
+	MutationQuotas *quota.MutationQuotas
 	// Groups is the group coordinator (FindCoordinator, the group and
 	// offset APIs).
 	Groups *group.Service

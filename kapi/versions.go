@@ -79,6 +79,8 @@ func init() {
 		{key: 42, min: 0, max: 3, async: (*Handler).handleDeleteGroups},
 		{key: 44, min: 0, max: 1, sync: (*Handler).handleIncrementalAlterConfigs},
 		{key: 47, min: 0, max: 0, async: (*Handler).handleOffsetDelete},
+		{key: 48, min: 0, max: 1, sync: (*Handler).handleDescribeClientQuotas},
+		{key: 49, min: 0, max: 1, sync: (*Handler).handleAlterClientQuotas},
 		{key: 55, min: 0, max: 2, sync: (*Handler).handleDescribeQuorum},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
 		{key: 61, min: 0, max: 0, sync: (*Handler).handleDescribeProducers},

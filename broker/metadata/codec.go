@@ -23,6 +23,7 @@ func (w *writer) u16(v uint16)     { w.b = kbin.AppendUint16(w.b, v) }
 func (w *writer) i32(v int32)      { w.b = kbin.AppendInt32(w.b, v) }
 func (w *writer) i64(v int64)      { w.b = kbin.AppendInt64(w.b, v) }
 func (w *writer) boolean(v bool)   { w.b = kbin.AppendBool(w.b, v) }
+func (w *writer) f64(v float64)    { w.b = kbin.AppendFloat64(w.b, v) }
 func (w *writer) uuid(v uuid.UUID) { w.b = kbin.AppendUuid(w.b, v) }
 func (w *writer) str(s string)     { w.b = kbin.AppendCompactString(w.b, s) }
 func (w *writer) nstr(s *string)   { w.b = kbin.AppendCompactNullableString(w.b, s) }
@@ -99,6 +100,7 @@ func (r *reader) u16() uint16       { return r.r.Uint16() }
 func (r *reader) i32() int32        { return r.r.Int32() }
 func (r *reader) i64() int64        { return r.r.Int64() }
 func (r *reader) boolean() bool     { return r.r.Bool() }
+func (r *reader) f64() float64      { return r.r.Float64() }
 func (r *reader) uuid() uuid.UUID   { return r.r.Uuid() }
 func (r *reader) str() string       { return r.r.CompactString() }
 func (r *reader) nstr() *string     { return r.r.CompactNullableString() }

@@ -32,6 +32,7 @@ type Delta struct {
 	deleted       map[uuid.UUID]*Topic // as they were in base (or created and deleted here)
 	changedParts  map[uuid.UUID]map[int32]bool
 	configs       map[ConfigResource]map[string]string // whole new maps; nil: removed
+	quotas        map[QuotaEntity]map[string]float64   // whole new maps; nil: removed
 	nextProducer  int64
 	producerDirty bool
 }
@@ -49,6 +50,7 @@ func NewDelta(base *Image) *Delta {
 		deleted:      map[uuid.UUID]*Topic{},
 		changedParts: map[uuid.UUID]map[int32]bool{},
 		configs:      map[ConfigResource]map[string]string{},
+		quotas:       map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -63,7 +65,7 @@ func (d *Delta) SetProvenance(offset int64, epoch int32) {
 // Empty reports whether the delta changes nothing but the offset.
 func (d *Delta) Empty() bool {
 	return len(d.features) == 0 && len(d.brokers) == 0 && len(d.topics) == 0 && len(d.deleted) == 0 &&
-		len(d.configs) == 0 && !d.producerDirty
+		len(d.configs) == 0 && len(d.quotas) == 0 && !d.producerDirty
 }
 
 // topic returns the current version of a topic (delta over base), or nil.
@@ -266,6 +268,10 @@ func (d *Delta) Replay(rec Record) error {
 			return fmt.Errorf("producer ids moving back from %d to %d", cur, r.NextProducerID)
 		}
 		d.nextProducer, d.producerDirty = r.NextProducerID, true
+	case *ClientQuotaRecord:
+		if !d.replayClientQuota(r) {
+			return fmt.Errorf("client quota of an invalid entity %v", r.Entity)
+		}
 	case *NoOpRecord:
 	default:
 		return fmt.Errorf("unknown record %T", rec)
@@ -311,6 +317,7 @@ func (d *Delta) Apply() *Image {
 		topics:         d.base.topics,
 		Configs:        d.base.Configs,
 		NextProducerID: d.base.NextProducerID,
+		ClientQuotas:   d.applyQuotas(),
 	}
 	if len(d.features) > 0 {
 		im.Features = maps.Clone(d.base.Features)

@@ -180,3 +180,33 @@ func TestSnapshotDelta(t *testing.T) {
 		t.Fatalf("keep: %+v", k)
 	}
 }
+
+// Client quotas: set, change, remove; the image's records rebuild them.
+func TestDeltaClientQuotas(t *testing.T) {
+	def := []QuotaEntityData{{EntityType: QuotaClientID}}
+	alice := []QuotaEntityData{{EntityType: QuotaUser, EntityName: ptr("alice")}}
+	_, im := replayAll(t, Empty,
+		&ClientQuotaRecord{Entity: def, Key: "controller_mutation_rate", Value: 10},
+		&ClientQuotaRecord{Entity: alice, Key: "producer_byte_rate", Value: 1024},
+		&ClientQuotaRecord{Entity: alice, Key: "consumer_byte_rate", Value: 2048},
+	)
+	_, im2 := replayAll(t, im,
+		&ClientQuotaRecord{Entity: alice, Key: "producer_byte_rate", Remove: true},
+		&ClientQuotaRecord{Entity: def, Key: "controller_mutation_rate", Value: 5},
+	)
+	de, _ := QuotaEntityFrom(def)
+	ae, _ := QuotaEntityFrom(alice)
+	if im2.ClientQuotas[de]["controller_mutation_rate"] != 5 || len(im2.ClientQuotas[ae]) != 1 || im2.ClientQuotas[ae]["consumer_byte_rate"] != 2048 {
+		t.Fatalf("quotas: %v", im2.ClientQuotas)
+	}
+	if im.ClientQuotas[de]["controller_mutation_rate"] != 10 {
+		t.Fatal("the base image changed")
+	}
+	_, again := replayAll(t, Empty, im2.Records()...)
+	if !reflect.DeepEqual(again.ClientQuotas, im2.ClientQuotas) {
+		t.Fatalf("rebuilt quotas %v, want %v", again.ClientQuotas, im2.ClientQuotas)
+	}
+	if _, ok := QuotaEntityFrom([]QuotaEntityData{{EntityType: "group"}}); ok {
+		t.Fatal("unknown entity type accepted")
+	}
+}

@@ -25,6 +25,9 @@ type Image struct {
 	// resource; topic configs are also in each Topic.
 	Configs        map[ConfigResource]map[string]string
 	NextProducerID int64 // first id of the next block to hand out
+	// ClientQuotas are the client quota values (producer_byte_rate,
+	// controller_mutation_rate, ...) of each entity that has any.
+	ClientQuotas map[QuotaEntity]map[string]float64
 }
 
 // ConfigResource names a config resource: Kafka's ConfigResource.
@@ -184,6 +187,12 @@ func (im *Image) Records() []Record {
 		for _, k := range slices.Sorted(maps.Keys(c)) {
 			v := c[k]
 			recs = append(recs, &ConfigRecord{ResourceType: r.Type, ResourceName: r.Name, Name: k, Value: &v})
+		}
+	}
+	for _, e := range im.SortedQuotaEntities() {
+		q := im.ClientQuotas[e]
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			recs = append(recs, &ClientQuotaRecord{Entity: e.Data(), Key: k, Value: q[k]})
 		}
 	}
 	if im.NextProducerID > 0 {

@@ -121,6 +121,8 @@ func newRecord(t RecordType) Record {
 		return &BrokerRegistrationChangeRecord{}
 	case NoOpRecordType:
 		return &NoOpRecord{}
+	case ClientQuotaRecordType:
+		return &ClientQuotaRecord{}
 	}
 	return nil
 }
@@ -588,3 +590,50 @@ func (*NoOpRecord) writeVersion() int16       { return 0 }
 func (*NoOpRecord) maxVersion() int16         { return 0 }
 func (*NoOpRecord) encode(w *writer, _ int16) { w.noTags() }
 func (*NoOpRecord) decode(r *reader, _ int16) { r.tags(nil) }
+
+// ClientQuotaRecordType is ClientQuotaRecord's API key.
+const ClientQuotaRecordType RecordType = 14
+
+// QuotaEntityData is one (type, name) of a client quota entity; a nil name
+// is the type's default entity.
+type QuotaEntityData struct {
+	EntityType string
+	EntityName *string
+}
+
+// ClientQuotaRecord (key 14, v0) sets or removes one quota value of a
+// client quota entity (user, client-id, ip, or user and client-id).
+type ClientQuotaRecord struct {
+	Entity []QuotaEntityData
+	Key    string
+	Value  float64
+	Remove bool
+}
+
+func (*ClientQuotaRecord) Type() RecordType    { return ClientQuotaRecordType }
+func (*ClientQuotaRecord) writeVersion() int16 { return 0 }
+func (*ClientQuotaRecord) maxVersion() int16   { return 0 }
+func (x *ClientQuotaRecord) encode(w *writer, _ int16) {
+	w.arrayLen(len(x.Entity))
+	for _, e := range x.Entity {
+		w.str(e.EntityType)
+		w.nstr(e.EntityName)
+		w.noTags()
+	}
+	w.str(x.Key)
+	w.f64(x.Value)
+	w.boolean(x.Remove)
+	w.noTags()
+}
+func (x *ClientQuotaRecord) decode(r *reader, _ int16) {
+	n := r.arrayLen(3)
+	for i := 0; i < n && r.ok(); i++ {
+		e := QuotaEntityData{EntityType: r.str(), EntityName: r.nstr()}
+		r.tags(nil)
+		x.Entity = append(x.Entity, e)
+	}
+	x.Key = r.str()
+	x.Value = r.f64()
+	x.Remove = r.boolean()
+	r.tags(nil)
+}

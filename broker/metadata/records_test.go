@@ -61,6 +61,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 		&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 2, Fenced: -1, InControlledShutdown: 1},
 		&FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 25},
 		&NoOpRecord{},
+		&ClientQuotaRecord{Entity: []QuotaEntityData{{EntityType: QuotaUser, EntityName: ptr("alice")}, {EntityType: QuotaClientID}}, Key: "controller_mutation_rate", Value: 2.5},
+		&ClientQuotaRecord{Entity: []QuotaEntityData{{EntityType: QuotaIP, EntityName: ptr("10.0.0.1")}}, Key: "connection_creation_rate", Remove: true},
 	}
 	for _, r := range recs {
 		b := Encode(r)
