@@ -113,6 +113,43 @@ func (c *QuorumController) createTopic(d *metadata.Delta, rt kmsg.CreateTopicsRe
 		return nil, err
 	}
 	im := d.Base()
+	assignment, err := c.assignmentFor(im, name, rt)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkPartitionCap(d, assignment); err != nil {
+		return nil, err
+	}
+	id := uuid.Random()
+	for {
+		if _, used := im.TopicByID(id); !used {
+			break
+		}
+		id = uuid.Random()
+	}
+	st.TopicID = id
+	st.NumPartitions = int32(len(assignment))
+	st.ReplicationFactor = int16(len(assignment[0]))
+	for _, e := range c.cfg.Broker.DescribeTopic(configs, nil) {
+		cf := kmsg.NewCreateTopicsResponseTopicConfig()
+		cf.Name, cf.Value, cf.ReadOnly, cf.Source, cf.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
+		st.Configs = append(st.Configs, cf)
+	}
+	recs := []metadata.Record{&metadata.TopicRecord{Name: name, TopicID: id}}
+	for _, k := range slices.Sorted(mapsKeys(configs)) {
+		v := configs[k]
+		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.TopicResource, ResourceName: name, Name: k, Value: &v})
+	}
+	recs = append(recs, c.partitionRecords(im, id, 0, assignment)...)
+	return recs, nil
+}
+
+// assignmentFor resolves a new topic's replica assignment: the manual one
+// of the request, checked (Kafka's validateManualPartitionAssignment), or
+// one placed over the registered brokers for its partition count and
+// replication factor (-1: the broker defaults; an internal topic's capped
+// to what the cluster holds).
+func (c *QuorumController) assignmentFor(im *metadata.Image, name string, rt kmsg.CreateTopicsRequestTopic) ([][]int32, error) {
 	var assignment [][]int32
 	if len(rt.ReplicaAssignment) > 0 {
 		if rt.ReplicationFactor != -1 {
@@ -169,31 +206,7 @@ func (c *QuorumController) createTopic(d *metadata.Delta, rt kmsg.CreateTopicsRe
 			return nil, err
 		}
 	}
-	if err := c.checkPartitionCap(d, assignment); err != nil {
-		return nil, err
-	}
-	id := uuid.Random()
-	for {
-		if _, used := im.TopicByID(id); !used {
-			break
-		}
-		id = uuid.Random()
-	}
-	st.TopicID = id
-	st.NumPartitions = int32(len(assignment))
-	st.ReplicationFactor = int16(len(assignment[0]))
-	for _, e := range c.cfg.Broker.DescribeTopic(configs, nil) {
-		cf := kmsg.NewCreateTopicsResponseTopicConfig()
-		cf.Name, cf.Value, cf.ReadOnly, cf.Source, cf.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
-		st.Configs = append(st.Configs, cf)
-	}
-	recs := []metadata.Record{&metadata.TopicRecord{Name: name, TopicID: id}}
-	for _, k := range slices.Sorted(mapsKeys(configs)) {
-		v := configs[k]
-		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.TopicResource, ResourceName: name, Name: k, Value: &v})
-	}
-	recs = append(recs, c.partitionRecords(im, id, 0, assignment)...)
-	return recs, nil
+	return assignment, nil
 }
 
 // partitionRecords makes PartitionRecords for new partitions: the leader is

@@ -149,6 +149,49 @@ func (d *Delta) Replay(rec Record) error {
 	switch r := rec.(type) {
 	case *FeatureLevelRecord:
 		d.features[r.Name] = r.FeatureLevel
+		return nil
+	case *RegisterBrokerRecord, *UnregisterBrokerRecord, *FenceBrokerRecord, *UnfenceBrokerRecord, *BrokerRegistrationChangeRecord:
+		return d.replayBroker(rec)
+	case *TopicRecord, *PartitionRecord, *PartitionChangeRecord, *RemoveTopicRecord:
+		return d.replayTopic(rec)
+	case *ConfigRecord:
+		res := ConfigResource{r.ResourceType, r.ResourceName}
+		c := maps.Clone(d.config(res))
+		if c == nil {
+			c = map[string]string{}
+		}
+		if r.Value == nil {
+			delete(c, r.Name)
+		} else {
+			c[r.Name] = *r.Value
+		}
+		if len(c) == 0 {
+			c = nil
+		}
+		d.configs[res] = c
+	case *ProducerIdsRecord:
+		cur := d.base.NextProducerID
+		if d.producerDirty {
+			cur = d.nextProducer
+		}
+		if r.NextProducerID < cur {
+			return fmt.Errorf("producer ids moving back from %d to %d", cur, r.NextProducerID)
+		}
+		d.nextProducer, d.producerDirty = r.NextProducerID, true
+	case *ClientQuotaRecord:
+		if !d.replayClientQuota(r) {
+			return fmt.Errorf("client quota of an invalid entity %v", r.Entity)
+		}
+	case *NoOpRecord:
+	default:
+		return fmt.Errorf("unknown record %T", rec)
+	}
+	return nil
+}
+
+// replayBroker applies the broker registration records.
+func (d *Delta) replayBroker(rec Record) error {
+	switch r := rec.(type) {
 	case *RegisterBrokerRecord:
 		d.brokers[r.BrokerID] = &Broker{
 			ID: r.BrokerID, Epoch: r.BrokerEpoch, IncarnationID: r.IncarnationID,
@@ -186,6 +229,13 @@ func (d *Delta) Replay(rec Record) error {
 		if r.InControlledShutdown == 1 {
 			b.InControlledShutdown = true
 		}
+	}
+	return nil
+}
+
+// replayTopic applies the topic and partition records.
+func (d *Delta) replayTopic(rec Record) error {
+	switch r := rec.(type) {
 	case *TopicRecord:
 		if d.TopicByName(r.Name) != nil {
 			return fmt.Errorf("topic %q created twice", r.Name)
@@ -223,8 +273,7 @@ func (d *Delta) Replay(rec Record) error {
 		if r.PartitionID < 0 || int(r.PartitionID) >= len(t.Partitions) {
 			return fmt.Errorf("change of unknown partition %s-%d", t.Name, r.PartitionID)
 		}
-		p := &t.Partitions[r.PartitionID]
-		applyPartitionChange(p, r)
+		applyPartitionChange(&t.Partitions[r.PartitionID], r)
 		d.markPartition(r.TopicID, r.PartitionID)
 	case *RemoveTopicRecord:
 		t := d.topic(r.TopicID)
@@ -244,37 +293,6 @@ func (d *Delta) Replay(rec Record) error {
 		if d.config(res) != nil {
 			d.configs[res] = nil
 		}
-	case *ConfigRecord:
-		res := ConfigResource{r.ResourceType, r.ResourceName}
-		c := maps.Clone(d.config(res))
-		if c == nil {
-			c = map[string]string{}
-		}
-		if r.Value == nil {
-			delete(c, r.Name)
-		} else {
-			c[r.Name] = *r.Value
-		}
-		if len(c) == 0 {
-			c = nil
-		}
-		d.configs[res] = c
-	case *ProducerIdsRecord:
-		cur := d.base.NextProducerID
-		if d.producerDirty {
-			cur = d.nextProducer
-		}
-		if r.NextProducerID < cur {
-			return fmt.Errorf("producer ids moving back from %d to %d", cur, r.NextProducerID)
-		}
-		d.nextProducer, d.producerDirty = r.NextProducerID, true
-	case *ClientQuotaRecord:
-		if !d.replayClientQuota(r) {
-			return fmt.Errorf("client quota of an invalid entity %v", r.Entity)
-		}
-	case *NoOpRecord:
-	default:
-		return fmt.Errorf("unknown record %T", rec)
 	}
 	return nil
 }
