@@ -14,6 +14,7 @@ import (
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/coordinator/group"
+	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/replica"
 )
 
@@ -47,8 +48,11 @@ type Config struct {
 	// none.
 	MutationQuotas *quota.MutationQuotas
 	// Groups is the group coordinator (FindCoordinator, the group and
-	// offset APIs).
+	// offset APIs, TxnOffsetCommit).
 	Groups *group.Service
+	// Txn is the transaction coordinator (FindCoordinator, InitProducerId
+	// and the transaction APIs).
+	Txn *txn.Service
 
 	// CompleteGroupTransaction, when set, takes the transaction markers
 	// WriteTxnMarkers carries for __consumer_offsets partitions (the
@@ -64,11 +68,10 @@ type Config struct {
 // runs it and encodes the response. It is safe for concurrent use by the
 // handler pool.
 type Handler struct {
-	cfg         Config
-	log         *slog.Logger
-	now         func() time.Time
-	sessions    *fetchSessionCache
-	producerIDs *producerIDManager
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	sessions *fetchSessionCache
 }
 
 // New returns a Handler.
@@ -76,7 +79,6 @@ func New(cfg Config) *Handler {
 	h := &Handler{cfg: cfg, log: cfg.Logger, now: cfg.Now}
 	// max.incremental.fetch.session.cache.slots, Kafka's default.
 	h.sessions = newFetchSessionCache(1000)
-	h.producerIDs = &producerIDManager{allocate: h.allocateProducerIDs}
 	if h.log == nil {
 		h.log = slog.Default()
 	}

@@ -19,11 +19,13 @@ import (
 // TxnVerifier checks with the transaction coordinator that a producer's
 // transaction includes a partition of __consumer_offsets before its
 // offsets are written there (Kafka's KIP-890 part 1 verification, which
-// the coordinator runtime starts through the partition writer). add asks
-// the coordinator to add the partition instead (KIP-890 part 2:
-// TxnOffsetCommit v5 and later, without AddOffsetsToTxn). done is called
-// once, possibly from another goroutine, with nil or the error to answer.
-type TxnVerifier func(transactionalID string, producerID int64, producerEpoch int16, partition int32, add bool, done func(error))
+// the coordinator runtime starts through the partition writer); from
+// TxnOffsetCommit v5 it asks the coordinator to add the partition instead
+// (KIP-890 part 2, without AddOffsetsToTxn). version is the
+// TxnOffsetCommit's, which also decides the errors older clients get.
+// done is called once, possibly from another goroutine, with nil or the
+// error to answer.
+type TxnVerifier func(transactionalID string, producerID int64, producerEpoch int16, partition int32, version int16, done func(error))
 
 // TxnOffsetCommit commits offsets as part of a producer's transaction
 // (versions 0 to 6; v6 names topics by id). Topics and partitions that do
@@ -110,7 +112,7 @@ func (s *Service) TxnOffsetCommit(rc RequestContext, req *kmsg.TxnOffsetCommitRe
 		write()
 		return
 	}
-	s.opts.VerifyTransaction(req.TransactionalID, req.ProducerID, req.ProducerEpoch, partition, req.Version >= 5, func(err error) {
+	s.opts.VerifyTransaction(req.TransactionalID, req.ProducerID, req.ProducerEpoch, partition, req.Version, func(err error) {
 		if err != nil {
 			finish(nil, err)
 			return

@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"slices"
 	"log/slog"
 	"testing"
 	"time"
@@ -145,9 +146,9 @@ func TestTxnOffsetCommitPendingUntilMarker(t *testing.T) {
 }
 
 func TestTxnOffsetCommitValidation(t *testing.T) {
-	var asked []bool
-	verify := func(txnID string, pid int64, epoch int16, partition int32, add bool, done func(error)) {
-		asked = append(asked, add)
+	var asked []int16
+	verify := func(txnID string, pid int64, epoch int16, partition int32, version int16, done func(error)) {
+		asked = append(asked, version)
 		if pid == 13 {
 			done(kerr.TransactionAbortable)
 			return
@@ -175,8 +176,8 @@ func TestTxnOffsetCommitValidation(t *testing.T) {
 	if r := txnCommit(t, s, 4, "g3", 13, 0, 1, "foo"); r.Topics[0].Partitions[0].ErrorCode != kerr.TransactionAbortable.Code {
 		t.Fatalf("refused verification: %+v", r)
 	}
-	if len(asked) != 3 || asked[0] || !asked[1] || asked[2] {
-		t.Fatalf("verification asked %v: want verify-only below v5, add from v5", asked)
+	if !slices.Equal(asked, []int16{3, 5, 4}) {
+		t.Fatalf("verification asked for versions %v", asked)
 	}
 	if r := txnCommit(t, s, 3, "", 5, 0, 1, "foo"); r.Topics[0].Partitions[0].ErrorCode != kerr.InvalidGroupID.Code {
 		t.Fatalf("empty group: %+v", r)

@@ -153,14 +153,25 @@ type InitProducerIDResult struct {
 // from the controller if needed, within ctx); with one, the id's producer
 // is initialized or its epoch bumped, fencing any older producer: an open
 // transaction is aborted first and CONCURRENT_TRANSACTIONS asks the
-// client to retry. version is the request's: below 4 PRODUCER_FENCED is
-// answered INVALID_PRODUCER_EPOCH, as KafkaApis does for older clients.
-func (s *Service) InitProducerID(ctx context.Context, transactionalID *string, timeoutMs int32, expected *ProducerIDAndEpoch, version int16, done func(InitProducerIDResult)) {
+// client to retry. producerID and producerEpoch are the request's (v3+,
+// KIP-360): both -1, or both set to continue after an error. version is
+// the request's: below 4 PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH,
+// as KafkaApis does for older clients.
+func (s *Service) InitProducerID(ctx context.Context, transactionalID *string, timeoutMs int32, producerID int64, producerEpoch int16, version int16, done func(InitProducerIDResult)) {
 	fail := func(err error) {
 		if version < 4 && apierr.CodeOf(err) == kerr.ProducerFenced {
 			err = apierr.Errorf(kerr.InvalidProducerEpoch, "%v", err)
 		}
 		done(InitProducerIDResult{ProducerID: noProducerID, ProducerEpoch: noProducerEpoch, Err: err})
+	}
+	var expected *ProducerIDAndEpoch
+	switch {
+	case producerID == noProducerID && producerEpoch == noProducerEpoch:
+	case producerID == noProducerID || producerEpoch == noProducerEpoch:
+		fail(errInvalidRequest("The producer id and epoch must both be set or both be -1."))
+		return
+	default:
+		expected = &ProducerIDAndEpoch{ProducerID: producerID, Epoch: producerEpoch}
 	}
 	if transactionalID == nil {
 		id, err := s.opts.ProducerIDs.Generate(ctx)

@@ -58,7 +58,7 @@ func TestInitProducerIDBumpsAndFences(t *testing.T) {
 		t.Fatalf("other id: %+v", r2)
 	}
 	idem := await(t, func(done func(InitProducerIDResult)) {
-		h.svc.InitProducerID(context.Background(), nil, 0, nil, 5, done)
+		h.svc.InitProducerID(context.Background(), nil, 0, -1, -1, 5, done)
 	})
 	if idem.Err != nil || idem.ProducerEpoch != 0 || idem.ProducerID == pid {
 		t.Fatalf("idempotent: %+v", idem)

@@ -252,7 +252,11 @@ func await[T any](t *testing.T, f func(done func(T))) T {
 func (h *harness) init(id string, timeoutMs int32, expected *ProducerIDAndEpoch, version int16) InitProducerIDResult {
 	h.t.Helper()
 	return await(h.t, func(done func(InitProducerIDResult)) {
-		h.svc.InitProducerID(context.Background(), &id, timeoutMs, expected, version, done)
+		pid, epoch := int64(-1), int16(-1)
+		if expected != nil {
+			pid, epoch = expected.ProducerID, expected.Epoch
+		}
+		h.svc.InitProducerID(context.Background(), &id, timeoutMs, pid, epoch, version, done)
 	})
 }
 
