@@ -35,7 +35,14 @@ func (h *Handler) ensureTransactionStateTopic(ctx context.Context) (*metadata.To
 	}
 	t, err := h.CreateTopic(ctx, metadata.TransactionStateTopic, h.cfg.Broker.TransactionStateLogNumPartitions, h.cfg.Broker.TransactionStateLogReplicationFactor, configs)
 	if errors.Is(err, kerr.TopicAlreadyExists) {
-		if t, ok := h.image().Topic(metadata.TransactionStateTopic); ok {
+		// Created concurrently (another FindCoordinator, or another
+		// broker): wait until this broker's metadata has it.
+		var t *metadata.Topic
+		h.waitForMetadata(ctx, autoCreateTimeout, func(im *metadata.Image) bool {
+			t, _ = im.Topic(metadata.TransactionStateTopic)
+			return t != nil
+		})
+		if t != nil {
 			return t, nil
 		}
 	}
