@@ -173,7 +173,8 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 			func() map[metadata.QuotaEntity]map[string]float64 { return b.loader.Image().ClientQuotas },
 			int(cfg.GetInt("controller.quota.window.num")),
 			time.Duration(cfg.GetInt("controller.quota.window.size.seconds"))*time.Second, nil),
-		Txn: b.txn,
+		Txn:                        b.txn,
+		VerifyTransactionalProduce: b.verifyProduce,
 	})
 	b.socket.cfg.Handler = b.handler
 	// num.io.threads and num.network.threads may be dynamic (set with

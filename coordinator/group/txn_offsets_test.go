@@ -2,8 +2,8 @@ package group
 
 import (
 	"errors"
-	"slices"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 

@@ -38,6 +38,12 @@ type Config struct {
 	// MarkerRetryBackoff is the wait before a marker that failed with a
 	// retriable error is sent again. Default 100 ms.
 	MarkerRetryBackoff time.Duration
+	// ConcurrentWait bounds how long an AddPartitionsToTxn waits for the
+	// producer's previous transaction to finish writing its markers
+	// before CONCURRENT_TRANSACTIONS is answered
+	// (add.partitions.to.txn.retry.backoff.max.ms, 100 ms; 0: never
+	// wait).
+	ConcurrentWait time.Duration
 }
 
 // DefaultConfig is Kafka's defaults.
@@ -52,6 +58,7 @@ func DefaultConfig() Config {
 		LoadBufferBytes:           5 << 20,
 		MaxMarkersPerRequest:      500,
 		MarkerRetryBackoff:        100 * time.Millisecond,
+		ConcurrentWait:            100 * time.Millisecond,
 	}
 }
 
@@ -83,6 +90,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.MarkerRetryBackoff <= 0 {
 		c.MarkerRetryBackoff = d.MarkerRetryBackoff
+	}
+	if c.ConcurrentWait < 0 {
+		c.ConcurrentWait = 0
 	}
 }
 

@@ -101,13 +101,13 @@ func (s *Service) Close() {
 // __transaction_state at a leader epoch, the coordinator epoch of its
 // markers (Kafka's onElection).
 func (s *Service) OnElection(partition, epoch int32) {
-	s.log.Info("elected as the transaction coordinator of a partition", "partition", partition, "epoch", epoch)
+	s.log.Debug("elected as the transaction coordinator of a partition", "partition", partition, "epoch", epoch)
 	s.rt.OnElection(partition, epoch)
 }
 
 // OnResignation unloads a partition (Kafka's onResignation).
 func (s *Service) OnResignation(partition, epoch int32) {
-	s.log.Info("resigned as the transaction coordinator of a partition", "partition", partition, "epoch", epoch)
+	s.log.Debug("resigned as the transaction coordinator of a partition", "partition", partition, "epoch", epoch)
 	s.rt.OnResignation(partition, epoch)
 }
 
@@ -274,7 +274,11 @@ func (s *Shard) initProducerID(id string, timeoutMs int32, expected *ProducerIDA
 
 // AddPartitions adds partitions to a producer's transaction (Kafka's
 // handleAddPartitionsToTransaction, for AddPartitionsToTxn and
-// AddOffsetsToTxn). Partitions that do not exist fail the whole request:
+// AddOffsetsToTxn). While the producer's previous transaction is still
+// writing its markers the request waits for it to complete, at most
+// Config.ConcurrentWait, before CONCURRENT_TRANSACTIONS is answered (Kafka
+// answers at once and its clients retry 20 ms later; Kafka 4 retries the
+// adds of Produce v12 on the server, KAFKA-18654). Partitions that do not exist fail the whole request:
 // UNKNOWN_TOPIC_OR_PARTITION for them, OPERATION_NOT_ATTEMPTED for the
 // others (errs non-nil); otherwise err applies to every partition.
 // version is the request's: below 2 PRODUCER_FENCED is answered
@@ -294,11 +298,22 @@ func (s *Service) AddPartitions(transactionalID string, producerID int64, produc
 		fail(errInvalidRequest("The transactional id is empty."))
 		return
 	}
-	runtime.Write(s.rt, "add-partitions-to-txn", s.PartitionFor(transactionalID), func(sh *Shard) (runtime.Result[runtime.Void], error) {
-		return sh.addPartitions(transactionalID, producerID, producerEpoch, tps)
-	}, func(_ runtime.Void, err error) {
-		fail(operationError(err))
-	})
+	deadline := s.opts.Now().Add(s.cfg.ConcurrentWait)
+	var attempt func()
+	attempt = func() {
+		runtime.Write(s.rt, "add-partitions-to-txn", s.PartitionFor(transactionalID), func(sh *Shard) (runtime.Result[runtime.Void], error) {
+			res, err := sh.addPartitions(transactionalID, producerID, producerEpoch, tps)
+			if apierr.CodeOf(err) == kerr.ConcurrentTransactions && sh.awaitCompletion(transactionalID, deadline, attempt) {
+				return res, errParked
+			}
+			return res, err
+		}, func(_ runtime.Void, err error) {
+			if err != errParked {
+				fail(operationError(err))
+			}
+		})
+	}
+	attempt()
 }
 
 // AddOffsets adds the group's partition of __consumer_offsets to the

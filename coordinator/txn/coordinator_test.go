@@ -503,3 +503,37 @@ func TestNotCoordinator(t *testing.T) {
 		t.Fatalf("describe after resignation: %+v", st)
 	}
 }
+
+func TestAddPartitionsWaitsForTheTransactionToComplete(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ConcurrentWait = time.Minute })
+	r := h.initOK("tx")
+	if err := h.add("tx", r, 3, tp("a", 0)); err != nil {
+		t.Fatal(err)
+	}
+	h.sender.setHold(true)
+	if e := h.end("tx", r.ProducerID, r.ProducerEpoch, true, 3); e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	// The next transaction's first partition: answered once the markers
+	// of the previous one are written, not CONCURRENT_TRANSACTIONS.
+	added := make(chan error, 1)
+	go func() { added <- h.add("tx", r, 3, tp("b", 0)) }()
+	h.eventually(func() error {
+		if len(h.sender.markers()) == 0 {
+			return errors.New("no marker yet")
+		}
+		return nil
+	})
+	select {
+	case err := <-added:
+		t.Fatalf("AddPartitions answered %v while the markers were held", err)
+	default:
+	}
+	h.sender.setHold(false)
+	if err := <-added; err != nil {
+		t.Fatalf("AddPartitions after the commit completed: %v", err)
+	}
+	if st := h.describe("tx"); st.State != "Ongoing" || len(st.Topics) != 1 || st.Topics[0].Topic != "b" {
+		t.Fatalf("second transaction: %+v", st)
+	}
+}

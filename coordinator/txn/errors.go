@@ -39,6 +39,10 @@ func errInvalidTxnState(m *txnMetadata, commit bool) error {
 // the controller for the next block; the client retries).
 var errNoProducerID = apierr.Errorf(kerr.CoordinatorLoadInProgress, "The producer id manager is waiting for a block of producer ids from the controller.")
 
+// errParked: the operation waits for a transaction to complete and runs
+// again then; it is answered by that run.
+var errParked = errors.New("waiting for the transaction to complete")
+
 // operationError maps an operation's failure to what the client gets
 // (Kafka's TransactionStateManager.appendTransactionToLog): the log's
 // errors become coordinator errors the client retries on.

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -34,6 +35,18 @@ type Shard struct {
 	log   *slog.Logger
 
 	txns map[string]*txnMetadata
+	// waiters are operations waiting for a transaction in PrepareCommit
+	// or PrepareAbort to complete, by transactional id (one request per
+	// client connection at most).
+	waiters   map[string][]*completionWaiter
+	waiterSeq uint64
+}
+
+// completionWaiter runs an operation again once a transaction completed,
+// or once its deadline passed, or the shard unloaded; exactly once.
+type completionWaiter struct {
+	key   string // its timer
+	retry func()
 }
 
 // Timer keys (Kafka's scheduler task names).
@@ -46,6 +59,7 @@ func newShard(svc *Service, ctx runtime.ShardContext, gen uint64) *Shard {
 	return &Shard{
 		svc: svc, partition: ctx.TopicPartition.Partition, epoch: ctx.Epoch, gen: gen,
 		timer: ctx.Timer, now: ctx.Now, log: ctx.Logger, txns: map[string]*txnMetadata{},
+		waiters: map[string][]*completionWaiter{},
 	}
 }
 
@@ -95,8 +109,61 @@ func (s *Shard) OnLoaded() {
 }
 
 // OnUnloaded drops the markers still queued for this partition's
-// transactions (Kafka's removeMarkersForTxnTopicPartition).
-func (s *Shard) OnUnloaded() { s.svc.markers.removeForPartition(s.partition, s.gen) }
+// transactions (Kafka's removeMarkersForTxnTopicPartition); waiting
+// operations run again, and learn that the partition is gone.
+func (s *Shard) OnUnloaded() {
+	s.svc.markers.removeForPartition(s.partition, s.gen)
+	for _, id := range s.sortedWaiterIDs() {
+		s.wake(id)
+	}
+}
+
+func (s *Shard) sortedWaiterIDs() []string {
+	ids := make([]string, 0, len(s.waiters))
+	for id := range s.waiters {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// awaitCompletion parks retry until the transaction of id completes, or
+// until deadline; it reports false (nothing parked) when the deadline has
+// passed.
+func (s *Shard) awaitCompletion(id string, deadline time.Time, retry func()) bool {
+	wait := deadline.Sub(s.now())
+	if wait <= 0 {
+		return false
+	}
+	s.waiterSeq++
+	w := &completionWaiter{key: fmt.Sprintf("await-completion-%d", s.waiterSeq), retry: retry}
+	s.waiters[id] = append(s.waiters[id], w)
+	s.timer.Schedule(w.key, wait, func() (runtime.Result[runtime.Void], error) {
+		ws := s.waiters[id]
+		for i, x := range ws {
+			if x == w {
+				s.waiters[id] = append(ws[:i:i], ws[i+1:]...)
+				if len(s.waiters[id]) == 0 {
+					delete(s.waiters, id)
+				}
+				w.retry() // past its deadline: answered, not parked again
+				break
+			}
+		}
+		return runtime.Result[runtime.Void]{}, nil
+	})
+	return true
+}
+
+// wake runs the operations waiting for id's transaction again.
+func (s *Shard) wake(id string) {
+	ws := s.waiters[id]
+	delete(s.waiters, id)
+	for _, w := range ws {
+		s.timer.Cancel(w.key)
+		w.retry()
+	}
+}
 
 func (s *Shard) sortedIDs() []string {
 	ids := make([]string, 0, len(s.txns))
@@ -151,6 +218,7 @@ func (s *Shard) markersWritten(gen uint64, id string, pid int64, epoch int16, wr
 	}
 	res.Records = []runtime.Record{s.write(m, t)}
 	res.NoReplay = true
+	res.OnWritten = func(error) { s.wake(id) }
 	s.svc.metrics.transactionCompleted(t.state == CompleteCommit)
 	return res, nil
 }
