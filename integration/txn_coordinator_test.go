@@ -61,6 +61,24 @@ func TestTransactionalProducerCommitsAndAborts(t *testing.T) {
 	if l.ErrorCode != 0 || len(l.TransactionStates) != 1 || l.TransactionStates[0].TransactionalID != "tx-commit-abort" {
 		t.Fatalf("ListTransactions: %+v", l)
 	}
+	// The coordinator's metrics, by the names Kafka's exporter gives.
+	m := scrape(t, b.MetricsAddr().String())
+	for name, want := range map[string]float64{
+		`kafka_server_transaction_coordinator_metrics_transactions_completed_total{result="commit"}`: 2,
+		`kafka_server_transaction_coordinator_metrics_transactions_completed_total{result="abort"}`:  1,
+		`kafka_server_transaction_coordinator_metrics_transactions{state="CompleteCommit"}`:          1,
+		`kafka_server_transaction_coordinator_metrics_num_partitions{state="active"}`:                50,
+		`kafka_coordinator_transaction_transactionmarkerchannelmanager_unknowndestinationqueuesize`:  0,
+	} {
+		if got, ok := m[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"kafka_server_transaction_coordinator_metrics_partition_load_time_max", "kafka_server_transaction_coordinator_metrics_partition_load_time_avg"} {
+		if _, ok := m[name]; !ok {
+			t.Errorf("%s missing", name)
+		}
+	}
 }
 
 // TestSecondProducerFencesTheFirst: a second producer with the same
