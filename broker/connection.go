@@ -3,13 +3,13 @@ package broker
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
-	"slices"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,21 +40,33 @@ type connection struct {
 	raw       syscall.RawConn // lazily, for sendfile
 	id        string          // Kafka's connection id
 	peer      string
+	addr      netip.Addr // the peer's IP, for the per-IP quota and log limits
+	// admitted: the connection quotas counted this connection.
+	admitted bool
 
 	// respCh carries the response of the request in flight; capacity 1
 	// and at most one request in flight, so respond never blocks.
 	respCh       chan *kapi.Response
 	lastClientID string // interned: clients send the same id every time
 	sizeBuf      [4]byte
+	// receiveLimited: the read deadline of the request being read is
+	// the receive timeout, not connections.max.idle.ms.
+	receiveLimited bool
 
 	// why is the reason the connection closes (closed* constants), set
 	// by the serving goroutine before it returns.
 	why string
 
+	// lastActive is when the last request ended (ns since the server's
+	// epoch): the least recently used go first when max.connections is
+	// lowered.
+	lastActive atomic.Int64
+
 	mu       sync.Mutex
 	state    connState
 	draining bool // finish the request in flight, then close
 	forced   bool // stop now
+	evicted  bool // closed to bring the broker under max.connections
 	closed   bool // serve returned; late responses are released
 }
 
@@ -68,6 +80,7 @@ func (c *connection) idleDeadline() time.Time {
 // awaitRequest marks the connection idle and arms the idle deadline; false
 // if the connection must close instead.
 func (c *connection) awaitRequest() bool {
+	c.lastActive.Store(int64(time.Since(c.server.epoch)))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.draining {
@@ -79,15 +92,25 @@ func (c *connection) awaitRequest() bool {
 }
 
 // beginRequest marks the connection busy (a drain lets it finish) and arms
-// the deadline for the rest of the frame.
-func (c *connection) beginRequest() bool {
+// the deadline for the rest of the frame: connections.max.idle.ms from
+// now, or the receive timeout from the frame's first byte (plus the time
+// it waited for memory), whichever is first.
+func (c *connection) beginRequest(first time.Time, waited time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.forced {
 		return false
 	}
 	c.state = stateBusy
-	_ = c.nc.SetReadDeadline(c.idleDeadline())
+	deadline := c.idleDeadline()
+	c.receiveLimited = false
+	if d := time.Duration(c.server.receiveTimeout.Load()); d > 0 {
+		if rd := first.Add(d + waited); deadline.IsZero() || rd.Before(deadline) {
+			deadline = rd
+			c.receiveLimited = true
+		}
+	}
+	_ = c.nc.SetReadDeadline(deadline)
 	return true
 }
 
@@ -110,6 +133,30 @@ func (c *connection) drain() {
 	}
 }
 
+// evict closes the connection to bring the broker under max.connections:
+// now if it is waiting for a request, else after the request in flight.
+// It reports whether it did (false if the connection was closing anyway).
+func (c *connection) evict() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.evicted || c.draining || c.closed {
+		return false
+	}
+	c.evicted = true
+	c.draining = true
+	if c.state == stateIdle {
+		_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	return true
+}
+
+// isIdle reports whether the connection waits for its next request.
+func (c *connection) isIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == stateIdle && !c.draining
+}
+
 func (c *connection) force() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,24 +176,25 @@ func (c *connection) serve() {
 func (c *connection) serveRequest() bool {
 	s := c.server
 	if !c.awaitRequest() {
-		c.why = closedByShutdown
+		c.why = c.drainReason()
 		return false
 	}
-	if _, err := io.ReadFull(c.br, c.sizeBuf[:]); err != nil {
+	// The first byte may take connections.max.idle.ms; the rest of the
+	// frame, the receive timeout.
+	if _, err := io.ReadFull(c.br, c.sizeBuf[:1]); err != nil {
 		c.readFailed(err, true)
 		return false
 	}
-	busy := c.processor.busy.begin()
-	r, ok := c.readRequest(c.sizeBuf)
-	if ok {
-		ok = s.channel.sendRequest(r, s.forced)
-		if !ok {
-			c.why = closedByShutdown
-			s.frames.put(r.frame)
-		}
+	r, ok := c.readRequest(time.Now())
+	if !ok {
+		return false
 	}
+	busy := c.processor.busy.begin()
+	ok = s.channel.sendRequest(r, s.forced)
 	c.processor.busy.end(busy)
 	if !ok {
+		c.why = closedByShutdown
+		s.freeFrame(r)
 		return false
 	}
 
@@ -156,18 +204,24 @@ func (c *connection) serveRequest() bool {
 	case resp = <-c.respCh:
 	case <-s.forced:
 		// The handler may still be reading the frame: leave it to
-		// the garbage collector, and its late response to close.
+		// the garbage collector (its bytes go back to the pool), and
+		// its late response to close.
+		s.pool.Release(r.reserved)
 		c.why = closedByShutdown
 		return false
 	}
 
 	busy = c.processor.busy.begin()
+	// The response counts in the pool while it is written (it exists
+	// already, so it does not wait).
+	respBytes := int64(len(resp.Buf))
+	s.pool.Take(respBytes)
 	sendStart := time.Now()
 	err := c.writeResponse(resp)
 	sendEnd := time.Now()
 	release(resp)
-	s.frames.put(r.frame)
-	r.frame = nil
+	s.pool.Release(respBytes)
+	s.freeFrame(r)
 	c.processor.busy.end(busy)
 	if s.metrics != nil {
 		s.metrics.observeRequest(r, s.epoch, sendStart, sendEnd)
@@ -195,88 +249,14 @@ func (c *connection) serveRequest() bool {
 	return true
 }
 
-// readRequest reads the frame whose size prefix is sizeBuf and parses its
-// header; false closes the connection (already logged).
-func (c *connection) readRequest(sizeBuf [4]byte) (*request, bool) {
-	s := c.server
-	if !c.beginRequest() {
-		c.why = closedByShutdown
-		return nil, false
-	}
-	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-	if size < 0 || size > s.cfg.SocketRequestMaxBytes {
-		c.why = closedBadFrame
-		s.log.Warn("invalid request size, closing connection",
-			"peer", c.peer, "conn", c.id, "listener", c.processor.listener,
-			"size", size, "socket.request.max.bytes", s.cfg.SocketRequestMaxBytes)
-		return nil, false
-	}
-	fb, err := s.frames.read(c.br, int(size))
-	if err != nil {
-		c.readFailed(err, false)
-		return nil, false
-	}
-	received := time.Now()
-	h, body, err := parseRequestHeader(fb.b)
-	if errors.Is(err, errUnknownAPIKey) && slices.Contains(s.cfg.PrivateAPIKeys, h.APIKey) {
-		// A Moldau-private key (the metadata quorum's messages): a v1
-		// header, parsed as far as the client id.
-		h, body, err = parsePrivateHeader(fb.b)
-	}
-	if err != nil {
-		c.why = closedBadFrame
-		s.log.Warn("invalid request header, closing connection",
-			"peer", c.peer, "conn", c.id, "listener", c.processor.listener, "err", err,
-			"size", size, "api_key", h.APIKey, "api_version", h.APIVersion,
-			"correlation_id", h.CorrelationID, "client_id", string(h.ClientID))
-		s.frames.put(fb)
-		return nil, false
-	}
-	if string(h.ClientID) != c.lastClientID {
-		c.lastClientID = string(h.ClientID)
-	}
-	r := &request{
-		Request: kapi.Request{
-			APIKey:        h.APIKey,
-			APIVersion:    h.APIVersion,
-			CorrelationID: h.CorrelationID,
-			ClientID:      c.lastClientID,
-			Body:          body,
-			Size:          int(size),
-			Listener:      c.processor.listener,
-			ClientAddr:    c.nc.RemoteAddr(),
-			ConnID:        c.id,
-			Received:      received,
-		},
-		conn:  c,
-		frame: fb,
-	}
-	r.respondFn = r.respond
-	return r, true
-}
-
-// readFailed logs why a read ended the connection; waiting: the read was
-// waiting for the next request (rather than reading one).
-func (c *connection) readFailed(err error, waiting bool) {
-	s := c.server
+// drainReason is why a draining connection closes.
+func (c *connection) drainReason() string {
 	c.mu.Lock()
-	draining := c.draining
-	c.mu.Unlock()
-	var ne net.Error
-	switch {
-	case draining:
-		// Shutdown interrupted the read.
-		c.why = closedByShutdown
-	case errors.Is(err, io.EOF) && waiting:
-		c.why = closedByPeer
-	case errors.As(err, &ne) && ne.Timeout():
-		c.why = closedIdle
-		s.log.Debug("closing idle connection", "peer", c.peer, "conn", c.id,
-			"connections.max.idle.ms", s.cfg.ConnectionsMaxIdle.Milliseconds(), "mid_request", !waiting)
-	default:
-		c.why = closedIOError
-		s.log.Debug("connection read failed", "peer", c.peer, "conn", c.id, "mid_request", !waiting, "err", err)
+	defer c.mu.Unlock()
+	if c.evicted {
+		return closedMaxConnections
 	}
+	return closedByShutdown
 }
 
 // close ends the connection: late responses are released from now on.
@@ -291,6 +271,16 @@ func (c *connection) close() {
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	c.processor.unregister(c)
+	s := c.server
+	if c.admitted {
+		s.quotas.release(c.processor.listener, c.addr)
+	}
+	c.mu.Lock()
+	evicted := c.evicted
+	c.mu.Unlock()
+	if evicted {
+		s.evicting.Add(-1)
+	}
 	why := c.why
 	if why == "" {
 		why = closedIOError
@@ -298,7 +288,10 @@ func (c *connection) close() {
 	if why == closedByShutdown && c.processor.isRetired() {
 		why = closedProcessorRemoved
 	}
-	c.server.connLog.closed1(c, why)
+	s.connLog.closed1(c, why)
+	if s.limits != nil {
+		s.limits.closeReason.WithLabelValues(c.processor.listener, why).Inc()
+	}
 }
 
 // respond is the request's respond function, handed to the handler.

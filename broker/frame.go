@@ -51,9 +51,13 @@ func (p *framePool) put(fb *frameBuf) {
 	p.classes[fb.class].Put(fb)
 }
 
-// read reads a frame of size bytes from r into a pooled buffer.
-func (p *framePool) read(r io.Reader, size int) (*frameBuf, error) {
-	if size <= growFrameAbove {
+// read reads a frame of size bytes from r into a pooled buffer. With
+// exact (its bytes are reserved in the request memory pool) the buffer is
+// allocated at once; else a frame above growFrameAbove grows as bytes
+// arrive, doubling, so that a peer announcing a large frame and sending
+// nothing holds 1 MiB, not the announced size.
+func (p *framePool) read(r io.Reader, size int, exact bool) (*frameBuf, error) {
+	if size <= growFrameAbove || exact {
 		fb := p.get(size)
 		if _, err := io.ReadFull(r, fb.b); err != nil {
 			p.put(fb)

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,8 +49,10 @@ func newProcessor(s *SocketServer, id int, listener string) *Processor {
 	return p
 }
 
-// register takes ownership of an accepted connection and starts serving it.
-func (p *Processor) register(nc net.Conn) {
+// register takes ownership of an accepted connection and starts serving it;
+// admitted: the connection quotas counted it (it is uncounted when it
+// closes, or here if it cannot be served).
+func (p *Processor) register(nc net.Conn, addr netip.Addr, admitted bool) {
 	s := p.server
 	c := &connection{
 		server:    s,
@@ -56,23 +60,32 @@ func (p *Processor) register(nc net.Conn) {
 		nc:        nc,
 		br:        bufio.NewReaderSize(nc, connReadBufferSize),
 		peer:      nc.RemoteAddr().String(),
+		addr:      addr,
+		admitted:  admitted,
 		respCh:    make(chan *kapi.Response, 1),
+	}
+	refuse := func() {
+		_ = nc.Close()
+		if admitted {
+			s.quotas.release(p.listener, addr)
+		}
 	}
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
-		_ = nc.Close()
+		refuse()
 		return
 	}
 	c.id = fmt.Sprintf("%s-%s-%d", nc.LocalAddr().String(), c.peer, p.index)
 	p.index++
 	p.conns[c] = struct{}{}
 	p.mu.Unlock()
+	c.lastActive.Store(int64(time.Since(s.epoch)))
 	if !s.connGroup.Go(func(<-chan struct{}) { c.serve() }) {
 		p.mu.Lock()
 		delete(p.conns, c)
 		p.mu.Unlock()
-		_ = nc.Close()
+		refuse()
 		return
 	}
 	if p.connCount != nil {

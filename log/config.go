@@ -31,6 +31,10 @@ type Config struct {
 	MinInSyncReplicas int32
 	// Preallocate is preallocate (log.preallocate).
 	Preallocate bool
+	// Memory, if set, counts the memory validation takes beyond the
+	// request's own bytes (a decompressed batch) in the broker's request
+	// memory budget (queued.max.request.bytes).
+	Memory MemoryAccount
 }
 
 // DefaultConfig returns Kafka's defaults.
