@@ -51,13 +51,14 @@ func (p *framePool) put(fb *frameBuf) {
 	p.classes[fb.class].Put(fb)
 }
 
-// read reads a frame of size bytes from r into a pooled buffer. With
-// exact (its bytes are reserved in the request memory pool) the buffer is
-// allocated at once; else a frame above growFrameAbove grows as bytes
-// arrive, doubling, so that a peer announcing a large frame and sending
-// nothing holds 1 MiB, not the announced size.
+// read reads a frame of size bytes from r into a pooled buffer. A frame
+// above growFrameAbove starts in a 1 MiB buffer, so that a peer announcing
+// a large frame and sending nothing holds 1 MiB, not the announced size.
+// With exact (the frame's bytes are reserved in the request memory pool)
+// the whole frame is allocated once that first MiB has arrived; else the
+// buffer doubles as bytes arrive.
 func (p *framePool) read(r io.Reader, size int, exact bool) (*frameBuf, error) {
-	if size <= growFrameAbove || exact {
+	if size <= growFrameAbove {
 		fb := p.get(size)
 		if _, err := io.ReadFull(r, fb.b); err != nil {
 			p.put(fb)
@@ -76,7 +77,11 @@ func (p *framePool) read(r io.Reader, size int, exact bool) (*frameBuf, error) {
 		if have == size {
 			return fb, nil
 		}
-		next := p.get(min(2*have, size))
+		n := min(2*have, size)
+		if exact {
+			n = size
+		}
+		next := p.get(n)
 		copy(next.b, fb.b)
 		p.put(fb)
 		fb = next

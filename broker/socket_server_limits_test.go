@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -345,5 +346,31 @@ func TestTokenBucket(t *testing.T) {
 	b.setRate(math.MaxInt32, now)
 	if d := b.take(now); d != 0 {
 		t.Fatal("unlimited waited")
+	}
+}
+
+// peerLog: one line per address and kind per interval, at most
+// maxLinesPerKind of a kind, a new interval starts over.
+func TestPeerLog(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := newPeerLog(time.Minute, now)
+	a := netip.MustParseAddr("10.0.0.1")
+	if !l.allow(a, "x", now) || l.allow(a, "x", now) || !l.allow(a, "y", now) {
+		t.Fatal("one line per address and kind")
+	}
+	logged := 1
+	for i := range 300 {
+		if l.allow(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), "x", now) {
+			logged++
+		}
+	}
+	if logged != maxLinesPerKind {
+		t.Fatalf("%d lines of a kind, want %d", logged, maxLinesPerKind)
+	}
+	if !l.allow(a, "x", now.Add(time.Minute)) {
+		t.Fatal("a new interval does not start over")
+	}
+	if s := l.takeSuppressed(now); s["x"] != 1+300-(maxLinesPerKind-1) {
+		t.Fatalf("suppressed %v", s)
 	}
 }
