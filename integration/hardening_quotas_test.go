@@ -1,0 +1,224 @@
+package integration
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Issue 11: one client could take every connection. Kafka's connection
+// quotas are enforced and changed at run time with kadm's
+// AlterBrokerConfigs: the per-IP limit and its overrides close the
+// connection over the limit, a listener's max.connections makes the next
+// connection wait until one closes, lowering the broker's max.connections
+// closes the least recently used connections of unprotected listeners,
+// the creation rate throttles, and Kafka's validation refuses
+// max.connections.per.ip=0 without overrides.
+//
+// The broker has two listeners: PLAINTEXT (the inter-broker listener,
+// protected as in Kafka, used by the admin client) and LIMITED (used by
+// the raw connections under test).
+func TestConnectionQuotasAtRunTime(t *testing.T) {
+	port, limitedPort := freePort(t), freePort(t)
+	b := startHardBrokerAt(t, port, nil,
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,LIMITED://127.0.0.1:%d", port, limitedPort),
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,LIMITED:PLAINTEXT")
+	limited := fmt.Sprintf("127.0.0.1:%d", limitedPort)
+	adm := newAdmin(t, b.Addr)
+	ctx := ctxTimeout(t, 2*time.Minute)
+	alter := func(name, value string) error {
+		resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: name, Value: &value}})
+		if err == nil {
+			err = resps[0].Err
+		}
+		return err
+	}
+
+	// Kafka's validation.
+	if err := alter("max.connections.per.ip", "0"); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("max.connections.per.ip=0 without overrides: %v, want INVALID_REQUEST", err)
+	}
+	if err := alter("listener.name.limited.max.connections", "0"); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("a listener limit of 0: %v, want INVALID_REQUEST", err)
+	}
+
+	// Per IP: 127.0.0.2 may have 2 connections.
+	if err := alter("max.connections.per.ip.overrides", "127.0.0.2:2"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		var cs []net.Conn
+		defer func() {
+			for _, c := range cs {
+				c.Close()
+			}
+		}()
+		for range 2 {
+			c, err := dialFrom("127.0.0.2", limited)
+			if err != nil || !served(c, 5*time.Second) {
+				return fmt.Errorf("a connection under the per-IP limit was not served: %v", err)
+			}
+			cs = append(cs, c)
+		}
+		c, err := dialFrom("127.0.0.2", limited)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, c)
+		if !closedWithin(c, 2*time.Second) {
+			return errors.New("the third connection from 127.0.0.2 was not closed")
+		}
+		return nil
+	})
+	if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="per_ip_limit"`); v < 1 {
+		t.Fatalf("per_ip_limit closes counted: %v", v)
+	}
+	// Other addresses are not limited by the override.
+	var others []net.Conn
+	for range 4 {
+		c, err := dialFrom("127.0.0.3", limited)
+		if err != nil || !served(c, 5*time.Second) {
+			t.Fatalf("127.0.0.3 was limited: %v", err)
+		}
+		others = append(others, c)
+	}
+	for _, c := range others {
+		c.Close()
+	}
+
+	// A listener limit: LIMITED may hold 2; the third waits for a slot.
+	if err := alter("listener.name.limited.max.connections", "2"); err != nil {
+		t.Fatal(err)
+	}
+	a1, a2, waiting := mustDial(t, limited), mustDial(t, limited), (net.Conn)(nil)
+	eventually(t, 10*time.Second, func() error {
+		if !served(a1, 5*time.Second) || !served(a2, 5*time.Second) {
+			t.Fatal("connections under the listener limit were not served")
+		}
+		c := mustDial(t, limited)
+		if served(c, 500*time.Millisecond) {
+			c.Close()
+			return errors.New("a third connection on LIMITED was served")
+		}
+		waiting = c
+		return nil
+	})
+	a1.Close()
+	if !served(waiting, 5*time.Second) {
+		t.Fatal("the waiting connection was not served once a slot was free")
+	}
+
+	// The broker's max.connections below what is open: LIMITED's
+	// connections go (PLAINTEXT, the inter-broker listener, is
+	// protected and keeps the admin's), and a new one waits.
+	if err := alter("max.connections", "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []net.Conn{a2, waiting} {
+		if !closedWithin(c, 10*time.Second) {
+			t.Fatal("a connection above max.connections was not closed")
+		}
+	}
+	if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="max_connections"`); v != 2 {
+		t.Fatalf("max_connections closes counted: %v, want 2", v)
+	}
+	blocked := mustDial(t, limited)
+	if served(blocked, 500*time.Millisecond) {
+		t.Fatal("a connection was served above max.connections")
+	}
+	// The admin client still works (protected listener).
+	rc, err := adm.DescribeBrokerConfigs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc[0].Configs {
+		if c.Key == "max.connections" && (c.Value == nil || *c.Value != "1" || c.Source.String() != "DYNAMIC_DEFAULT_BROKER_CONFIG") {
+			t.Fatalf("DescribeConfigs: max.connections %v from %v", c.Value, c.Source)
+		}
+	}
+	if err := alter("max.connections", "1000"); err != nil {
+		t.Fatal(err)
+	}
+	if !served(blocked, 10*time.Second) {
+		t.Fatal("the blocked connection was not served once max.connections was raised")
+	}
+	if v := b.metric(t, "kafka_network_acceptor_blocked_seconds_total", `listener="LIMITED"`); v <= 0 {
+		t.Fatalf("acceptor blocked time %v", v)
+	}
+	blocked.Close()
+
+	// The creation rate on LIMITED: 5 a second, the rest delayed.
+	if err := alter("listener.name.limited.max.connections", "1000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := alter("listener.name.limited.max.connection.creation.rate", "5"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		before := b.metric(t, "kafka_server_socketservermetrics_connection_accept_throttled_total", `listener="LIMITED"`)
+		for range 12 {
+			c := mustDial(t, limited)
+			if !served(c, 10*time.Second) {
+				t.Fatal("a throttled connection was not served")
+			}
+			c.Close()
+		}
+		if after := b.metric(t, "kafka_server_socketservermetrics_connection_accept_throttled_total", `listener="LIMITED"`); after-before < 5 {
+			return fmt.Errorf("%v of 12 connections throttled at 5 a second", after-before)
+		}
+		return nil
+	})
+}
+
+// dialFrom connects to addr from the local address ip (any 127.0.0.0/8
+// address works on Linux's loopback).
+func dialFrom(ip, addr string) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return d.Dial("tcp", addr)
+}
+
+func mustDial(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// served reports whether an ApiVersions round trip on c completes within d.
+func served(c net.Conn, d time.Duration) bool {
+	c.SetDeadline(time.Now().Add(d))
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write(frame(18, 0, 5, nil)); err != nil {
+		return false
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return false
+	}
+	_, err := io.ReadFull(c, make([]byte, binary.BigEndian.Uint32(size[:])))
+	return err == nil
+}
+
+// closedWithin reports whether the broker closes c within d.
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	var buf [64]byte
+	for {
+		_, err := c.Read(buf[:])
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		return !(errors.As(err, &ne) && ne.Timeout())
+	}
+}
