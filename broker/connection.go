@@ -207,6 +207,7 @@ func (c *connection) serveRequest() bool {
 		// the garbage collector (its bytes go back to the pool), and
 		// its late response to close.
 		s.pool.Release(r.reserved)
+		s.pool.Return(r.taken)
 		c.why = closedByShutdown
 		return false
 	}
@@ -220,7 +221,7 @@ func (c *connection) serveRequest() bool {
 	err := c.writeResponse(resp)
 	sendEnd := time.Now()
 	release(resp)
-	s.pool.Release(respBytes)
+	s.pool.Return(respBytes)
 	s.freeFrame(r)
 	c.processor.busy.end(busy)
 	if s.metrics != nil {

@@ -45,9 +45,10 @@ func (c *connection) readRequest(first time.Time) (*request, bool) {
 			"size", size, "socket.request.max.bytes", s.cfg.SocketRequestMaxBytes)
 		return nil, false
 	}
-	reserved := int64(size)
+	var reserved, taken int64
 	if size > minReservedFrame {
 		// Muted: the socket is not read until the frame fits.
+		reserved = int64(size)
 		start := time.Now()
 		ok, waited := s.pool.Reserve(reserved, s.forced)
 		if !ok {
@@ -60,19 +61,21 @@ func (c *connection) readRequest(first time.Time) (*request, bool) {
 			return nil, false
 		}
 	} else {
-		s.pool.Take(reserved)
+		taken = int64(size)
+		s.pool.Take(taken)
 	}
 	busy := c.processor.busy.begin()
 	defer c.processor.busy.end(busy)
-	// With a bounded pool the bytes are reserved: allocate the frame at
-	// once. Unbounded, it grows as bytes arrive.
+	// With a bounded pool the bytes are reserved: the frame is allocated
+	// whole once its first MiB has arrived. Unbounded, it doubles.
 	fb, err := s.frames.read(c.br, int(size), s.pool.Bounded())
 	if err != nil {
 		s.pool.Release(reserved)
+		s.pool.Return(taken)
 		c.readFailed(err, false)
 		return nil, false
 	}
-	r := &request{conn: c, frame: fb, reserved: reserved}
+	r := &request{conn: c, frame: fb, reserved: reserved, taken: taken}
 	if !c.parseHeader(r) {
 		s.freeFrame(r)
 		return nil, false

@@ -110,12 +110,13 @@
 // frames take their bytes without waiting, so a connection's next small
 // request is never muted. Reservations wait in line; one larger than the
 // whole pool (possible because the derived default may be smaller than
-// socket.request.max.bytes) is read when the pool is idle, alone. The bytes
+// socket.request.max.bytes) is read when no other large frame holds
+// memory, alone. The bytes
 // go back once the response has been written (or the request dropped).
-// With the bytes reserved, the frame buffer is allocated at once; with an
-// unbounded pool (-1), a frame above 1 MiB grows as bytes arrive
-// (doubling), so a peer announcing a large frame and sending nothing holds
-// 1 MiB. The controller plane has its own pool of the same size (Kafka's
+// A frame above 1 MiB starts in a 1 MiB buffer, so a peer announcing a
+// large frame and sending nothing holds 1 MiB; once that MiB has arrived
+// the whole frame is allocated (its bytes are reserved), or, with an
+// unbounded pool (-1), the buffer doubles as bytes arrive. The controller plane has its own pool of the same size (Kafka's
 // ControllerServer has its own SocketServer), so clients filling the data
 // plane's never hold the metadata quorum up.
 //

@@ -131,7 +131,8 @@ func (s *SocketServer) freeFrame(r *request) {
 	s.frames.put(r.frame)
 	r.frame = nil
 	s.pool.Release(r.reserved)
-	r.reserved = 0
+	s.pool.Return(r.taken)
+	r.reserved, r.taken = 0, 0
 }
 
 // peerLogAllow reports whether a line of this kind about addr may be

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,17 +39,34 @@ type hardBroker struct {
 // environment and the given overrides, and waits until it serves.
 func startHardBroker(t testing.TB, env []string, overrides ...string) *hardBroker {
 	t.Helper()
-	return startHardBrokerAt(t, freePort(t), env, overrides...)
+	ports := freePorts(t, 2)
+	return startHardBrokerAt(t, ports[0], ports[1], env, overrides...)
 }
 
-// startHardBrokerAt is startHardBroker with the PLAINTEXT listener on port.
-func startHardBrokerAt(t testing.TB, port int, env []string, overrides ...string) *hardBroker {
+// freePorts finds n distinct free loopback ports, holding each open until
+// all are found (freePort twice may return the same port).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// startHardBrokerAt is startHardBroker with the PLAINTEXT listener on port
+// and /metrics on mport.
+func startHardBrokerAt(t testing.TB, port, mport int, env []string, overrides ...string) *hardBroker {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc and dials from 127.0.0.0/8 addresses: Linux only")
 	}
 	dir := t.TempDir()
-	mport := freePort(t)
 	args := []string{
 		"--override", "log.dirs=" + dir,
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d", port),

@@ -26,8 +26,9 @@ import (
 // protected as in Kafka, used by the admin client) and LIMITED (used by
 // the raw connections under test).
 func TestConnectionQuotasAtRunTime(t *testing.T) {
-	port, limitedPort := freePort(t), freePort(t)
-	b := startHardBrokerAt(t, port, nil,
+	ports := freePorts(t, 3)
+	port, limitedPort := ports[0], ports[1]
+	b := startHardBrokerAt(t, port, ports[2], nil,
 		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,LIMITED://127.0.0.1:%d", port, limitedPort),
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,LIMITED:PLAINTEXT")
 	limited := fmt.Sprintf("127.0.0.1:%d", limitedPort)
@@ -77,9 +78,12 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 		}
 		return nil
 	})
-	if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="per_ip_limit"`); v < 1 {
-		t.Fatalf("per_ip_limit closes counted: %v", v)
-	}
+	eventually(t, 5*time.Second, func() error {
+		if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="per_ip_limit"`); v < 1 {
+			return fmt.Errorf("per_ip_limit closes counted: %v", v)
+		}
+		return nil
+	})
 	// Other addresses are not limited by the override.
 	var others []net.Conn
 	for range 4 {
@@ -126,9 +130,13 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 			t.Fatal("a connection above max.connections was not closed")
 		}
 	}
-	if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="max_connections"`); v != 2 {
-		t.Fatalf("max_connections closes counted: %v, want 2", v)
-	}
+	// Counted just after the socket is closed.
+	eventually(t, 5*time.Second, func() error {
+		if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="max_connections"`); v != 2 {
+			return fmt.Errorf("max_connections closes counted: %v, want 2", v)
+		}
+		return nil
+	})
 	blocked := mustDial(t, limited)
 	if served(blocked, 500*time.Millisecond) {
 		t.Fatal("a connection was served above max.connections")

@@ -11,10 +11,10 @@ func (m *memoryAccount) Take(n int64) {
 	m.calls++
 }
 
-func (m *memoryAccount) Release(n int64) { m.taken -= n }
+func (m *memoryAccount) Return(n int64) { m.taken -= n }
 
 // A batch decompressed for validation is taken from Config.Memory while
-// it is validated, and released after; an uncompressed one takes nothing.
+// it is validated, and returned after; an uncompressed one takes nothing.
 func TestValidationCountsDecompressedMemory(t *testing.T) {
 	recs := testRecords(200, 1000)
 	for _, codec := range []int{CodecNone, CodecGzip, CodecZstd} {

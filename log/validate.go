@@ -188,7 +188,7 @@ func ValidateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 		if cfg.Memory != nil {
 			n := int64(cap(*buf))
 			cfg.Memory.Take(n)
-			defer cfg.Memory.Release(n)
+			defer cfg.Memory.Return(n)
 		}
 		data = *buf
 	}

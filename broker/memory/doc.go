@@ -7,19 +7,20 @@
 // # Pool
 //
 // A Pool counts bytes; it does not allocate. Reserve waits in line (FIFO)
-// until the bytes fit; TryReserve does not wait; Take never waits and may
-// drive the pool below zero (for memory that exists already, such as a
-// response or a decompressed batch, so that taking it can never deadlock
-// against the reservations waiting for it); Release gives bytes back and
-// grants the waiters at the head of the line that now fit.
+// until the bytes fit, TryReserve does not wait, and Release gives them
+// back; Take never waits and may drive the pool below zero (for memory
+// that exists already, such as a response or a decompressed batch, so
+// that taking it can never deadlock against the reservations waiting for
+// it), and Return gives its bytes back. Giving back grants the waiters at
+// the head of the line that now fit.
 //
 // Where Kafka differs: Kafka's SocketServer pool is non-strict (a buffer
 // is allocated while any byte is left, so the pool may overshoot by one
 // request) and queued.max.request.bytes must be at least
 // socket.request.max.bytes. Ours is strict (a reservation waits until it
-// fits), and a reservation larger than the whole pool is granted when the
-// pool is idle, alone, which lets the derived default be smaller than
-// socket.request.max.bytes on a small machine.
+// fits), and a reservation larger than the whole pool is granted when no
+// other reservation is held, alone, which lets the derived default be
+// smaller than socket.request.max.bytes on a small machine.
 //
 // # Budget
 //

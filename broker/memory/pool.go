@@ -10,17 +10,20 @@ import (
 // caller allocates what it reserved. The zero Pool and a Pool of size <= 0
 // are unbounded (Kafka's MemoryPool.NONE): everything succeeds at once.
 //
-// Reserve waits; Take never does. Reservations wait in arrival order: a
+// Reserve waits, and its bytes go back with Release; Take never waits, and
+// its bytes go back with Return. Reservations wait in arrival order: a
 // reservation succeeds at once only if nobody is waiting and it fits, so
 // a large reservation is not starved by small ones. A reservation larger
-// than the whole pool is granted when the pool is idle (nothing reserved)
-// and is then alone. Take may drive the available bytes below zero; the
-// waiters then wait until enough comes back. Safe for concurrent use.
+// than the whole pool is granted when no other reservation is held (Takes,
+// being short-lived, do not hold it back) and is then alone. Take may
+// drive the available bytes below zero; the waiters then wait until
+// enough comes back. Safe for concurrent use.
 type Pool struct {
 	size int64
 
 	mu        sync.Mutex
 	available int64
+	reserved  int64     // held by reservations (the rest of size - available is taken)
 	waiters   []*waiter // FIFO
 	// depletedSince is when the first waiter of the current run of
 	// waiting began (zero while nobody waits); depleted accumulates the
@@ -97,10 +100,10 @@ func (p *Pool) DepletedTime() time.Duration {
 	return d
 }
 
-// fitsLocked reports whether n bytes can be granted now.
+// fitsLocked reports whether a reservation of n bytes can be granted now.
 func (p *Pool) fitsLocked(n int64) bool {
 	if n > p.size {
-		return p.available >= p.size // idle: served alone
+		return p.reserved == 0 // alone
 	}
 	return p.available >= n
 }
@@ -116,6 +119,7 @@ func (p *Pool) TryReserve(n int64) bool {
 		return false
 	}
 	p.available -= n
+	p.reserved += n
 	return true
 }
 
@@ -129,6 +133,7 @@ func (p *Pool) Reserve(n int64, done <-chan struct{}) (ok, waited bool) {
 	p.mu.Lock()
 	if len(p.waiters) == 0 && p.fitsLocked(n) {
 		p.available -= n
+		p.reserved += n
 		p.mu.Unlock()
 		return true, false
 	}
@@ -163,8 +168,9 @@ func (p *Pool) Reserve(n int64, done <-chan struct{}) (ok, waited bool) {
 }
 
 // Take takes n bytes without waiting, even beyond the size: for memory
-// that is already allocated or must not wait (a response, a decompressed
-// batch). It makes reservations wait until the bytes come back.
+// that is already allocated or must not wait (a small frame, a response,
+// a decompressed batch). It makes reservations wait until the bytes come
+// back with Return.
 func (p *Pool) Take(n int64) {
 	if !p.Bounded() || n <= 0 {
 		return
@@ -174,13 +180,25 @@ func (p *Pool) Take(n int64) {
 	p.mu.Unlock()
 }
 
-// Release gives back n bytes reserved or taken.
+// Return gives back n bytes taken with Take.
+func (p *Pool) Return(n int64) {
+	if !p.Bounded() || n <= 0 {
+		return
+	}
+	p.mu.Lock()
+	p.available += n
+	p.grantLocked()
+	p.mu.Unlock()
+}
+
+// Release gives back n bytes reserved with Reserve or TryReserve.
 func (p *Pool) Release(n int64) {
 	if !p.Bounded() || n <= 0 {
 		return
 	}
 	p.mu.Lock()
 	p.available += n
+	p.reserved -= n
 	p.grantLocked()
 	p.mu.Unlock()
 }
@@ -192,6 +210,7 @@ func (p *Pool) grantLocked() {
 		p.waiters[0] = nil
 		p.waiters = p.waiters[1:]
 		p.available -= w.n
+		p.reserved += w.n
 		w.granted = true
 		close(w.ready)
 	}

@@ -71,25 +71,31 @@ func TestPoolStrictFIFO(t *testing.T) {
 	}
 }
 
-// A reservation larger than the pool waits until the pool is idle and is
-// then served alone; a Take makes waiters wait for the bytes to return.
+// A reservation larger than the pool waits until no other reservation is
+// held (Takes do not hold it back) and is then served alone; a Take makes
+// reservations that fit wait for the bytes to come back.
 func TestPoolOversizedAndTake(t *testing.T) {
 	p := NewPool(100)
 	never := make(chan struct{})
-	p.Take(30)
+	p.Reserve(30, never)
 	huge := reserveAsync(p, 250, never)
 	waitFor(t, "the huge one to wait", func() bool { return p.Waiting() == 1 })
+	p.Take(50) // a response: does not hold the huge one back
 	p.Release(30)
 	waitFor(t, "the huge one granted", huge.returned)
-	if p.Available() != -150 {
-		t.Fatalf("available %d, want -150", p.Available())
+	if p.Available() != -200 {
+		t.Fatalf("available %d, want -200", p.Available())
 	}
 	if p.TryReserve(1) {
 		t.Fatal("a reservation was granted beside an oversized one")
 	}
 	p.Release(250)
-	if p.Available() != 100 {
-		t.Fatalf("available %d after release", p.Available())
+	if p.TryReserve(60) {
+		t.Fatal("60 granted with 50 available")
+	}
+	p.Return(50)
+	if p.Available() != 100 || !p.TryReserve(60) {
+		t.Fatalf("available %d after the take came back", p.Available())
 	}
 }
 
@@ -142,7 +148,7 @@ func TestUnboundedPool(t *testing.T) {
 			t.Fatal("unbounded pool refused")
 		}
 		p.Take(5)
-		p.Release(5)
+		p.Return(5)
 		if p.Used() != 0 || p.Waiting() != 0 {
 			t.Fatal("unbounded pool counts")
 		}
