@@ -17,27 +17,31 @@ import (
 
 // Issue 11: fuzzed frames from many connections at once — random bytes,
 // valid headers with random bodies for every key and version kmsg knows,
-// huge announced sizes and huge array counts. The broker does not crash,
+// huge announced sizes and huge array counts — beside slowloris
+// connections (a frame a byte a second, reconnecting when closed, with a
+// receive timeout of 3 s). The broker does not crash,
 // its peak RSS stays under its budget (GOMEMLIMIT=1GiB) plus 10%, a
 // well-behaved producer keeps a low p99 latency, and the log stays small.
 //
-// The default run sends 20,000 frames over 50 connections at a time;
-// MOLDAU_HARDENING_FULL=1 sends 1,000,000 over 2,000.
+// The default run sends 20,000 frames over 50 connections at a time, with
+// 20 slowloris connections; MOLDAU_HARDENING_FULL=1 sends 1,000,000 over
+// 5,000 with 400, as the issue.
 func TestFuzzedFramesKeepServing(t *testing.T) {
 	const budget = 1 << 30
-	frames, conns := 20_000, 50
+	frames, conns, slow := 20_000, 50, 20
 	if hardeningFull() {
-		frames, conns = 1_000_000, 2000
+		frames, conns, slow = 1_000_000, 5000, 400
 	}
 	if testing.Short() {
-		frames, conns = 2000, 10
+		frames, conns, slow = 2000, 10, 5
 	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d: %d frames over %d concurrent connections", seed, frames, conns)
 	// No auto-creation: a random body that decodes as a Produce or a
 	// Metadata request naming topics would create them (capping
 	// partitions is another part of issue 11).
-	b := startHardBroker(t, []string{"GOMEMLIMIT=1GiB"}, "auto.create.topics.enable=false")
+	b := startHardBroker(t, []string{"GOMEMLIMIT=1GiB"}, "auto.create.topics.enable=false",
+		"moldau.socket.request.receive.timeout.ms=3000")
 	t.Logf("broker %s, metrics and pprof at %s", b.Addr, strings.TrimSuffix(b.Metrics, "/metrics"))
 	adm := newAdmin(t, b.Addr)
 	ctx := ctxTimeout(t, 30*time.Minute)
@@ -50,8 +54,19 @@ func TestFuzzedFramesKeepServing(t *testing.T) {
 	logBefore := len(b.Out.String())
 
 	keys := fuzzKeys()
-	var sent, closedByBroker atomic.Int64
+	var sent, closedByBroker, slowClosed atomic.Int64
 	start := time.Now()
+	stopSlow := make(chan struct{})
+	var slowWG sync.WaitGroup
+	for range slow {
+		slowWG.Add(1)
+		go func() {
+			defer slowWG.Done()
+			for slowloris(b.Addr, stopSlow) {
+				slowClosed.Add(1)
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	for w := range conns {
 		wg.Add(1)
@@ -70,6 +85,8 @@ func TestFuzzedFramesKeepServing(t *testing.T) {
 	}
 	wg.Wait()
 	end := time.Now()
+	close(stopSlow)
+	slowWG.Wait()
 
 	if !b.alive() {
 		t.Fatalf("the broker died:\n%s", b.Out.String())
@@ -79,8 +96,8 @@ func TestFuzzedFramesKeepServing(t *testing.T) {
 	logAfter := b.Out.String()[logBefore:]
 	invalid := b.metric(t, "kafka_network_socketserver_invalidrequests_total")
 	refused := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="refused"`)
-	t.Logf("%d frames in %v (%d connections closed by the broker: %v invalid frames, %v requests refused by the handler); broker peak RSS %s (budget %s); log grew by %d bytes; producer (a process, 100 records/s, acks=all): %d acks, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms, %d errors %v",
-		sent.Load(), end.Sub(start).Round(time.Millisecond), closedByBroker.Load(), invalid, refused, mib(peak), mib(budget),
+	t.Logf("%d frames in %v (%d connections closed by the broker: %v invalid frames, %v requests refused by the handler), %d slowloris connections closed; broker peak RSS %s (budget %s); log grew by %d bytes; producer (a process, 100 records/s, acks=all): %d acks, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms, %d errors %v",
+		sent.Load(), end.Sub(start).Round(time.Millisecond), closedByBroker.Load(), invalid, refused, slowClosed.Load(), mib(peak), mib(budget),
 		len(logAfter), s.Latency.Count, s.Latency.P50, s.Latency.P99, s.Latency.P999, s.Latency.Max, s.Errors, s.ErrorCounts)
 	if peak > budget*11/10 {
 		t.Fatalf("broker peak RSS %s above the budget %s plus 10%%", mib(peak), mib(budget))
@@ -102,6 +119,32 @@ func TestFuzzedFramesKeepServing(t *testing.T) {
 	}
 	if invalid == 0 {
 		t.Fatal("no invalid frame was counted")
+	}
+}
+
+// slowloris sends an ApiVersions request a byte a second on a new
+// connection until the broker closes it (true) or stop is closed (false).
+func slowloris(addr string, stop <-chan struct{}) bool {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		select {
+		case <-stop:
+			return false
+		case <-time.After(100 * time.Millisecond):
+			return true
+		}
+	}
+	defer c.Close()
+	frame := requestHeader(18, 0, 1, "slowloris", 0)
+	for i := 0; ; i = (i + 1) % len(frame) {
+		if _, err := c.Write(frame[i : i+1]); err != nil {
+			return true
+		}
+		select {
+		case <-stop:
+			return false
+		case <-time.After(time.Second):
+		}
 	}
 }
 
