@@ -160,21 +160,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		BrokerEpoch: b.lifecycle.Epoch,
 	})
 	b.socket.cfg.Handler = b.handler
-	// num.io.threads and num.network.threads may be dynamic (set with
-	// AlterConfigs, persisted in the metadata): the socket server started
-	// with the values in effect, and follows their changes.
-	b.unregister = append(b.unregister, cfg.AddReconfigurable(config.ReconfigurableFunc{
-		Keys: []string{"num.io.threads", "num.network.threads"},
-		Apply: func(old, new map[string]any) {
-			if n, _ := new["num.io.threads"].(int32); n != old["num.io.threads"] {
-				b.socket.ResizeHandlers(int(n))
-			}
-			if n, _ := new["num.network.threads"].(int32); n != old["num.network.threads"] {
-				b.socket.ResizeProcessors(int(n))
-			}
-		},
-	}))
-	b.unregister = append(b.unregister, cfg.AddReconfigurable(b.socketLimitsReconfigurable()))
+	b.registerReconfigurables()
 	if cfg.MetricsListener != "" {
 		if b.httpSrv, err = ServeMetrics(cfg.MetricsListener, b.registry, b.log); err != nil {
 			return nil, fmt.Errorf("metrics listener %s: %w", cfg.MetricsListener, err)
@@ -263,6 +249,26 @@ func (b *Broker) newSocketServers() error {
 	data.ProtectedListener = cfg.InterBrokerListenerName
 	b.socket, err = NewSocketServer(data)
 	return err
+}
+
+// registerReconfigurables makes the socket server follow the dynamic
+// configs it applies: num.io.threads and num.network.threads (set with
+// AlterConfigs, persisted in the metadata: the server started with the
+// values in effect), the connection quotas and the request receive
+// timeout.
+func (b *Broker) registerReconfigurables() {
+	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(config.ReconfigurableFunc{
+		Keys: []string{"num.io.threads", "num.network.threads"},
+		Apply: func(old, new map[string]any) {
+			if n, _ := new["num.io.threads"].(int32); n != old["num.io.threads"] {
+				b.socket.ResizeHandlers(int(n))
+			}
+			if n, _ := new["num.network.threads"].(int32); n != old["num.network.threads"] {
+				b.socket.ResizeProcessors(int(n))
+			}
+		},
+	}))
+	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(b.socketLimitsReconfigurable()))
 }
 
 // socketLimitsReconfigurable applies the connection quotas and the request

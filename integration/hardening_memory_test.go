@@ -66,7 +66,7 @@ func TestHugeProducesStayInMemoryBudget(t *testing.T) {
 	accepted, refused := hugeProduceBody(t, "hard-accepted"), hugeProduceBody(t, "hard-refused")
 	t.Logf("%d connections, each sending a %s Produce request", conns, mib(int64(len(accepted))))
 
-	// Sample the broker's memory and the pool while they run.
+	// Sample the pool while they run.
 	var peakUsed, peakWaiting atomic.Int64
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
@@ -82,37 +82,8 @@ func TestHugeProducesStayInMemoryBudget(t *testing.T) {
 			peakWaiting.Store(max(peakWaiting.Load(), int64(b.metric(t, "kafka_network_socketserver_memorypoolwaitingconnections"))))
 		}
 	}()
-
 	start := time.Now()
-	var answered, closed, okCount, tooLarge atomic.Int64
-	var wg sync.WaitGroup
-	for i := range conns {
-		body := refused
-		if i%10 == 0 {
-			body = accepted
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			code, err := sendHugeProduce(ctx, b.Addr, int32(i), body)
-			switch {
-			case err != nil:
-				closed.Add(1)
-				t.Logf("connection %d closed without an answer: %v", i, err)
-			default:
-				answered.Add(1)
-				switch code {
-				case 0:
-					okCount.Add(1)
-				case kerr.MessageTooLarge.Code:
-					tooLarge.Add(1)
-				default:
-					t.Errorf("request %d answered with error code %d", i, code)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	res := sendHugeProduces(t, ctx, b.Addr, conns, accepted, refused)
 	end := time.Now()
 	close(stopSampling)
 	<-sampled
@@ -120,12 +91,12 @@ func TestHugeProducesStayInMemoryBudget(t *testing.T) {
 	peak := b.procStatus("VmHWM")
 	n, p50, p99, worst, gap, errs, lastErr := small.stats(start, end)
 	t.Logf("%d huge requests in %v: %d answered (%d appended, %d MESSAGE_TOO_LARGE), %d closed; broker peak RSS %s (budget %s); pool peak used %s, up to %d connections muted; small producer: %d acks, p50 %v, p99 %v, max %v, longest without an ack %v, %d errors",
-		conns, end.Sub(start).Round(time.Millisecond), answered.Load(), okCount.Load(), tooLarge.Load(), closed.Load(),
+		conns, end.Sub(start).Round(time.Millisecond), res.answered, res.ok, res.tooLarge, res.closed,
 		mib(peak), mib(budget), mib(peakUsed.Load()), peakWaiting.Load(), n, p50, p99, worst, gap, errs)
-	if answered.Load()+closed.Load() != int64(conns) {
-		t.Fatalf("%d of %d requests neither answered nor closed", int64(conns)-answered.Load()-closed.Load(), conns)
+	if res.answered+res.closed != conns {
+		t.Fatalf("%d of %d requests neither answered nor closed", conns-res.answered-res.closed, conns)
 	}
-	if okCount.Load() == 0 {
+	if res.ok == 0 {
 		t.Fatal("no huge request was appended")
 	}
 	if peak > budget*11/10 {
@@ -143,6 +114,46 @@ func TestHugeProducesStayInMemoryBudget(t *testing.T) {
 	if !b.alive() {
 		t.Fatal("the broker died")
 	}
+}
+
+// hugeResults counts the outcomes of sendHugeProduces.
+type hugeResults struct{ answered, closed, ok, tooLarge int }
+
+// sendHugeProduces sends conns Produce requests at once, each on its own
+// connection: every tenth with body accepted, the others with refused.
+func sendHugeProduces(t *testing.T, ctx context.Context, addr string, conns int, accepted, refused []byte) hugeResults {
+	var mu sync.Mutex
+	var res hugeResults
+	var wg sync.WaitGroup
+	for i := range conns {
+		body := refused
+		if i%10 == 0 {
+			body = accepted
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, err := sendHugeProduce(ctx, addr, int32(i), body)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				res.closed++
+				t.Logf("connection %d closed without an answer: %v", i, err)
+			case code == 0:
+				res.answered++
+				res.ok++
+			case code == kerr.MessageTooLarge.Code:
+				res.answered++
+				res.tooLarge++
+			default:
+				res.answered++
+				t.Errorf("request %d answered with error code %d", i, code)
+			}
+		}()
+	}
+	wg.Wait()
+	return res
 }
 
 // hugeProduceBody encodes a Produce v9 request body carrying one 90 MB

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,32 +27,51 @@ import (
 // protected as in Kafka, used by the admin client) and LIMITED (used by
 // the raw connections under test).
 func TestConnectionQuotasAtRunTime(t *testing.T) {
+	q := startQuotaBroker(t)
+	// Kafka's validation.
+	if err := q.alter("max.connections.per.ip", "0"); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("max.connections.per.ip=0 without overrides: %v, want INVALID_REQUEST", err)
+	}
+	if err := q.alter("listener.name.limited.max.connections", "0"); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("a listener limit of 0: %v, want INVALID_REQUEST", err)
+	}
+	q.perIP(t)
+	q.brokerLimit(t, q.listenerLimit(t))
+	q.creationRate(t)
+}
+
+// quotaBroker is the broker of TestConnectionQuotasAtRunTime, its admin
+// client and its LIMITED listener's address.
+type quotaBroker struct {
+	b       *hardBroker
+	adm     *kadm.Client
+	ctx     context.Context
+	limited string
+}
+
+func startQuotaBroker(t *testing.T) *quotaBroker {
 	ports := freePorts(t, 3)
 	port, limitedPort := ports[0], ports[1]
 	b := startHardBrokerAt(t, port, ports[2], nil,
 		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,LIMITED://127.0.0.1:%d", port, limitedPort),
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,LIMITED:PLAINTEXT")
-	limited := fmt.Sprintf("127.0.0.1:%d", limitedPort)
-	adm := newAdmin(t, b.Addr)
-	ctx := ctxTimeout(t, 2*time.Minute)
-	alter := func(name, value string) error {
-		resps, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: name, Value: &value}})
-		if err == nil {
-			err = resps[0].Err
-		}
-		return err
-	}
+	return &quotaBroker{b: b, adm: newAdmin(t, b.Addr), ctx: ctxTimeout(t, 2*time.Minute),
+		limited: fmt.Sprintf("127.0.0.1:%d", limitedPort)}
+}
 
-	// Kafka's validation.
-	if err := alter("max.connections.per.ip", "0"); !errors.Is(err, kerr.InvalidRequest) {
-		t.Fatalf("max.connections.per.ip=0 without overrides: %v, want INVALID_REQUEST", err)
+// alter sets a cluster-wide dynamic broker config with kadm.
+func (q *quotaBroker) alter(name, value string) error {
+	resps, err := q.adm.AlterBrokerConfigs(q.ctx, []kadm.AlterConfig{{Name: name, Value: &value}})
+	if err == nil {
+		err = resps[0].Err
 	}
-	if err := alter("listener.name.limited.max.connections", "0"); !errors.Is(err, kerr.InvalidRequest) {
-		t.Fatalf("a listener limit of 0: %v, want INVALID_REQUEST", err)
-	}
+	return err
+}
 
-	// Per IP: 127.0.0.2 may have 2 connections.
-	if err := alter("max.connections.per.ip.overrides", "127.0.0.2:2"); err != nil {
+// perIP: with the override 127.0.0.2:2, a third connection from there is
+// closed at once; other addresses are not limited.
+func (q *quotaBroker) perIP(t *testing.T) {
+	if err := q.alter("max.connections.per.ip.overrides", "127.0.0.2:2"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -62,13 +82,13 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 			}
 		}()
 		for range 2 {
-			c, err := dialFrom("127.0.0.2", limited)
+			c, err := dialFrom("127.0.0.2", q.limited)
 			if err != nil || !served(c, 5*time.Second) {
 				return fmt.Errorf("a connection under the per-IP limit was not served: %v", err)
 			}
 			cs = append(cs, c)
 		}
-		c, err := dialFrom("127.0.0.2", limited)
+		c, err := dialFrom("127.0.0.2", q.limited)
 		if err != nil {
 			return err
 		}
@@ -79,7 +99,7 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 		return nil
 	})
 	eventually(t, 5*time.Second, func() error {
-		if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="per_ip_limit"`); v < 1 {
+		if v := q.b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="per_ip_limit"`); v < 1 {
 			return fmt.Errorf("per_ip_limit closes counted: %v", v)
 		}
 		return nil
@@ -87,7 +107,7 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 	// Other addresses are not limited by the override.
 	var others []net.Conn
 	for range 4 {
-		c, err := dialFrom("127.0.0.3", limited)
+		c, err := dialFrom("127.0.0.3", q.limited)
 		if err != nil || !served(c, 5*time.Second) {
 			t.Fatalf("127.0.0.3 was limited: %v", err)
 		}
@@ -96,17 +116,20 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 	for _, c := range others {
 		c.Close()
 	}
+}
 
-	// A listener limit: LIMITED may hold 2; the third waits for a slot.
-	if err := alter("listener.name.limited.max.connections", "2"); err != nil {
+// listenerLimit: LIMITED may hold 2; the third waits for a slot. It
+// returns the two connections left open.
+func (q *quotaBroker) listenerLimit(t *testing.T) []net.Conn {
+	if err := q.alter("listener.name.limited.max.connections", "2"); err != nil {
 		t.Fatal(err)
 	}
-	a1, a2, waiting := mustDial(t, limited), mustDial(t, limited), (net.Conn)(nil)
+	a1, a2, waiting := mustDial(t, q.limited), mustDial(t, q.limited), (net.Conn)(nil)
 	eventually(t, 10*time.Second, func() error {
 		if !served(a1, 5*time.Second) || !served(a2, 5*time.Second) {
 			t.Fatal("connections under the listener limit were not served")
 		}
-		c := mustDial(t, limited)
+		c := mustDial(t, q.limited)
 		if served(c, 500*time.Millisecond) {
 			c.Close()
 			return errors.New("a third connection on LIMITED was served")
@@ -118,31 +141,35 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 	if !served(waiting, 5*time.Second) {
 		t.Fatal("the waiting connection was not served once a slot was free")
 	}
+	return []net.Conn{a2, waiting}
+}
 
-	// The broker's max.connections below what is open: LIMITED's
-	// connections go (PLAINTEXT, the inter-broker listener, is
-	// protected and keeps the admin's), and a new one waits.
-	if err := alter("max.connections", "1"); err != nil {
+// brokerLimit: the broker's max.connections below what is open closes
+// LIMITED's connections (PLAINTEXT, the inter-broker listener, is
+// protected and keeps the admin's), and a new one waits until it is
+// raised.
+func (q *quotaBroker) brokerLimit(t *testing.T, open []net.Conn) {
+	if err := q.alter("max.connections", "1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []net.Conn{a2, waiting} {
+	for _, c := range open {
 		if !closedWithin(c, 10*time.Second) {
 			t.Fatal("a connection above max.connections was not closed")
 		}
 	}
 	// Counted just after the socket is closed.
 	eventually(t, 5*time.Second, func() error {
-		if v := b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="max_connections"`); v != 2 {
+		if v := q.b.metric(t, "kafka_server_socketservermetrics_connection_close_reason_total", `reason="max_connections"`); v != 2 {
 			return fmt.Errorf("max_connections closes counted: %v, want 2", v)
 		}
 		return nil
 	})
-	blocked := mustDial(t, limited)
+	blocked := mustDial(t, q.limited)
 	if served(blocked, 500*time.Millisecond) {
 		t.Fatal("a connection was served above max.connections")
 	}
 	// The admin client still works (protected listener).
-	rc, err := adm.DescribeBrokerConfigs(ctx)
+	rc, err := q.adm.DescribeBrokerConfigs(q.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,34 +178,36 @@ func TestConnectionQuotasAtRunTime(t *testing.T) {
 			t.Fatalf("DescribeConfigs: max.connections %v from %v", c.Value, c.Source)
 		}
 	}
-	if err := alter("max.connections", "1000"); err != nil {
+	if err := q.alter("max.connections", "1000"); err != nil {
 		t.Fatal(err)
 	}
 	if !served(blocked, 10*time.Second) {
 		t.Fatal("the blocked connection was not served once max.connections was raised")
 	}
-	if v := b.metric(t, "kafka_network_acceptor_blocked_seconds_total", `listener="LIMITED"`); v <= 0 {
+	if v := q.b.metric(t, "kafka_network_acceptor_blocked_seconds_total", `listener="LIMITED"`); v <= 0 {
 		t.Fatalf("acceptor blocked time %v", v)
 	}
 	blocked.Close()
+}
 
-	// The creation rate on LIMITED: 5 a second, the rest delayed.
-	if err := alter("listener.name.limited.max.connections", "1000"); err != nil {
+// creationRate: 5 connections a second on LIMITED, the rest delayed.
+func (q *quotaBroker) creationRate(t *testing.T) {
+	if err := q.alter("listener.name.limited.max.connections", "1000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := alter("listener.name.limited.max.connection.creation.rate", "5"); err != nil {
+	if err := q.alter("listener.name.limited.max.connection.creation.rate", "5"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() error {
-		before := b.metric(t, "kafka_server_socketservermetrics_connection_accept_throttled_total", `listener="LIMITED"`)
+		before := q.b.metric(t, "kafka_server_socketservermetrics_connection_accept_throttled_total", `listener="LIMITED"`)
 		for range 12 {
-			c := mustDial(t, limited)
+			c := mustDial(t, q.limited)
 			if !served(c, 10*time.Second) {
 				t.Fatal("a throttled connection was not served")
 			}
 			c.Close()
 		}
-		if after := b.metric(t, "kafka_server_socketservermetrics_connection_accept_throttled_total", `listener="LIMITED"`); after-before < 5 {
+		if after := q.b.metric(t, "kafka_server_socketservermetrics_connection_accept_throttled_total", `listener="LIMITED"`); after-before < 5 {
 			return fmt.Errorf("%v of 12 connections throttled at 5 a second", after-before)
 		}
 		return nil
