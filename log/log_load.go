@@ -33,6 +33,13 @@ type logParams struct {
 	topicID          [16]byte
 	// pidExpirationMs is producer.id.expiration.ms; nil: the default.
 	pidExpirationMs func() int64
+	// isNew: the dir did not exist (a partition created here). There is
+	// nothing to recover or make durable: the empty segment is not
+	// synced, and partition.metadata is written without fsync, as Kafka
+	// flushes it later (a crash before then loses an empty log, which the
+	// metadata creates again, or a partition.metadata that
+	// GetOrCreateLog writes again).
+	isNew bool
 }
 
 // LoadResult says what loading one log did.
@@ -248,7 +255,7 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 	l.leo = l.active().nextOffset
 	l.logStart = logStart
 	l.hw = min(max(p.highWatermark, logStart), l.leo)
-	if p.hadCleanShutdown {
+	if p.hadCleanShutdown || p.isNew {
 		l.recoveryPoint = min(p.recoveryPoint, l.leo)
 	} else {
 		// The recovered data is checked; make it durable so the recovery
@@ -299,7 +306,11 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		l.topicID = id
 	}
 	if !ok && p.topicID != ([16]byte{}) {
-		if err := writePartitionMetadata(p.fsys, p.dir, p.topicID); err != nil {
+		write := writePartitionMetadata
+		if p.isNew {
+			write = writePartitionMetadataNoSync
+		}
+		if err := write(p.fsys, p.dir, p.topicID); err != nil {
 			return nil, res, err
 		}
 		l.topicID = p.topicID

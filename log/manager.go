@@ -5,6 +5,7 @@ import (
 
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -114,8 +115,11 @@ type Manager struct {
 	cleaner        *LogCleaner
 	cleanerMetrics *cleanerCollector
 
-	mu      sync.RWMutex
-	logs    map[TopicPartition]*Log
+	mu   sync.RWMutex
+	logs map[TopicPartition]*Log
+	// perDir counts the logs in each dir (by path), so that placing a
+	// new log does not walk every log.
+	perDir  map[string]int
 	dirs    []*logDir
 	started bool
 	closed  bool
@@ -153,7 +157,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	m := &Manager{
 		cfg: cfg, fsys: cfg.FS, logger: cfg.Logger,
-		logs: make(map[TopicPartition]*Log),
+		logs: make(map[TopicPartition]*Log), perDir: make(map[string]int),
 	}
 	if len(cfg.Dirs) == 0 {
 		return nil, errors.New("log: no log.dirs")
@@ -352,6 +356,7 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			continue
 		}
 		m.logs[l.tp] = l
+		m.perDir[filepath.Dir(l.dir)]++
 		res.Logs++
 		res.RecoveredSegments += results[i].RecoveredSegments
 		res.TruncatedBytes += results[i].TruncatedBytes
@@ -561,7 +566,13 @@ func (m *Manager) GetLog(tp TopicPartition) *Log {
 
 // GetOrCreateLog returns the log of tp, creating it in the dir with the
 // fewest partitions. An existing log with another (non-zero) topic ID is an
-// error wrapping kerr.InconsistentTopicID.
+// error wrapping kerr.InconsistentTopicID; an existing log without one
+// (its partition.metadata lost in a crash) gets topicID written now.
+//
+// Creating a log costs a few file creations and no fsync (see
+// logParams.isNew) and is logged at DEBUG, so that a CreatePartitions of
+// thousands of partitions takes well under a second per thousand; the
+// caller logs a summary.
 func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -569,8 +580,12 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 		return nil, fmt.Errorf("%w: log manager is closed", kerr.KafkaStorageError)
 	}
 	if l := m.logs[tp]; l != nil {
-		if have := l.TopicID(); topicID != ([16]byte{}) && have != ([16]byte{}) && have != topicID {
+		have := l.TopicID()
+		if topicID != ([16]byte{}) && have != ([16]byte{}) && have != topicID {
 			return nil, fmt.Errorf("%w: log %s has topic id %s, not %s", kerr.InconsistentTopicID, tp, uuid.UUID(have).String(), uuid.UUID(topicID).String())
+		}
+		if have == ([16]byte{}) && topicID != ([16]byte{}) {
+			m.adoptTopicID(l, topicID)
 		}
 		return l, nil
 	}
@@ -580,51 +595,109 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if tp.Partition < 0 {
 		return nil, fmt.Errorf("%w: partition %d", kerr.InvalidPartitions, tp.Partition)
 	}
-	counts := map[string]int{}
-	for _, l := range m.logs {
-		counts[filepath.Dir(l.Dir())]++
-	}
 	var best *logDir
 	for _, d := range m.dirs {
-		if d.err == nil && (best == nil || counts[d.path] < counts[best.path]) {
+		if d.err == nil && (best == nil || m.perDir[d.path] < m.perDir[best.path]) {
 			best = d
 		}
 	}
 	if best == nil {
 		return nil, fmt.Errorf("%w: no online log dir", kerr.KafkaStorageError)
 	}
+	dir := filepath.Join(best.path, tp.String())
+	_, statErr := m.fsys.Stat(dir)
 	l, _, err := loadLog(logParams{
-		dir: filepath.Join(best.path, tp.String()), tp: tp, cfg: cfg, fsys: m.fsys,
+		dir: dir, tp: tp, cfg: cfg, fsys: m.fsys,
 		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: topicID,
 		pidExpirationMs: m.cfg.ProducerIDExpirationMs,
+		isNew:           errors.Is(statErr, fs.ErrNotExist),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: creating log %s: %v", kerr.KafkaStorageError, tp, err)
 	}
 	m.logs[tp] = l
-	m.logger.Info("created log", "partition", tp.String(), "dir", l.dir)
+	m.perDir[best.path]++
+	m.logger.Debug("created log", "partition", tp.String(), "dir", l.dir)
 	return l, nil
+}
+
+// adoptTopicID records topicID for a log loaded without one.
+func (m *Manager) adoptTopicID(l *Log, topicID [16]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.deleted || l.topicID != ([16]byte{}) {
+		return
+	}
+	if err := writePartitionMetadata(m.fsys, l.Dir(), topicID); err != nil {
+		m.logger.Warn("writing partition.metadata failed", "partition", l.tp.String(), "err", err)
+		return
+	}
+	l.topicID = topicID
 }
 
 // DeleteLog removes tp's log: its dir is renamed
 // "<topic>-<partition>.<uuid>-delete" at once, and closed and removed after
 // file.delete.delay.ms (readers may still be sending from it).
 func (m *Manager) DeleteLog(tp TopicPartition) error {
+	return m.DeleteLogs([]TopicPartition{tp})
+}
+
+// DeleteLogs deletes logs as DeleteLog does, then syncs and writes the
+// checkpoints of the dirs they were in once (Kafka's asyncDelete of a batch of
+// partitions), so deleting a topic of thousands of partitions costs one
+// checkpoint per dir, not one per partition. It returns every error met;
+// the other logs are deleted regardless.
+func (m *Manager) DeleteLogs(tps []TopicPartition) error {
+	var errs []error
+	dirs := make(map[string]bool)
+	deleted := 0
+	for _, tp := range tps {
+		parent, err := m.deleteLog(tp)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if parent != "" {
+			dirs[parent] = true
+			deleted++
+		}
+	}
+	for _, d := range m.dirs {
+		if dirs[d.path] && d.err == nil {
+			// The renames, durable before we return.
+			if err := m.fsys.SyncDir(d.path); err != nil {
+				errs = append(errs, fmt.Errorf("%w: syncing %s: %v", kerr.KafkaStorageError, d.path, err))
+			}
+			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
+				m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
+			}
+		}
+	}
+	if deleted > 1 {
+		m.logger.Info("deleted logs", "count", deleted)
+	}
+	return errors.Join(errs...)
+}
+
+// deleteLog renames tp's log for deletion and schedules its removal; it
+// returns the log dir the log was in ("" if there was no log).
+func (m *Manager) deleteLog(tp TopicPartition) (string, error) {
 	m.mu.Lock()
 	l := m.logs[tp]
 	if l == nil {
 		m.mu.Unlock()
-		return fmt.Errorf("%w: no log for %s", kerr.UnknownTopicOrPartition, tp)
+		return "", fmt.Errorf("%w: no log for %s", kerr.UnknownTopicOrPartition, tp)
 	}
 	delete(m.logs, tp)
+	old := l.Dir()
+	parent := filepath.Dir(old)
+	m.perDir[parent]--
 	m.mu.Unlock()
 	m.forgetCleaning(l)
 
 	l.replaceMu.Lock()
 	l.mu.Lock()
 	l.deleted = true
-	old := l.Dir()
 	var id [16]byte
 	for i := range id {
 		id[i] = byte(rand.Uint32())
@@ -635,20 +708,12 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 		l.segMu.Lock()
 		l.dir = newDir
 		l.segMu.Unlock()
-		err = m.fsys.SyncDir(filepath.Dir(old))
 	}
 	delay := time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond
 	l.mu.Unlock()
 	l.replaceMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w: renaming %s for deletion: %v", kerr.KafkaStorageError, old, err)
-	}
-	for _, d := range m.dirs {
-		if d.path == filepath.Dir(old) && d.err == nil {
-			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
-				m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
-			}
-		}
+		return parent, fmt.Errorf("%w: renaming %s for deletion: %v", kerr.KafkaStorageError, old, err)
 	}
 	m.scheduleDelete(delay, func() {
 		l.Close()
@@ -656,8 +721,8 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 			m.logger.Warn("removing deleted log failed", "dir", newDir, "err", err)
 		}
 	})
-	m.logger.Info("deleted log", "partition", tp.String(), "dir", newDir)
-	return nil
+	m.logger.Debug("deleted log", "partition", tp.String(), "dir", newDir)
+	return parent, nil
 }
 
 // Logs returns every log, sorted by topic and partition.

@@ -82,6 +82,14 @@ type KafkaConfig struct {
 	SocketListenBacklogSize           int    // socket.listen.backlog.size, 50
 	MaxConnections                    int    // max.connections
 	MaxConnectionsPerIP               int    // max.connections.per.ip
+	// QueuedMaxRequestBytes is queued.max.request.bytes in effect: -1
+	// unbounded, else the request memory pool's size (derived from the
+	// memory budget when unset).
+	QueuedMaxRequestBytes int64
+	// MemoryBudget and MemoryBudgetSource are the budget the derived
+	// queued.max.request.bytes comes from (0 and "" when it is set).
+	MemoryBudget       int64
+	MemoryBudgetSource string
 
 	MinInSyncReplicas                    int32         // min.insync.replicas (static value)
 	ReplicaLagTimeMax                    time.Duration // replica.lag.time.max.ms, 30000
@@ -111,8 +119,8 @@ var (
 	// that brokerDefs does not define (a key moved to broker_defs.go,
 	// because Moldau now acts on it, simply wins over the generated one).
 	brokerIndex = func() map[string]*Def {
-		m := make(map[string]*Def, len(brokerDefs)+len(kafkaBrokerDefs))
-		for _, d := range brokerDefs {
+		m := make(map[string]*Def, len(brokerDefs)+len(networkDefs)+len(kafkaBrokerDefs))
+		for _, d := range append(slices.Clone(brokerDefs), networkDefs...) {
 			if m[d.Name] != nil {
 				panic("config: duplicate definition " + d.Name)
 			}
@@ -200,7 +208,7 @@ func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		d := brokerIndex[k]
+		d := brokerDefFor(k) // listener.name.<listener>.<key> too
 		if d == nil {
 			warnings = append(warnings, fmt.Sprintf("unknown configuration %q (%s) is ignored", k, where[k]))
 			continue
@@ -397,6 +405,9 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.MaxConnections = int(i32("max.connections"))
 	c.MaxConnectionsPerIP = int(i32("max.connections.per.ip"))
 	c.ConnectionsMaxIdle = ms64("connections.max.idle.ms")
+	if err := c.fillNetwork(); err != nil {
+		return nil, err
+	}
 	c.NumPartitions = i32("num.partitions")
 	rf := i32("default.replication.factor")
 	if rf < 1 || rf > 32767 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/moldau/moldau/broker"
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/memory"
 )
 
 func serve(args []string) error {
@@ -40,12 +42,19 @@ func serve(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	// Before the configuration, whose default queued.max.request.bytes
+	// derives from the memory limit.
+	setMemoryLimit(logger)
 	cfg, warnings, err := config.Load(*cfgPath, *overrides)
 	if err != nil {
 		return err
 	}
 	for _, w := range warnings {
 		logger.Warn(w)
+	}
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.MemoryBudget > 0 {
+		logger.Info("request memory pool derived from the memory budget",
+			"queued.max.request.bytes", cfg.QueuedMaxRequestBytes, "budget", cfg.MemoryBudget, "budget_from", cfg.MemoryBudgetSource)
 	}
 	b, err := broker.New(cfg, broker.Options{Logger: logger})
 	if err != nil {
@@ -94,6 +103,33 @@ func serve(args []string) error {
 	}
 	logger.Info("shut down cleanly")
 	return nil
+}
+
+// memoryLimitShare is the share of the cgroup memory limit given to
+// GOMEMLIMIT: the rest is for what the Go runtime does not count (thread
+// stacks outside the heap, cgo, the kernel's socket buffers charged to the
+// cgroup).
+const memoryLimitShare = 0.9
+
+// setMemoryLimit sets the Go memory limit (GOMEMLIMIT) to 90% of the
+// cgroup memory limit when the user has not set GOMEMLIMIT, so that the
+// garbage collector works harder before the cgroup's OOM killer does.
+func setMemoryLimit(logger *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		logger.Info("memory limit from GOMEMLIMIT", "bytes", debug.SetMemoryLimit(-1))
+		return
+	}
+	limit, err := memory.CgroupLimit()
+	if err != nil {
+		logger.Warn("reading the cgroup memory limit failed; GOMEMLIMIT not set", "err", err)
+		return
+	}
+	if limit <= 0 {
+		return
+	}
+	set := int64(float64(limit) * memoryLimitShare)
+	debug.SetMemoryLimit(set)
+	logger.Info("GOMEMLIMIT set from the cgroup memory limit", "cgroup_limit", limit, "gomemlimit", set)
 }
 
 // waitReady waits until the broker serves clients: its metadata quorum has
