@@ -482,6 +482,9 @@ func (b *Broker) Close() error {
 			}
 			errs = append(errs, b.socket.Close())
 		}
+		if b.handler != nil {
+			b.handler.Close()
+		}
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/quota"
+	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/replica"
 )
@@ -69,7 +70,14 @@ type Handler struct {
 	now         func() time.Time
 	sessions    *fetchSessionCache
 	producerIDs *producerIDManager
+	// g runs the requests that wait on the controller (forwarded), off
+	// the handler pool.
+	g routine.Group
 }
+
+// Close waits for the forwarded requests still running (their context
+// ends with the socket server's). Idempotent.
+func (h *Handler) Close() { h.g.StopAndWait() }
 
 // New returns a Handler.
 func New(cfg Config) *Handler {
