@@ -91,9 +91,12 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 	if err := p.fsys.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, res, err
 	}
+	// On an error the segments opened so far are closed. The cleanup
+	// holds the log itself: the error returns set the result l to nil.
+	opened := l
 	defer func() {
 		if err != nil {
-			for _, s := range l.segs {
+			for _, s := range opened.segs {
 				s.closeFiles()
 			}
 		}

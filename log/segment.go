@@ -171,8 +171,11 @@ func closeAfter(f File, fn func(File) error) error {
 // openSegment opens an existing segment and loads its indexes. indexErr is
 // non-nil if an index file was missing or corrupt: the caller must rebuild
 // the indexes (recover) before using the segment.
-func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (s *Segment, indexErr error, err error) {
-	s = &Segment{
+//
+// On an error it returns a nil segment and has closed what it opened (the
+// cleanup closes the segment built here, never the nil result).
+func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (_ *Segment, indexErr error, err error) {
+	s := &Segment{
 		baseOffset: base, dir: dir, fsys: fsys, nextOffset: base,
 		maxTs: -1, offsetOfMaxTs: base, firstBatchTs: -1, created: now,
 		rollJitterMs: cfg.randomSegmentJitter(),
