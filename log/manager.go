@@ -119,7 +119,11 @@ type Manager struct {
 	logs map[TopicPartition]*Log
 	// perDir counts the logs in each dir (by path), so that placing a
 	// new log does not walk every log.
-	perDir  map[string]int
+	perDir map[string]int
+	// offline are the partitions whose logs are in an offline dir
+	// (see dir_failure.go), with that dir.
+	offline map[TopicPartition]string
+	// dirs is set before any log is loaded and never changes.
 	dirs    []*logDir
 	started bool
 	closed  bool
@@ -134,9 +138,15 @@ type Manager struct {
 
 type logDir struct {
 	path   string
-	err    error // non-nil: offline
-	ckptMu sync.Mutex
+	health dirHealth // failed: offline until restart
+	// unlisted: the dir failed before its partitions could be listed,
+	// so any partition may be there.
+	unlisted bool
+	ckptMu   sync.Mutex
 }
+
+// failed returns why the dir is offline, or nil.
+func (d *logDir) failed() error { return d.health.failed() }
 
 // DirLoadResult says what loading one log dir did.
 type DirLoadResult struct {
@@ -152,32 +162,46 @@ type DirLoadResult struct {
 
 // NewManager loads every log found in the dirs, running recovery where the
 // last shutdown was not clean. A dir that cannot be loaded is offline
-// (DirInfos reports it); if every dir is, NewManager fails.
+// (DirInfos reports it, its partitions answer KAFKA_STORAGE_ERROR); if
+// every dir is, NewManager fails. Too many open files fails it too, with a
+// *FileLimitError that says how many the logs need: the limit must be
+// raised, and a dir taken offline for it would hide its data.
 func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		cfg: cfg, fsys: cfg.FS, logger: cfg.Logger,
+		cfg: cfg, logger: cfg.Logger,
 		logs: make(map[TopicPartition]*Log), perDir: make(map[string]int),
+		offline: make(map[TopicPartition]string),
 	}
+	m.fsys = &dirFailureFS{inner: cfg.FS, report: m.reportIOError}
 	if len(cfg.Dirs) == 0 {
 		return nil, errors.New("log: no log.dirs")
 	}
-	online := 0
 	for _, path := range cfg.Dirs {
-		d := &logDir{path: filepath.Clean(path)}
-		m.dirs = append(m.dirs, d)
+		m.dirs = append(m.dirs, &logDir{path: filepath.Clean(path)})
+	}
+	online := 0
+	var causes []string
+	for _, d := range m.dirs {
 		res := m.loadDir(d)
 		m.loads = append(m.loads, res)
+		if res.Err != nil && IsTooManyOpenFiles(res.Err) {
+			m.abortLoad()
+			return nil, newFileLimitError(cfg.FS, cfg.Dirs, res.Err)
+		}
 		if res.Err != nil {
-			d.err = res.Err
-			m.logger.Error("log dir is offline: loading failed", "dir", d.path, "err", res.Err)
+			m.failDir(d, &DirFailure{Dir: d.path, Op: "load", Path: d.path, Err: res.Err, At: cfg.Now()})
+		}
+		if err := d.failed(); err != nil {
+			m.handleLogDirFailure(d)
+			causes = append(causes, err.Error())
 			continue
 		}
 		online++
 	}
 	if online == 0 {
-		m.closeLogs()
-		return nil, fmt.Errorf("%w: no log dir could be loaded: %v", kerr.KafkaStorageError, m.loads[0].Err)
+		m.abortLoad()
+		return nil, fmt.Errorf("%w: no log dir could be loaded: %s", kerr.KafkaStorageError, strings.Join(causes, "; "))
 	}
 	// Record what was loaded (and recovered) right away, so the
 	// checkpoints on disk always describe the logs there.
@@ -208,6 +232,15 @@ func (m *Manager) closeLogs() {
 	for _, l := range m.logs {
 		l.Close()
 	}
+}
+
+// abortLoad undoes a NewManager that fails: the logs loaded are closed
+// and the goroutines of dir failures waited for.
+func (m *Manager) abortLoad() {
+	m.bg.StopAndWait()
+	m.mu.Lock()
+	m.closeLogs()
+	m.mu.Unlock()
 }
 
 // MetadataLogDirName is the directory of the metadata quorum's log
@@ -245,13 +278,13 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	res.Dir = d.path
 	fsys := m.fsys
 	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
-		res.Err = err
+		d.unlisted, res.Err = true, err
 		return res
 	}
 	marker := filepath.Join(d.path, CleanShutdownFile)
 	clean, err := exists(fsys, marker)
 	if err != nil {
-		res.Err = err
+		d.unlisted, res.Err = true, err
 		return res
 	}
 	res.CleanShutdown = clean
@@ -272,7 +305,7 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 
 	entries, err := fsys.ReadDir(d.path)
 	if err != nil {
-		res.Err = err
+		d.unlisted, res.Err = true, err
 		return res
 	}
 	type job struct {
@@ -329,7 +362,7 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
 			logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 			hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
-			pidExpirationMs: m.cfg.ProducerIDExpirationMs,
+			pidExpirationMs: m.cfg.ProducerIDExpirationMs, health: &d.health,
 		}
 		if v, ok := rps[j.tp]; ok {
 			p.recoveryPoint = v
@@ -348,6 +381,8 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	for i, l := range logs {
 		if errs[i] != nil {
 			loadErr = errors.Join(loadErr, fmt.Errorf("loading %s: %w", jobs[i].dir, errs[i]))
+			// The dir goes offline, and this partition with it.
+			m.offline[jobs[i].tp] = d.path
 			continue
 		}
 		if other, dup := m.logs[l.tp]; dup {
@@ -462,7 +497,7 @@ func (m *Manager) CheckpointAll() error {
 func (m *Manager) checkpoints(files ...string) error {
 	var errs []error
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.failed() != nil {
 			continue
 		}
 		if err := m.checkpointDir(d, files...); err != nil {
@@ -522,7 +557,11 @@ func (m *Manager) Close() error {
 		m.closing.Store(true)
 		var errs []error
 		for _, d := range m.dirs {
-			if d.err != nil {
+			if d.failed() != nil {
+				// Normally closed already (handleLogDirFailure).
+				for _, l := range m.logsIn(d) {
+					l.Close()
+				}
 				continue
 			}
 			// Kafka's shutdown flushes and closes a dir's logs on
@@ -595,9 +634,12 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if tp.Partition < 0 {
 		return nil, fmt.Errorf("%w: partition %d", kerr.InvalidPartitions, tp.Partition)
 	}
+	if err := m.offlineErr(tp); err != nil {
+		return nil, err
+	}
 	var best *logDir
 	for _, d := range m.dirs {
-		if d.err == nil && (best == nil || m.perDir[d.path] < m.perDir[best.path]) {
+		if d.failed() == nil && (best == nil || m.perDir[d.path] < m.perDir[best.path]) {
 			best = d
 		}
 	}
@@ -606,15 +648,21 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	}
 	dir := filepath.Join(best.path, tp.String())
 	_, statErr := m.fsys.Stat(dir)
+	isNew := errors.Is(statErr, fs.ErrNotExist)
 	l, _, err := loadLog(logParams{
 		dir: dir, tp: tp, cfg: cfg, fsys: m.fsys,
 		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: topicID,
 		pidExpirationMs: m.cfg.ProducerIDExpirationMs,
-		isNew:           errors.Is(statErr, fs.ErrNotExist),
+		isNew:           isNew,
+		health:          &best.health,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: creating log %s: %v", kerr.KafkaStorageError, tp, err)
+		if isNew {
+			// No half-made log is left to be found at start-up.
+			_ = m.fsys.RemoveAll(dir)
+		}
+		return nil, fmt.Errorf("%w: creating log %s in %s: %w", kerr.KafkaStorageError, tp, best.path, err)
 	}
 	m.logs[tp] = l
 	m.perDir[best.path]++
@@ -663,10 +711,10 @@ func (m *Manager) DeleteLogs(tps []TopicPartition) error {
 		}
 	}
 	for _, d := range m.dirs {
-		if dirs[d.path] && d.err == nil {
+		if dirs[d.path] && d.failed() == nil {
 			// The renames, durable before we return.
 			if err := m.fsys.SyncDir(d.path); err != nil {
-				errs = append(errs, fmt.Errorf("%w: syncing %s: %v", kerr.KafkaStorageError, d.path, err))
+				errs = append(errs, fmt.Errorf("%w: syncing %s: %w", kerr.KafkaStorageError, d.path, err))
 			}
 			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
 				m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
@@ -684,6 +732,14 @@ func (m *Manager) DeleteLogs(tps []TopicPartition) error {
 func (m *Manager) deleteLog(tp TopicPartition) (string, error) {
 	m.mu.Lock()
 	l := m.logs[tp]
+	if dir, ok := m.offline[tp]; l == nil && ok {
+		// Its dir is offline: the files stay there, and the next start
+		// finds them a stray and deletes them.
+		delete(m.offline, tp)
+		m.mu.Unlock()
+		m.logger.Info("forgot the log of a deleted partition in an offline log dir", "partition", tp.String(), "dir", dir)
+		return "", nil
+	}
 	if l == nil {
 		m.mu.Unlock()
 		return "", fmt.Errorf("%w: no log for %s", kerr.UnknownTopicOrPartition, tp)
@@ -713,7 +769,7 @@ func (m *Manager) deleteLog(tp TopicPartition) (string, error) {
 	l.mu.Unlock()
 	l.replaceMu.Unlock()
 	if err != nil {
-		return parent, fmt.Errorf("%w: renaming %s for deletion: %v", kerr.KafkaStorageError, old, err)
+		return parent, fmt.Errorf("%w: renaming %s for deletion: %w", kerr.KafkaStorageError, old, err)
 	}
 	m.scheduleDelete(delay, func() {
 		l.Close()
@@ -762,8 +818,8 @@ type PartitionDirInfo struct {
 func (m *Manager) DirInfos() []DirInfo {
 	var out []DirInfo
 	for _, d := range m.dirs {
-		di := DirInfo{Path: d.path, Err: d.err, TotalBytes: -1, UsableBytes: -1}
-		if d.err == nil {
+		di := DirInfo{Path: d.path, Err: d.failed(), TotalBytes: -1, UsableBytes: -1}
+		if di.Err == nil {
 			di.TotalBytes, di.UsableBytes = diskSpace(d.path)
 			for _, l := range m.logsIn(d) {
 				di.Partitions = append(di.Partitions, PartitionDirInfo{TopicPartition: l.tp, Size: l.Size()})

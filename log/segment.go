@@ -106,7 +106,13 @@ func createSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (
 	s.offIdx.path = segmentPath(dir, base, IndexFileSuffix)
 	s.timeIdx.path = segmentPath(dir, base, TimeIndexFileSuffix)
 	if err = s.preallocateIndexes(cfg.SegmentIndexBytes); err != nil {
+		// No file of a segment that does not exist may stay: an empty
+		// .log at this base offset would be taken at start-up for a
+		// segment the appends that follow never went to.
 		s.closeFiles()
+		for _, p := range s.paths() {
+			_ = fsys.Remove(p)
+		}
 		return nil, err
 	}
 	return s, nil
