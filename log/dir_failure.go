@@ -262,11 +262,25 @@ func (m *Manager) handleLogDirFailure(d *logDir) {
 	for _, l := range logs {
 		l.Close() // no flush: the dir failed; errors are expected
 	}
+	if fn := m.onDirFailure.Load(); fn != nil {
+		tps := make([]TopicPartition, len(logs))
+		for i, l := range logs {
+			tps[i] = l.tp
+		}
+		(*fn)(d.path, tps)
+	}
 	names := make([]string, 0, min(len(logs), 10))
 	for _, l := range logs[:min(len(logs), 10)] {
 		names = append(names, l.tp.String())
 	}
 	m.logger.Warn("stopped serving the logs of a failed log dir", "dir", d.path, "partitions", len(logs), "first", strings.Join(names, ","))
+}
+
+// OnDirFailure sets fn to be called (on a goroutine of the Manager's) with
+// the partitions of each log dir that fails, once their logs are closed:
+// the replica manager answers the requests waiting on them.
+func (m *Manager) OnDirFailure(fn func(dir string, partitions []TopicPartition)) {
+	m.onDirFailure.Store(&fn)
 }
 
 // OfflineDirs returns the log dirs that are offline.

@@ -134,6 +134,8 @@ type Manager struct {
 	closeOnce sync.Once
 	closeErr  error
 	loads     []DirLoadResult
+	// onDirFailure is told of the partitions of a failed dir.
+	onDirFailure atomic.Pointer[func(dir string, partitions []TopicPartition)]
 }
 
 type logDir struct {

@@ -25,7 +25,7 @@ func newLogCollector(m *Manager) *logCollector {
 		endOffset:   prometheus.NewDesc("kafka_log_log_logendoffset", "Log end offset of the partition.", labels, nil),
 		nsegs:       prometheus.NewDesc("kafka_log_log_numlogsegments", "Number of segments of the partition's log.", labels, nil),
 		// Kafka's Partition gauge LastStableOffsetLag (kafka.cluster).
-		lsoLag: prometheus.NewDesc("kafka_cluster_partition_laststableoffsetlag", "High watermark minus last stable offset: offsets held back from read_committed consumers by open transactions.", labels, nil),
+		lsoLag:      prometheus.NewDesc("kafka_cluster_partition_laststableoffsetlag", "High watermark minus last stable offset: offsets held back from read_committed consumers by open transactions.", labels, nil),
 		offlineDirs: prometheus.NewDesc("kafka_log_logmanager_offlinelogdirectorycount", "Log dirs that are offline after an I/O error.", nil, nil),
 		dirOffline:  prometheus.NewDesc("kafka_log_logmanager_logdirectoryoffline", "1 if the log dir is offline after an I/O error, else 0.", []string{"logDirectory"}, nil),
 	}

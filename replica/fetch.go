@@ -117,7 +117,9 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		}
 		if err != nil {
 			if !errors.Is(err, kerr.OffsetOutOfRange) {
-				m.log.Error("read failed", "topic", fp.Topic, "partition", fp.Partition, "offset", fp.FetchOffset, "err", err)
+				if ok, n := m.errLog.allow(time.Now()); ok {
+					m.log.Error("read failed", "topic", fp.Topic, "partition", fp.Partition, "offset", fp.FetchOffset, "err", err, "failures_not_logged", n)
+				}
 			}
 			r.Err = err
 			anyErr = true
