@@ -159,6 +159,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	}
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
 		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
+	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
 	b.handler = kapi.New(kapi.Config{
 		NodeID:      cfg.NodeID,
 		ClusterID:   b.clusterID,
