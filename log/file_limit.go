@@ -1,9 +1,11 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // FileLimitError is why start-up cannot open the logs: the open-file
@@ -26,9 +28,13 @@ func (e *FileLimitError) Error() string {
 	if e.Limit > 0 {
 		limit = fmt.Sprint(e.Limit)
 	}
-	return fmt.Sprintf("too many open files (%v): the logs have %d segments, each holding an open file, so the broker needs about %d file descriptors "+
+	what := "too many open files"
+	if errors.Is(e.Err, syscall.ENFILE) {
+		what = "too many open files in the system (fs.file-max)"
+	}
+	return fmt.Sprintf("%s: the logs have %d segments, each holding an open file, so the broker needs about %d file descriptors "+
 		"(segments plus %d for connections), and the open-file limit (ulimit -n) is %s; raise it to at least %d (ulimit -n %d, or LimitNOFILE=%d in a systemd unit)",
-		unwrapPath(e.Err), e.Segments, need, fileLimitHeadroom, limit, need, need*2, need*2)
+		what, e.Segments, need, fileLimitHeadroom, limit, need, need*2, need*2)
 }
 
 // Unwrap returns the EMFILE or ENFILE.

@@ -280,34 +280,51 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	res.Dir = d.path
 	fsys := m.fsys
 	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
-		d.unlisted, res.Err = true, err
+		res.Err = err
+		m.listOffline(d)
 		return res
 	}
 	marker := filepath.Join(d.path, CleanShutdownFile)
 	clean, err := exists(fsys, marker)
 	if err != nil {
-		d.unlisted, res.Err = true, err
+		res.Err = err
+		m.listOffline(d)
 		return res
 	}
 	res.CleanShutdown = clean
+	// A malformed checkpoint is ignored (recovery rebuilds what it
+	// said); one that cannot be read (too many open files, a failing
+	// disk) fails the dir's load.
+	var ckptErr error
 	readCkpt := func(name string) map[TopicPartition]int64 {
 		c, err := ReadOffsetCheckpoint(fsys, filepath.Join(d.path, name))
-		if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			ckptErr = errors.Join(ckptErr, err)
+		} else if err != nil {
 			m.logger.Warn("ignoring malformed checkpoint", "dir", d.path, "file", name, "err", err)
 			if name == RecoveryPointCheckpointFile {
 				clean = false // recover everything
 			}
-			return map[TopicPartition]int64{}
+		}
+		if c == nil {
+			c = map[TopicPartition]int64{}
 		}
 		return c
 	}
 	rps := readCkpt(RecoveryPointCheckpointFile)
 	starts := readCkpt(LogStartOffsetCheckpointFile)
 	hws := readCkpt(ReplicationCheckpointFile)
+	if ckptErr != nil {
+		res.Err = ckptErr
+		m.listOffline(d)
+		return res
+	}
 
 	entries, err := fsys.ReadDir(d.path)
 	if err != nil {
-		d.unlisted, res.Err = true, err
+		res.Err = err
+		m.listOffline(d)
 		return res
 	}
 	type job struct {
@@ -421,6 +438,24 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			"recovered_segments", res.RecoveredSegments, "truncated_bytes", res.TruncatedBytes)
 	}
 	return res
+}
+
+// listOffline records the partitions of a dir that failed to load as
+// offline, so that they are not created anew in another dir; if the dir
+// cannot even be listed, any partition may be there (unlisted).
+func (m *Manager) listOffline(d *logDir) {
+	entries, err := m.fsys.ReadDir(d.path)
+	if err != nil {
+		d.unlisted = true
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range entries {
+		if tp, ok := parseTopicPartitionDir(e.Name()); ok && e.IsDir() {
+			m.offline[tp] = d.path
+		}
+	}
 }
 
 // scheduleDelete runs fn once delay has passed on the injected clock.
