@@ -123,6 +123,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		ProducerIDExpirationCheckInterval:  cfg.ProducerIDExpirationCheckInterval,
 		Registerer:                         b.registry,
 		Cleaner:                            cfg.CleanerConfig(),
+		Scrub:                              cfg.ScrubConfig(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading logs: %w", err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -93,6 +94,8 @@ type Log struct {
 	// by first offset. Together they give the last stable offset.
 	firstUndecided int64
 	unreplicated   []completedTxn
+	// corrupt are the batches the scrubber found damaged (scrubber.go).
+	corrupt atomic.Pointer[[]CorruptBatch]
 }
 
 // TopicPartition returns the partition.

@@ -58,6 +58,9 @@ type ManagerConfig struct {
 	// Cleaner configures the log cleaner (log.cleaner.*); the zero value
 	// has it off.
 	Cleaner CleanerConfig
+	// Scrub configures the log scrubber (moldau.log.scrub.*); the zero
+	// value has it off.
+	Scrub ScrubConfig
 }
 
 func (c ManagerConfig) withDefaults() ManagerConfig {
@@ -94,6 +97,12 @@ func (c ManagerConfig) withDefaults() ManagerConfig {
 	if c.ProducerIDExpirationCheckInterval <= 0 {
 		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
+	if c.Scrub.Interval <= 0 {
+		c.Scrub.Interval = 7 * 24 * time.Hour
+	}
+	if c.Scrub.BytesPerSecond <= 0 {
+		c.Scrub.BytesPerSecond = 1 << 20
+	}
 	return c
 }
 
@@ -114,6 +123,7 @@ type Manager struct {
 	// cleaner compacts logs (nil if log.cleaner.enable is off).
 	cleaner        *LogCleaner
 	cleanerMetrics *cleanerCollector
+	scrubber       *scrubber
 
 	mu   sync.RWMutex
 	logs map[TopicPartition]*Log
@@ -210,6 +220,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if err := m.CheckpointAll(); err != nil {
 		m.logger.Warn("writing checkpoints after loading failed", "err", err)
 	}
+	m.scrubber = newScrubber(m, cfg.Scrub)
 	if cfg.Registerer != nil {
 		m.metrics = newLogCollector(m)
 		if err := cfg.Registerer.Register(m.metrics); err != nil {
@@ -221,7 +232,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		if m.metrics != nil {
 			cfg.Registerer.Unregister(m.metrics)
 		}
-		m.closeLogs()
+		m.abortLoad()
 		return nil, err
 	}
 	return m, nil
@@ -486,6 +497,9 @@ func (m *Manager) Start() {
 	m.bg.Every(m.cfg.FlushStartOffsetCheckpointInterval, func() { m.checkpoints(LogStartOffsetCheckpointFile) })
 	m.bg.Every(deleteCheckInterval, func() { m.deletes.runDue(m.cfg.Now(), false) })
 	m.bg.Every(m.cfg.ProducerIDExpirationCheckInterval, m.removeExpiredProducers)
+	if m.cfg.Scrub.Enable {
+		m.bg.Go(m.scrubber.run)
+	}
 	if m.cleaner != nil {
 		m.cleaner.startup()
 	}

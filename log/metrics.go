@@ -7,7 +7,8 @@ import (
 )
 
 // logCollector exports per-partition gauges at scrape time by iterating
-// the Manager's logs (no per-log registration).
+// the Manager's logs (no per-log registration), the LogManager's gauges of
+// offline dirs, and the scrubber's counters.
 type logCollector struct {
 	m                                   *Manager
 	size, startOffset, endOffset, nsegs *prometheus.Desc
@@ -40,6 +41,9 @@ func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lsoLag
 	ch <- c.offlineDirs
 	ch <- c.dirOffline
+	for _, sc := range c.m.scrubber.collectors() {
+		sc.Describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -54,6 +58,9 @@ func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.dirOffline, prometheus.GaugeValue, v, d.path)
 	}
 	ch <- prometheus.MustNewConstMetric(c.offlineDirs, prometheus.GaugeValue, float64(offline))
+	for _, sc := range c.m.scrubber.collectors() {
+		sc.Collect(ch)
+	}
 	for _, l := range c.m.Logs() {
 		t, p := l.tp.Topic, strconv.Itoa(int(l.tp.Partition))
 		l.segMu.RLock()

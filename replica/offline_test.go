@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -137,7 +138,9 @@ func TestLogCreationFailureIsRetried(t *testing.T) {
 	// Retries fail for a while without a line each.
 	eventuallyTrue(t, "retries", func() bool { return ffs.Count(log.OpOpen) > 20 })
 	ffs.Reset()
-	eventuallyTrue(t, "the partitions to come online", func() bool { return produceTo(m, bad) == nil && produceTo(m, TopicPartition{Topic: "t", Partition: 2}) == nil })
+	eventuallyTrue(t, "the partitions to come online", func() bool {
+		return produceTo(m, bad) == nil && produceTo(m, TopicPartition{Topic: "t", Partition: 2}) == nil
+	})
 	if got := offlineGauge(t, reg); got != 0 {
 		t.Fatalf("offlinereplicacount = %v after the retry", got)
 	}
@@ -165,7 +168,7 @@ func TestOfflinePartitionDeleted(t *testing.T) {
 	tm.DeleteTopic("t")
 	ffs.Reset()
 	n := ffs.Count(log.OpOpen)
-	time.Sleep(50 * time.Millisecond) // five retry intervals: nothing to retry
+	m.retryOfflineLogs() // what the retry goroutine does: nothing is left to retry
 	if got := ffs.Count(log.OpOpen); got != n {
 		t.Fatalf("%d opens after the topic was deleted", got-n)
 	}
@@ -262,4 +265,80 @@ func TestLogDirFailureAnswersStorageError(t *testing.T) {
 	if infos := m.DescribeLogDirs(); len(infos) != 2 {
 		t.Fatalf("%d dirs", len(infos))
 	}
+}
+
+// A batch the scrubber found corrupt is not served: a fetch stops before
+// it, and a fetch from it answers CORRUPT_MESSAGE naming its offset; the
+// batches after it are served.
+func TestFetchStopsBeforeCorruptBatch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := log.DefaultConfig()
+	cfg.SegmentBytes = 8 << 10
+	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{dir}, ConfigFor: func(string) log.Config { return cfg },
+		Scrub: log.ScrubConfig{Enable: true, Interval: 10 * time.Millisecond, BytesPerSecond: 100 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	tm := &testMetadata{t: t, image: metadata.Empty, ids: map[string]uuid.UUID{}}
+	m, err := NewManager(Config{NodeID: 1, Logs: logs, Image: func() *metadata.Image { return tm.image },
+		ConfigFor: func(*metadata.Topic) log.Config { return cfg }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.m = m
+	t.Cleanup(m.Close)
+	tm.CreateTopic("t", 1)
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	for range 150 {
+		if err := produceTo(m, tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := m.Partition(tp).Log
+	if l.NumSegments() < 2 {
+		t.Fatalf("%d segments", l.NumSegments())
+	}
+	// Damage the 4th batch of the first segment (offset 3).
+	seg := l.Dir() + "/" + log.FilenamePrefixFromOffset(0) + log.LogFileSuffix
+	b, _ := osReadFile(seg)
+	pos := 0
+	for range 3 {
+		h, _ := log.ParseBatchHeader(b[pos:])
+		pos += h.TotalSize()
+	}
+	b[pos+log.BatchHeaderSize+3] ^= 0xff
+	if err := osWriteFile(seg, b); err != nil {
+		t.Fatal(err)
+	}
+	logs.Start()
+	eventuallyTrue(t, "the scrubber to find the batch", func() bool { return len(l.CorruptBatches()) == 1 })
+
+	r := fetchFrom(m, tp)
+	if r.Err != nil || r.Records.Size != int64(pos) {
+		t.Fatalf("fetch from 0: %v, %d bytes (want the %d before the corrupt batch)", r.Err, r.Records.Size, pos)
+	}
+	done := make(chan []FetchResult, 1)
+	m.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20}, []FetchPartition{{TopicPartition: tp, FetchOffset: 3, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}},
+		func(r []FetchResult) { done <- r })
+	if r := (<-done)[0]; !errors.Is(r.Err, kerr.CorruptMessage) || !strings.Contains(r.Err.Error(), "offset 3 ") {
+		t.Fatalf("fetch from the corrupt batch: %v", r.Err)
+	}
+	m.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20}, []FetchPartition{{TopicPartition: tp, FetchOffset: 4, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}},
+		func(r []FetchResult) { done <- r })
+	if r := (<-done)[0]; r.Err != nil || r.Records.Size == 0 {
+		t.Fatalf("fetch after the corrupt batch: %v", r.Err)
+	}
+}
+
+func osReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
+
+func osWriteFile(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteAt(b, 0)
+	return err
 }
