@@ -262,6 +262,11 @@ func (m *Manager) handleLogDirFailure(d *logDir) {
 	for _, l := range logs {
 		l.Close() // no flush: the dir failed; errors are expected
 	}
+	names := make([]string, 0, min(len(logs), 10))
+	for _, l := range logs[:min(len(logs), 10)] {
+		names = append(names, l.tp.String())
+	}
+	m.logger.Warn("stopped serving the logs of a failed log dir", "dir", d.path, "partitions", len(logs), "first", strings.Join(names, ","))
 	if fn := m.onDirFailure.Load(); fn != nil {
 		tps := make([]TopicPartition, len(logs))
 		for i, l := range logs {
@@ -269,11 +274,6 @@ func (m *Manager) handleLogDirFailure(d *logDir) {
 		}
 		(*fn)(d.path, tps)
 	}
-	names := make([]string, 0, min(len(logs), 10))
-	for _, l := range logs[:min(len(logs), 10)] {
-		names = append(names, l.tp.String())
-	}
-	m.logger.Warn("stopped serving the logs of a failed log dir", "dir", d.path, "partitions", len(logs), "first", strings.Join(names, ","))
 }
 
 // OnDirFailure sets fn to be called (on a goroutine of the Manager's) with

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // moldau log check: every batch of a log dir, offline, as kafka-dump-log
@@ -225,7 +226,10 @@ func checkOne(ctx context.Context, e *env, deep bool, t checkTarget) partitionCh
 	r := partitionCheck{Type: "partition", Partition: t.partition, Dir: t.dir, Problems: []problem{}}
 	d := newDumper(e, dumpOpts{deep: deep})
 	d.quiet = true
-	d.report = func(p problem) { r.Problems = append(r.Problems, p) }
+	d.report = func(p problem) {
+		p.Error = strings.TrimPrefix(p.Error, kerr.CorruptMessage.Error()+": ")
+		r.Problems = append(r.Problems, p)
+	}
 	if t.partition == "" {
 		r.Type = "log_dir"
 		ents, err := os.ReadDir(t.dir)
