@@ -273,7 +273,8 @@ func TestOutOfFileDescriptors(t *testing.T) {
 		t.Fatalf("the broker did not exit under a too-low file limit:\n%s", lastLines(r.Out.String(), 30))
 	}
 	out := r.Out.String()
-	last := lastLines(out, 1)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	last := lines[len(lines)-1]
 	if code := r.cmd.ProcessState.ExitCode(); code != 1 {
 		t.Fatalf("exit code %d:\n%s", code, lastLines(out, 30))
 	}
