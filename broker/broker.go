@@ -123,6 +123,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		ProducerIDExpirationCheckInterval:  cfg.ProducerIDExpirationCheckInterval,
 		Registerer:                         b.registry,
 		Cleaner:                            cfg.CleanerConfig(),
+		Scrub:                              cfg.ScrubConfig(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading logs: %w", err)
@@ -159,6 +160,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	}
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
 		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
+	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
 	b.handler = kapi.New(kapi.Config{
 		NodeID:      cfg.NodeID,
 		ClusterID:   b.clusterID,

@@ -40,6 +40,8 @@ type logParams struct {
 	// metadata creates again, or a partition.metadata that
 	// GetOrCreateLog writes again).
 	isNew bool
+	// health is the log dir's (nil for a log outside a Manager).
+	health *dirHealth
 }
 
 // LoadResult says what loading one log did.
@@ -82,6 +84,7 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		tp: p.tp, fsys: p.fsys, logger: p.logger, now: p.now, bg: p.bg,
 		scheduleDelete: p.scheduleDelete, dir: p.dir, cfg: p.cfg,
 		pstate: newProducerStateManager(), pidExpirationMs: p.pidExpirationMs, firstUndecided: -1,
+		health: p.health,
 	}
 	if l.pidExpirationMs == nil {
 		l.pidExpirationMs = func() int64 { return defaultPidExpirationMs }
@@ -91,9 +94,12 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 	if err := p.fsys.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, res, err
 	}
+	// On an error the segments opened so far are closed. The cleanup
+	// holds the log itself: the error returns set the result l to nil.
+	opened := l
 	defer func() {
 		if err != nil {
-			for _, s := range l.segs {
+			for _, s := range opened.segs {
 				s.closeFiles()
 			}
 		}

@@ -58,6 +58,9 @@ type ManagerConfig struct {
 	// Cleaner configures the log cleaner (log.cleaner.*); the zero value
 	// has it off.
 	Cleaner CleanerConfig
+	// Scrub configures the log scrubber (moldau.log.scrub.*); the zero
+	// value has it off.
+	Scrub ScrubConfig
 }
 
 func (c ManagerConfig) withDefaults() ManagerConfig {
@@ -94,6 +97,12 @@ func (c ManagerConfig) withDefaults() ManagerConfig {
 	if c.ProducerIDExpirationCheckInterval <= 0 {
 		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
+	if c.Scrub.Interval <= 0 {
+		c.Scrub.Interval = 7 * 24 * time.Hour
+	}
+	if c.Scrub.BytesPerSecond <= 0 {
+		c.Scrub.BytesPerSecond = 1 << 20
+	}
 	return c
 }
 
@@ -114,12 +123,17 @@ type Manager struct {
 	// cleaner compacts logs (nil if log.cleaner.enable is off).
 	cleaner        *LogCleaner
 	cleanerMetrics *cleanerCollector
+	scrubber       *scrubber
 
 	mu   sync.RWMutex
 	logs map[TopicPartition]*Log
 	// perDir counts the logs in each dir (by path), so that placing a
 	// new log does not walk every log.
-	perDir  map[string]int
+	perDir map[string]int
+	// offline are the partitions whose logs are in an offline dir
+	// (see dir_failure.go), with that dir.
+	offline map[TopicPartition]string
+	// dirs is set before any log is loaded and never changes.
 	dirs    []*logDir
 	started bool
 	closed  bool
@@ -130,13 +144,21 @@ type Manager struct {
 	closeOnce sync.Once
 	closeErr  error
 	loads     []DirLoadResult
+	// onDirFailure is told of the partitions of a failed dir.
+	onDirFailure atomic.Pointer[func(dir string, partitions []TopicPartition)]
 }
 
 type logDir struct {
 	path   string
-	err    error // non-nil: offline
-	ckptMu sync.Mutex
+	health dirHealth // failed: offline until restart
+	// unlisted: the dir failed before its partitions could be listed,
+	// so any partition may be there.
+	unlisted bool
+	ckptMu   sync.Mutex
 }
+
+// failed returns why the dir is offline, or nil.
+func (d *logDir) failed() error { return d.health.failed() }
 
 // DirLoadResult says what loading one log dir did.
 type DirLoadResult struct {
@@ -152,38 +174,53 @@ type DirLoadResult struct {
 
 // NewManager loads every log found in the dirs, running recovery where the
 // last shutdown was not clean. A dir that cannot be loaded is offline
-// (DirInfos reports it); if every dir is, NewManager fails.
+// (DirInfos reports it, its partitions answer KAFKA_STORAGE_ERROR); if
+// every dir is, NewManager fails. Too many open files fails it too, with a
+// *FileLimitError that says how many the logs need: the limit must be
+// raised, and a dir taken offline for it would hide its data.
 func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		cfg: cfg, fsys: cfg.FS, logger: cfg.Logger,
+		cfg: cfg, logger: cfg.Logger,
 		logs: make(map[TopicPartition]*Log), perDir: make(map[string]int),
+		offline: make(map[TopicPartition]string),
 	}
+	m.fsys = &dirFailureFS{inner: cfg.FS, report: m.reportIOError}
 	if len(cfg.Dirs) == 0 {
 		return nil, errors.New("log: no log.dirs")
 	}
-	online := 0
 	for _, path := range cfg.Dirs {
-		d := &logDir{path: filepath.Clean(path)}
-		m.dirs = append(m.dirs, d)
+		m.dirs = append(m.dirs, &logDir{path: filepath.Clean(path)})
+	}
+	online := 0
+	var causes []string
+	for _, d := range m.dirs {
 		res := m.loadDir(d)
 		m.loads = append(m.loads, res)
+		if res.Err != nil && IsTooManyOpenFiles(res.Err) {
+			m.abortLoad()
+			return nil, newFileLimitError(cfg.FS, cfg.Dirs, res.Err)
+		}
 		if res.Err != nil {
-			d.err = res.Err
-			m.logger.Error("log dir is offline: loading failed", "dir", d.path, "err", res.Err)
+			m.failDir(d, &DirFailure{Dir: d.path, Op: "load", Path: d.path, Err: res.Err, At: cfg.Now()})
+		}
+		if err := d.failed(); err != nil {
+			m.handleLogDirFailure(d)
+			causes = append(causes, err.Error())
 			continue
 		}
 		online++
 	}
 	if online == 0 {
-		m.closeLogs()
-		return nil, fmt.Errorf("%w: no log dir could be loaded: %v", kerr.KafkaStorageError, m.loads[0].Err)
+		m.abortLoad()
+		return nil, fmt.Errorf("%w: no log dir could be loaded: %s", kerr.KafkaStorageError, strings.Join(causes, "; "))
 	}
 	// Record what was loaded (and recovered) right away, so the
 	// checkpoints on disk always describe the logs there.
 	if err := m.CheckpointAll(); err != nil {
 		m.logger.Warn("writing checkpoints after loading failed", "err", err)
 	}
+	m.scrubber = newScrubber(m, cfg.Scrub)
 	if cfg.Registerer != nil {
 		m.metrics = newLogCollector(m)
 		if err := cfg.Registerer.Register(m.metrics); err != nil {
@@ -195,7 +232,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		if m.metrics != nil {
 			cfg.Registerer.Unregister(m.metrics)
 		}
-		m.closeLogs()
+		m.abortLoad()
 		return nil, err
 	}
 	return m, nil
@@ -208,6 +245,15 @@ func (m *Manager) closeLogs() {
 	for _, l := range m.logs {
 		l.Close()
 	}
+}
+
+// abortLoad undoes a NewManager that fails: the logs loaded are closed
+// and the goroutines of dir failures waited for.
+func (m *Manager) abortLoad() {
+	m.bg.StopAndWait()
+	m.mu.Lock()
+	m.closeLogs()
+	m.mu.Unlock()
 }
 
 // MetadataLogDirName is the directory of the metadata quorum's log
@@ -246,33 +292,50 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	fsys := m.fsys
 	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
 		res.Err = err
+		m.listOffline(d)
 		return res
 	}
 	marker := filepath.Join(d.path, CleanShutdownFile)
 	clean, err := exists(fsys, marker)
 	if err != nil {
 		res.Err = err
+		m.listOffline(d)
 		return res
 	}
 	res.CleanShutdown = clean
+	// A malformed checkpoint is ignored (recovery rebuilds what it
+	// said); one that cannot be read (too many open files, a failing
+	// disk) fails the dir's load.
+	var ckptErr error
 	readCkpt := func(name string) map[TopicPartition]int64 {
 		c, err := ReadOffsetCheckpoint(fsys, filepath.Join(d.path, name))
-		if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			ckptErr = errors.Join(ckptErr, err)
+		} else if err != nil {
 			m.logger.Warn("ignoring malformed checkpoint", "dir", d.path, "file", name, "err", err)
 			if name == RecoveryPointCheckpointFile {
 				clean = false // recover everything
 			}
-			return map[TopicPartition]int64{}
+		}
+		if c == nil {
+			c = map[TopicPartition]int64{}
 		}
 		return c
 	}
 	rps := readCkpt(RecoveryPointCheckpointFile)
 	starts := readCkpt(LogStartOffsetCheckpointFile)
 	hws := readCkpt(ReplicationCheckpointFile)
+	if ckptErr != nil {
+		res.Err = ckptErr
+		m.listOffline(d)
+		return res
+	}
 
 	entries, err := fsys.ReadDir(d.path)
 	if err != nil {
 		res.Err = err
+		m.listOffline(d)
 		return res
 	}
 	type job struct {
@@ -329,7 +392,7 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
 			logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 			hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
-			pidExpirationMs: m.cfg.ProducerIDExpirationMs,
+			pidExpirationMs: m.cfg.ProducerIDExpirationMs, health: &d.health,
 		}
 		if v, ok := rps[j.tp]; ok {
 			p.recoveryPoint = v
@@ -348,6 +411,8 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	for i, l := range logs {
 		if errs[i] != nil {
 			loadErr = errors.Join(loadErr, fmt.Errorf("loading %s: %w", jobs[i].dir, errs[i]))
+			// The dir goes offline, and this partition with it.
+			m.offline[jobs[i].tp] = d.path
 			continue
 		}
 		if other, dup := m.logs[l.tp]; dup {
@@ -386,6 +451,24 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	return res
 }
 
+// listOffline records the partitions of a dir that failed to load as
+// offline, so that they are not created anew in another dir; if the dir
+// cannot even be listed, any partition may be there (unlisted).
+func (m *Manager) listOffline(d *logDir) {
+	entries, err := m.fsys.ReadDir(d.path)
+	if err != nil {
+		d.unlisted = true
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range entries {
+		if tp, ok := parseTopicPartitionDir(e.Name()); ok && e.IsDir() {
+			m.offline[tp] = d.path
+		}
+	}
+}
+
 // scheduleDelete runs fn once delay has passed on the injected clock.
 func (m *Manager) scheduleDelete(delay time.Duration, fn func()) {
 	if m.closing.Load() {
@@ -414,6 +497,9 @@ func (m *Manager) Start() {
 	m.bg.Every(m.cfg.FlushStartOffsetCheckpointInterval, func() { m.checkpoints(LogStartOffsetCheckpointFile) })
 	m.bg.Every(deleteCheckInterval, func() { m.deletes.runDue(m.cfg.Now(), false) })
 	m.bg.Every(m.cfg.ProducerIDExpirationCheckInterval, m.removeExpiredProducers)
+	if m.cfg.Scrub.Enable {
+		m.bg.Go(m.scrubber.run)
+	}
 	if m.cleaner != nil {
 		m.cleaner.startup()
 	}
@@ -462,7 +548,7 @@ func (m *Manager) CheckpointAll() error {
 func (m *Manager) checkpoints(files ...string) error {
 	var errs []error
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.failed() != nil {
 			continue
 		}
 		if err := m.checkpointDir(d, files...); err != nil {
@@ -522,7 +608,11 @@ func (m *Manager) Close() error {
 		m.closing.Store(true)
 		var errs []error
 		for _, d := range m.dirs {
-			if d.err != nil {
+			if d.failed() != nil {
+				// Normally closed already (handleLogDirFailure).
+				for _, l := range m.logsIn(d) {
+					l.Close()
+				}
 				continue
 			}
 			// Kafka's shutdown flushes and closes a dir's logs on
@@ -595,9 +685,12 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if tp.Partition < 0 {
 		return nil, fmt.Errorf("%w: partition %d", kerr.InvalidPartitions, tp.Partition)
 	}
+	if err := m.offlineErr(tp); err != nil {
+		return nil, err
+	}
 	var best *logDir
 	for _, d := range m.dirs {
-		if d.err == nil && (best == nil || m.perDir[d.path] < m.perDir[best.path]) {
+		if d.failed() == nil && (best == nil || m.perDir[d.path] < m.perDir[best.path]) {
 			best = d
 		}
 	}
@@ -606,15 +699,21 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	}
 	dir := filepath.Join(best.path, tp.String())
 	_, statErr := m.fsys.Stat(dir)
+	isNew := errors.Is(statErr, fs.ErrNotExist)
 	l, _, err := loadLog(logParams{
 		dir: dir, tp: tp, cfg: cfg, fsys: m.fsys,
 		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: topicID,
 		pidExpirationMs: m.cfg.ProducerIDExpirationMs,
-		isNew:           errors.Is(statErr, fs.ErrNotExist),
+		isNew:           isNew,
+		health:          &best.health,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: creating log %s: %v", kerr.KafkaStorageError, tp, err)
+		if isNew {
+			// No half-made log is left to be found at start-up.
+			_ = m.fsys.RemoveAll(dir)
+		}
+		return nil, fmt.Errorf("%w: creating log %s in %s: %w", kerr.KafkaStorageError, tp, best.path, err)
 	}
 	m.logs[tp] = l
 	m.perDir[best.path]++
@@ -663,10 +762,10 @@ func (m *Manager) DeleteLogs(tps []TopicPartition) error {
 		}
 	}
 	for _, d := range m.dirs {
-		if dirs[d.path] && d.err == nil {
+		if dirs[d.path] && d.failed() == nil {
 			// The renames, durable before we return.
 			if err := m.fsys.SyncDir(d.path); err != nil {
-				errs = append(errs, fmt.Errorf("%w: syncing %s: %v", kerr.KafkaStorageError, d.path, err))
+				errs = append(errs, fmt.Errorf("%w: syncing %s: %w", kerr.KafkaStorageError, d.path, err))
 			}
 			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
 				m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
@@ -684,6 +783,14 @@ func (m *Manager) DeleteLogs(tps []TopicPartition) error {
 func (m *Manager) deleteLog(tp TopicPartition) (string, error) {
 	m.mu.Lock()
 	l := m.logs[tp]
+	if dir, ok := m.offline[tp]; l == nil && ok {
+		// Its dir is offline: the files stay there, and the next start
+		// finds them a stray and deletes them.
+		delete(m.offline, tp)
+		m.mu.Unlock()
+		m.logger.Info("forgot the log of a deleted partition in an offline log dir", "partition", tp.String(), "dir", dir)
+		return "", nil
+	}
 	if l == nil {
 		m.mu.Unlock()
 		return "", fmt.Errorf("%w: no log for %s", kerr.UnknownTopicOrPartition, tp)
@@ -713,7 +820,7 @@ func (m *Manager) deleteLog(tp TopicPartition) (string, error) {
 	l.mu.Unlock()
 	l.replaceMu.Unlock()
 	if err != nil {
-		return parent, fmt.Errorf("%w: renaming %s for deletion: %v", kerr.KafkaStorageError, old, err)
+		return parent, fmt.Errorf("%w: renaming %s for deletion: %w", kerr.KafkaStorageError, old, err)
 	}
 	m.scheduleDelete(delay, func() {
 		l.Close()
@@ -762,8 +869,8 @@ type PartitionDirInfo struct {
 func (m *Manager) DirInfos() []DirInfo {
 	var out []DirInfo
 	for _, d := range m.dirs {
-		di := DirInfo{Path: d.path, Err: d.err, TotalBytes: -1, UsableBytes: -1}
-		if d.err == nil {
+		di := DirInfo{Path: d.path, Err: d.failed(), TotalBytes: -1, UsableBytes: -1}
+		if di.Err == nil {
 			di.TotalBytes, di.UsableBytes = diskSpace(d.path)
 			for _, l := range m.logsIn(d) {
 				di.Partitions = append(di.Partitions, PartitionDirInfo{TopicPartition: l.tp, Size: l.Size()})

@@ -28,11 +28,16 @@ func (m *Manager) Name() string { return "ReplicaManager" }
 // checkpoint per log dir), and the work is summarised in one INFO line
 // per delta, not one per partition.
 func (m *Manager) OnMetadataUpdate(d *metadata.Delta, im *metadata.Image) {
+	m.stateMu.Lock()
+	defer m.stateMu.Unlock()
 	start := time.Now()
 	var touched, gone []TopicPartition
 	for _, t := range d.DeletedTopics() {
 		for _, p := range t.Partitions {
 			tp := TopicPartition{Topic: t.Name, Partition: p.Index}
+			if _, ok := m.offline.LoadAndDelete(tp); ok {
+				continue // its log was never created
+			}
 			if m.stopReplica(tp, false) {
 				touched = append(touched, tp)
 				gone = append(gone, tp)
@@ -46,10 +51,11 @@ func (m *Manager) OnMetadataUpdate(d *metadata.Delta, im *metadata.Image) {
 		}
 	}
 	var led, lost, created int
+	var failed creationFailures
 	for t, parts := range d.ChangedPartitions() {
 		for _, i := range parts {
 			tp := TopicPartition{Topic: t.Name, Partition: i}
-			change, isNew := m.applyPartition(t, t.Partitions[i], tp)
+			change, isNew := m.applyPartition(t, t.Partitions[i], tp, &failed)
 			switch change {
 			case becameLeader:
 				led++
@@ -67,6 +73,7 @@ func (m *Manager) OnMetadataUpdate(d *metadata.Delta, im *metadata.Image) {
 			"partitions_added", created, "partitions_deleted", len(gone),
 			"metadata_offset", im.Offset, "took", time.Since(start).Round(time.Millisecond))
 	}
+	failed.log(m)
 	m.applyConfigs(d, im)
 	// Never under a partition lock: the updates above released theirs.
 	for _, tp := range touched {
@@ -84,8 +91,9 @@ const (
 )
 
 // applyPartition applies one partition's state; isNew: this broker hosts
-// it from now on.
-func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp TopicPartition) (change leadershipChange, isNew bool) {
+// it from now on. stateMu held. A log that cannot be created leaves the
+// partition offline (offline.go), counted in failed.
+func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp TopicPartition, failed *creationFailures) (change leadershipChange, isNew bool) {
 	if !slices.Contains(p.Replicas, m.cfg.NodeID) {
 		if m.stopReplica(tp, true) {
 			m.log.Info("stopped replica: no longer assigned here", "partition", tp.String(), "replicas", p.Replicas)
@@ -93,6 +101,13 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 		return noLeadershipChange, false
 	}
 	part := m.Partition(tp)
+	if op := m.offlinePartition(tp); part == nil && op != nil {
+		if op.topicID == t.ID {
+			m.updateOffline(op, t, p)
+			return noLeadershipChange, false
+		}
+		m.offline.Delete(tp) // a topic of the same name, created anew
+	}
 	if part == nil {
 		isNew = true
 		l, err := m.cfg.Logs.GetOrCreateLog(tp, t.ID, m.cfg.ConfigFor(t))
@@ -105,7 +120,8 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 			}
 		}
 		if err != nil {
-			m.log.Error("creating log failed; the partition is offline here", "partition", tp.String(), "err", err)
+			m.markCreationFailed(t, p, tp, err)
+			failed.add(tp, err)
 			return noLeadershipChange, false
 		}
 		part = &Partition{TopicPartition: tp, TopicID: t.ID, Log: l, stats: m.metrics.forTopic(t.Name)}
@@ -135,6 +151,9 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 // stopReplica removes a partition from this broker; with deleteLog its log
 // is deleted too. It reports whether the partition was hosted.
 func (m *Manager) stopReplica(tp TopicPartition, deleteLog bool) bool {
+	if _, ok := m.offline.LoadAndDelete(tp); ok {
+		return true // no log was created
+	}
 	v, ok := m.partitions.LoadAndDelete(tp)
 	if !ok {
 		return false
@@ -182,6 +201,8 @@ func (m *Manager) applyConfigs(d *metadata.Delta, im *metadata.Image) {
 // assign to this broker (topics deleted while it was down, or moved away),
 // as Kafka's KRaft broker does once it has caught up with the metadata log.
 func (m *Manager) DeleteStrayLogs(im *metadata.Image) {
+	m.stateMu.Lock()
+	defer m.stateMu.Unlock()
 	for _, l := range m.cfg.Logs.Logs() {
 		tp := l.TopicPartition()
 		t, ok := im.Topic(tp.Topic)

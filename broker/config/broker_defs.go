@@ -199,4 +199,7 @@ var brokerDefs = []*Def{
 
 	// Moldau.
 	def("moldau.metrics.listener", TypeString, "localhost:9404", Medium, "host:port of the HTTP listener serving Prometheus /metrics and /debug/pprof. Empty disables it. The default binds loopback only, since pprof must not be exposed to the network; use :9404 to bind every interface."),
+	def("moldau.log.scrub.enable", TypeBoolean, true, Medium, "Run the log scrubber: a background thread that reads every closed segment and checks each batch's CRC and offsets, so that data damaged on disk (bit rot) is found, logged with its partition, segment and offset, counted in moldau_log_scrubber_corrupt_batches_total, and not served to consumers. Kafka has no such check."),
+	def("moldau.log.scrub.interval.ms", TypeLong, 604800000, Medium, "How often a pass of the log scrubber over every closed segment starts (the first at start-up); a pass that takes longer is followed by the next at once. With moldau.log.scrub.bytes.per.second it bounds how long damage goes unnoticed.", atLeast(1)),
+	def("moldau.log.scrub.bytes.per.second", TypeLong, 1048576, Medium, "The rate at which the log scrubber reads, for all log dirs together. The default (1 MiB/s) checks about 600 GB a week.", atLeast(1)),
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/moldau/moldau/broker"
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/memory"
+	"github.com/moldau/moldau/log"
 )
 
 func serve(args []string) error {
@@ -58,13 +60,13 @@ func serve(args []string) error {
 	}
 	b, err := broker.New(cfg, broker.Options{Logger: logger})
 	if err != nil {
-		return err
+		return startupError(cfg, err)
 	}
 	b.Start()
 	logger.Info("joining the cluster", "node.id", cfg.NodeID, "process.roles", strings.Join(cfg.ProcessRoles, ","))
 	if err := waitReady(b); err != nil {
 		b.Close()
-		return err
+		return startupError(cfg, err)
 	}
 
 	source := "built-in defaults"
@@ -148,4 +150,15 @@ func waitReady(b *broker.Broker) error {
 		}
 	}()
 	return b.WaitReady(ctx)
+}
+
+// startupError says what stopped start-up in one line. Running out of
+// file descriptors anywhere (the logs, the metadata log, a listener) is
+// told with what the logs need and the current ulimit -n.
+func startupError(cfg *config.KafkaConfig, err error) error {
+	var fl *log.FileLimitError
+	if log.IsTooManyOpenFiles(err) && !errors.As(err, &fl) {
+		return log.NewFileLimitError(nil, cfg.LogDirs, err)
+	}
+	return err
 }
