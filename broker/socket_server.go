@@ -474,6 +474,8 @@ func (a *acceptor) run() {
 	s := a.server
 	next := 0
 	backoff := time.Duration(0)
+	var lastLogged time.Time
+	notLogged := 0
 	for {
 		nc, err := a.ln.Accept()
 		if err != nil {
@@ -481,9 +483,15 @@ func (a *acceptor) run() {
 				return
 			}
 			// Out of file descriptors and the like: Kafka logs
-			// and keeps accepting; back off so as not to spin.
+			// and keeps accepting; back off so as not to spin,
+			// and log at most one line every 10 s of a streak.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			a.log.Warn("accept failed", "err", err, "retry_in", backoff)
+			if now := time.Now(); now.Sub(lastLogged) >= 10*time.Second {
+				a.log.Warn("accept failed", "err", err, "retry_in", backoff, "failures_not_logged", notLogged)
+				lastLogged, notLogged = now, 0
+			} else {
+				notLogged++
+			}
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:
