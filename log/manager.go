@@ -287,72 +287,125 @@ func validTopic(t string) error {
 	return nil
 }
 
+// loadDir loads the logs of one log dir, in parallel
+// (num.recovery.threads.per.data.dir); a dir it cannot read goes offline
+// (Kafka's LogManager.loadLogs).
 func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	res.Dir = d.path
 	fsys := m.fsys
-	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
+	offline := func(err error) DirLoadResult {
 		res.Err = err
 		m.listOffline(d)
 		return res
+	}
+	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
+		return offline(err)
 	}
 	marker := filepath.Join(d.path, CleanShutdownFile)
 	clean, err := exists(fsys, marker)
 	if err != nil {
-		res.Err = err
-		m.listOffline(d)
-		return res
+		return offline(err)
 	}
 	res.CleanShutdown = clean
-	// A malformed checkpoint is ignored (recovery rebuilds what it
-	// said); one that cannot be read (too many open files, a failing
-	// disk) fails the dir's load.
+	ckpts, err := m.readDirCheckpoints(d.path)
+	if err != nil {
+		return offline(err)
+	}
+	jobs, err := m.partitionDirs(d.path)
+	if err != nil {
+		return offline(err)
+	}
+	results := make([]LoadResult, len(jobs))
+	logs := make([]*Log, len(jobs))
+	errs := make([]error, len(jobs))
+	inParallel(len(jobs), m.cfg.RecoveryThreadsPerDataDir, func(i int) {
+		logs[i], results[i], errs[i] = loadLog(m.logParamsFor(d, jobs[i], clean && !ckpts.malformedRecoveryPoints, ckpts))
+	})
+	res.Results = results
+	if res.Err = m.addLoadedLogs(d, &res, jobs, logs, errs); res.Err != nil {
+		return res
+	}
+	switch {
+	case res.CleanShutdown:
+		if err := fsys.Remove(marker); err != nil && !os.IsNotExist(err) {
+			res.Err = err
+			return res
+		}
+		if err := fsys.SyncDir(d.path); err != nil {
+			res.Err = err
+			return res
+		}
+		m.logger.Info("loaded log dir after a clean shutdown: recovery skipped", "dir", d.path, "logs", res.Logs)
+	case res.Logs == 0:
+		m.logger.Info("loaded log dir: no logs yet", "dir", d.path)
+	default:
+		m.logger.Info("loaded log dir after an unclean shutdown: recovery ran", "dir", d.path, "logs", res.Logs,
+			"recovered_segments", res.RecoveredSegments, "truncated_bytes", res.TruncatedBytes)
+	}
+	return res
+}
+
+// dirCheckpoints are a log dir's offset checkpoints.
+type dirCheckpoints struct {
+	recoveryPoints, logStarts, highWatermarks map[TopicPartition]int64
+	// malformedRecoveryPoints: recovery-point-offset-checkpoint was
+	// malformed, so every log is recovered.
+	malformedRecoveryPoints bool
+}
+
+// readDirCheckpoints reads a log dir's checkpoints. A malformed one is
+// ignored (recovery rebuilds what it said); one that cannot be read (too
+// many open files, a failing disk) fails the dir's load.
+func (m *Manager) readDirCheckpoints(dir string) (dirCheckpoints, error) {
+	var c dirCheckpoints
 	var ckptErr error
-	readCkpt := func(name string) map[TopicPartition]int64 {
-		c, err := ReadOffsetCheckpoint(fsys, filepath.Join(d.path, name))
+	read := func(name string) map[TopicPartition]int64 {
+		offsets, err := ReadOffsetCheckpoint(m.fsys, filepath.Join(dir, name))
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			ckptErr = errors.Join(ckptErr, err)
 		} else if err != nil {
-			m.logger.Warn("ignoring malformed checkpoint", "dir", d.path, "file", name, "err", err)
+			m.logger.Warn("ignoring malformed checkpoint", "dir", dir, "file", name, "err", err)
 			if name == RecoveryPointCheckpointFile {
-				clean = false // recover everything
+				c.malformedRecoveryPoints = true
 			}
 		}
-		if c == nil {
-			c = map[TopicPartition]int64{}
+		if offsets == nil {
+			offsets = map[TopicPartition]int64{}
 		}
-		return c
+		return offsets
 	}
-	rps := readCkpt(RecoveryPointCheckpointFile)
-	starts := readCkpt(LogStartOffsetCheckpointFile)
-	hws := readCkpt(ReplicationCheckpointFile)
-	if ckptErr != nil {
-		res.Err = ckptErr
-		m.listOffline(d)
-		return res
-	}
+	c.recoveryPoints = read(RecoveryPointCheckpointFile)
+	c.logStarts = read(LogStartOffsetCheckpointFile)
+	c.highWatermarks = read(ReplicationCheckpointFile)
+	return c, ckptErr
+}
 
-	entries, err := fsys.ReadDir(d.path)
+// partitionDir is one partition's directory found in a log dir.
+type partitionDir struct {
+	tp  TopicPartition
+	dir string
+}
+
+// partitionDirs lists the partition directories of a log dir to load,
+// removing those an unfinished delete left and renaming stray those of an
+// older topic of the same name.
+func (m *Manager) partitionDirs(dir string) ([]partitionDir, error) {
+	entries, err := m.fsys.ReadDir(dir)
 	if err != nil {
-		res.Err = err
-		m.listOffline(d)
-		return res
+		return nil, err
 	}
-	type job struct {
-		tp  TopicPartition
-		dir string
-	}
-	var jobs []job
+	var dirs []partitionDir
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		name := e.Name()
-		full := filepath.Join(d.path, name)
+		full := filepath.Join(dir, name)
 		switch {
 		case strings.HasSuffix(name, "-delete"):
 			m.logger.Info("removing log left by an unfinished delete", "dir", full)
-			if err := fsys.RemoveAll(full); err != nil {
+			if err := m.fsys.RemoveAll(full); err != nil {
 				m.logger.Warn("removing deleted log failed", "dir", full, "err", err)
 			}
 			continue
@@ -365,53 +418,65 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			continue
 		}
 		tp, ok := parseTopicPartitionDir(name)
-		if !ok {
+		if !ok || m.renamedStray(tp, full) {
 			continue
 		}
-		if m.cfg.TopicIDFor != nil {
-			if want, known := m.cfg.TopicIDFor(tp.Topic); known {
-				if have, ok, err := readPartitionMetadata(fsys, full); err == nil && ok && have != want {
-					stray := full + "." + uuid.UUID(have).String() + "-stray"
-					m.logger.Warn("log belongs to an older topic of the same name; renaming it stray", "dir", full, "stray", stray)
-					if err := fsys.Rename(full, stray); err != nil {
-						m.logger.Warn("renaming stray log failed", "dir", full, "err", err)
-					}
-					continue
-				}
-			}
-		}
-		jobs = append(jobs, job{tp, full})
+		dirs = append(dirs, partitionDir{tp, full})
 	}
+	return dirs, nil
+}
 
-	results := make([]LoadResult, len(jobs))
-	logs := make([]*Log, len(jobs))
-	errs := make([]error, len(jobs))
-	inParallel(len(jobs), m.cfg.RecoveryThreadsPerDataDir, func(i int) {
-		j := jobs[i]
-		p := logParams{
-			dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
-			logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
-			hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
-			pidExpirationMs: m.cfg.ProducerIDExpirationMs, health: &d.health,
-		}
-		if v, ok := rps[j.tp]; ok {
-			p.recoveryPoint = v
-		}
-		if v, ok := starts[j.tp]; ok {
-			p.logStartOffset = v
-		}
-		if v, ok := hws[j.tp]; ok {
-			p.highWatermark = v
-		}
-		logs[i], results[i], errs[i] = loadLog(p)
-	})
+// renamedStray renames the log in full stray if it belongs to an older
+// topic of the same name, and says whether it did.
+func (m *Manager) renamedStray(tp TopicPartition, full string) bool {
+	if m.cfg.TopicIDFor == nil {
+		return false
+	}
+	want, known := m.cfg.TopicIDFor(tp.Topic)
+	if !known {
+		return false
+	}
+	have, ok, err := readPartitionMetadata(m.fsys, full)
+	if err != nil || !ok || have == want {
+		return false
+	}
+	stray := full + "." + uuid.UUID(have).String() + "-stray"
+	m.logger.Warn("log belongs to an older topic of the same name; renaming it stray", "dir", full, "stray", stray)
+	if err := m.fsys.Rename(full, stray); err != nil {
+		m.logger.Warn("renaming stray log failed", "dir", full, "err", err)
+	}
+	return true
+}
 
+// logParamsFor is what loadLog needs for one partition of a log dir.
+func (m *Manager) logParamsFor(d *logDir, j partitionDir, clean bool, c dirCheckpoints) logParams {
+	p := logParams{
+		dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: m.fsys,
+		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
+		hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
+		pidExpirationMs: m.cfg.ProducerIDExpirationMs, health: &d.health,
+	}
+	if v, ok := c.recoveryPoints[j.tp]; ok {
+		p.recoveryPoint = v
+	}
+	if v, ok := c.logStarts[j.tp]; ok {
+		p.logStartOffset = v
+	}
+	if v, ok := c.highWatermarks[j.tp]; ok {
+		p.highWatermark = v
+	}
+	return p
+}
+
+// addLoadedLogs adds a log dir's loaded logs to the manager. A log that
+// failed to load puts the dir offline with that partition.
+func (m *Manager) addLoadedLogs(d *logDir, res *DirLoadResult, jobs []partitionDir, logs []*Log, errs []error) error {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	var loadErr error
 	for i, l := range logs {
 		if errs[i] != nil {
 			loadErr = errors.Join(loadErr, fmt.Errorf("loading %s: %w", jobs[i].dir, errs[i]))
-			// The dir goes offline, and this partition with it.
 			m.offline[jobs[i].tp] = d.path
 			continue
 		}
@@ -423,32 +488,10 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 		m.logs[l.tp] = l
 		m.perDir[filepath.Dir(l.dir)]++
 		res.Logs++
-		res.RecoveredSegments += results[i].RecoveredSegments
-		res.TruncatedBytes += results[i].TruncatedBytes
+		res.RecoveredSegments += res.Results[i].RecoveredSegments
+		res.TruncatedBytes += res.Results[i].TruncatedBytes
 	}
-	m.mu.Unlock()
-	res.Results = results
-	if loadErr != nil {
-		res.Err = loadErr
-		return res
-	}
-	if res.CleanShutdown {
-		if err := fsys.Remove(marker); err != nil && !os.IsNotExist(err) {
-			res.Err = err
-			return res
-		}
-		if err := fsys.SyncDir(d.path); err != nil {
-			res.Err = err
-			return res
-		}
-		m.logger.Info("loaded log dir after a clean shutdown: recovery skipped", "dir", d.path, "logs", res.Logs)
-	} else if res.Logs == 0 {
-		m.logger.Info("loaded log dir: no logs yet", "dir", d.path)
-	} else {
-		m.logger.Info("loaded log dir after an unclean shutdown: recovery ran", "dir", d.path, "logs", res.Logs,
-			"recovered_segments", res.RecoveredSegments, "truncated_bytes", res.TruncatedBytes)
-	}
-	return res
+	return loadErr
 }
 
 // listOffline records the partitions of a dir that failed to load as
