@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/controller"
+	"github.com/moldau/moldau/broker/memory"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
@@ -61,11 +63,14 @@ type Broker struct {
 	ctrlHandler *kapi.ControllerHandler
 	socket      *SocketServer // data plane: the broker listeners
 	ctrlSocket  *SocketServer // control plane: the controller listeners
-	metrics     *Metrics
-	httpSrv     *MetricsServer
+	// requestMemory is the data plane's request memory pool
+	// (queued.max.request.bytes), shared with the logs' decompression.
+	requestMemory *memory.Pool
+	metrics       *Metrics
+	httpSrv       *MetricsServer
 
-	// unregister removes the broker's Reconfigurable from cfg.
-	unregister func()
+	// unregister removes the broker's Reconfigurables from cfg.
+	unregister []func()
 
 	g         routine.Group
 	ready     chan struct{} // closed once serving clients
@@ -95,7 +100,15 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		return nil, err
 	}
 	b.loader = metadata.NewLoader(b.log)
-	configFor := func(t *metadata.Topic) log.Config { return cfg.LogConfig(t.Configs) }
+	b.requestMemory = memory.NewPool(cfg.QueuedMaxRequestBytes)
+	logConfig := func(overrides map[string]string) log.Config {
+		lc := cfg.LogConfig(overrides)
+		if b.requestMemory.Bounded() {
+			lc.Memory = b.requestMemory
+		}
+		return lc
+	}
+	configFor := func(t *metadata.Topic) log.Config { return logConfig(t.Configs) }
 	b.logs, err = log.NewManager(log.ManagerConfig{
 		Dirs:   cfg.LogDirs,
 		Logger: b.log,
@@ -103,7 +116,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 			if t, ok := b.loader.Image().Topic(topic); ok {
 				return configFor(t)
 			}
-			return cfg.LogConfig(nil)
+			return logConfig(nil)
 		},
 		RecoveryThreadsPerDataDir:          cfg.NumRecoveryThreadsPerDataDir,
 		RetentionCheckInterval:             cfg.LogRetentionCheckInterval,
@@ -114,6 +127,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		ProducerIDExpirationCheckInterval:  cfg.ProducerIDExpirationCheckInterval,
 		Registerer:                         b.registry,
 		Cleaner:                            cfg.CleanerConfig(),
+		Scrub:                              cfg.ScrubConfig(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading logs: %w", err)
@@ -154,6 +168,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	}
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
 		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
+	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
 	b.handler = kapi.New(kapi.Config{
 		NodeID:      cfg.NodeID,
 		ClusterID:   b.clusterID,
@@ -177,20 +192,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		VerifyTransactionalProduce: b.verifyProduce,
 	})
 	b.socket.cfg.Handler = b.handler
-	// num.io.threads and num.network.threads may be dynamic (set with
-	// AlterConfigs, persisted in the metadata): the socket server started
-	// with the values in effect, and follows their changes.
-	b.unregister = cfg.AddReconfigurable(config.ReconfigurableFunc{
-		Keys: []string{"num.io.threads", "num.network.threads"},
-		Apply: func(old, new map[string]any) {
-			if n, _ := new["num.io.threads"].(int32); n != old["num.io.threads"] {
-				b.socket.ResizeHandlers(int(n))
-			}
-			if n, _ := new["num.network.threads"].(int32); n != old["num.network.threads"] {
-				b.socket.ResizeProcessors(int(n))
-			}
-		},
-	})
+	b.registerReconfigurables()
 	if cfg.MetricsListener != "" {
 		if b.httpSrv, err = ServeMetrics(cfg.MetricsListener, b.registry, b.log); err != nil {
 			return nil, fmt.Errorf("metrics listener %s: %w", cfg.MetricsListener, err)
@@ -250,13 +252,22 @@ func (b *Broker) newSocketServers() error {
 			SocketSendBufferBytes:    cfg.SocketSendBufferBytes,
 			SocketReceiveBufferBytes: cfg.SocketReceiveBufferBytes,
 			ConnectionsMaxIdle:       cfg.ConnectionsMaxIdle,
+			QueuedMaxRequestBytes:    cfg.QueuedMaxRequestBytes,
+			RequestReceiveTimeout:    cfg.RequestReceiveTimeout(),
 			Handler:                  h,
 			Logger:                   b.log,
 			Metrics:                  b.metrics,
 		}
 	}
-	var err error
+	quotas, err := cfg.ConnectionQuotas()
+	if err != nil {
+		return err
+	}
 	if len(cfg.ControllerListeners) > 0 {
+		// The controller plane has its own pool, as Kafka's
+		// ControllerServer has its own SocketServer, so that clients
+		// filling the data plane's never hold the quorum up; its
+		// listeners have no connection quotas.
 		c := common(cfg.ControllerListeners, b.ctrlHandler)
 		c.Metrics = nil // the data plane's metrics are the broker's
 		c.PrivateAPIKeys = []int16{b.quorum.TransportKey()}
@@ -265,8 +276,62 @@ func (b *Broker) newSocketServers() error {
 		}
 	}
 	// The handler is set once kapi exists; nothing is served before Start.
-	b.socket, err = NewSocketServer(common(cfg.Listeners, placeholderHandler{}))
+	data := common(cfg.Listeners, placeholderHandler{})
+	data.MemoryPool = b.requestMemory
+	data.ConnectionQuotas = &quotas
+	data.ProtectedListener = cfg.InterBrokerListenerName
+	b.socket, err = NewSocketServer(data)
 	return err
+}
+
+// registerReconfigurables makes the socket server follow the dynamic
+// configs it applies: num.io.threads and num.network.threads (set with
+// AlterConfigs, persisted in the metadata: the server started with the
+// values in effect), the connection quotas and the request receive
+// timeout.
+func (b *Broker) registerReconfigurables() {
+	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(config.ReconfigurableFunc{
+		Keys: []string{"num.io.threads", "num.network.threads"},
+		Apply: func(old, new map[string]any) {
+			if n, _ := new["num.io.threads"].(int32); n != old["num.io.threads"] {
+				b.socket.ResizeHandlers(int(n))
+			}
+			if n, _ := new["num.network.threads"].(int32); n != old["num.network.threads"] {
+				b.socket.ResizeProcessors(int(n))
+			}
+		},
+	}))
+	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(b.socketLimitsReconfigurable()))
+}
+
+// socketLimitsReconfigurable applies the connection quotas and the request
+// receive timeout at run time (Kafka's SocketServer is a
+// BrokerReconfigurable for the quotas; the listener forms are each
+// listener's ListenerReconfigurable).
+func (b *Broker) socketLimitsReconfigurable() config.Reconfigurable {
+	names := b.cfg.BrokerListenerNames()
+	keys := append(config.ConnectionQuotaKeys(names), config.RequestReceiveTimeoutKey)
+	return config.ReconfigurableFunc{
+		Keys: keys,
+		Validate: func(values map[string]any) error {
+			_, err := config.ConnectionQuotasFrom(values, names)
+			return err
+		},
+		Apply: func(old, values map[string]any) {
+			oq, _ := config.ConnectionQuotasFrom(old, names)
+			if q, err := config.ConnectionQuotasFrom(values, names); err == nil && !reflect.DeepEqual(q, oq) {
+				b.socket.SetConnectionQuotas(q)
+			}
+			d := config.RequestReceiveTimeoutFrom(values[config.RequestReceiveTimeoutKey])
+			if d != config.RequestReceiveTimeoutFrom(old[config.RequestReceiveTimeoutKey]) {
+				b.log.Info("request receive timeout updated", config.RequestReceiveTimeoutKey, d.Milliseconds())
+				b.socket.SetRequestReceiveTimeout(d)
+				if b.ctrlSocket != nil {
+					b.ctrlSocket.SetRequestReceiveTimeout(d)
+				}
+			}
+		},
+	}
 }
 
 // placeholderHandler stands in until New sets the real handler.
@@ -416,8 +481,8 @@ const controlledShutdownTimeout = 5 * time.Second
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
-		if b.unregister != nil {
-			b.unregister()
+		for _, f := range b.unregister {
+			f()
 		}
 		if b.socket != nil {
 			b.socket.StopAccepting()
@@ -433,6 +498,9 @@ func (b *Broker) Close() error {
 				b.replicas.BeginShutdown()
 			}
 			errs = append(errs, b.socket.Close())
+		}
+		if b.handler != nil {
+			b.handler.Close()
 		}
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())

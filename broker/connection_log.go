@@ -20,6 +20,15 @@ const (
 	// closedProcessorRemoved: num.network.threads shrank and the
 	// connection's processor was removed; the client reconnects.
 	closedProcessorRemoved = "processor_removed"
+	// closedReceiveTimeout: a request took longer than
+	// moldau.socket.request.receive.timeout.ms to arrive.
+	closedReceiveTimeout = "receive_timeout"
+	// closedMaxConnections: closed, least recently used first, to bring
+	// the broker under max.connections.
+	closedMaxConnections = "max_connections"
+	// closedPerIPLimit: accepted but closed at once, its address being at
+	// max.connections.per.ip (never registered as a connection).
+	closedPerIPLimit = "per_ip_limit"
 )
 
 // defaultConnectionSummaryInterval is how often the INFO summary of
@@ -67,6 +76,14 @@ func (l *connectionLog) closed1(c *connection, reason string) {
 	l.log.Debug("connection closed", "peer", c.peer, "conn", c.id, "listener", c.processor.listener, "reason", reason)
 }
 
+// rejected counts a connection closed as soon as it was accepted (over
+// a per-IP limit), which never became a connection.
+func (l *connectionLog) rejected(reason string) {
+	l.mu.Lock()
+	l.closed[reason]++
+	l.mu.Unlock()
+}
+
 // refused notes that the request handler asked to close a connection
 // with the given text, and reports whether the text is new in this
 // interval (then the caller logs it at INFO).
@@ -86,8 +103,9 @@ func (l *connectionLog) refused(text string) bool {
 }
 
 // summarize logs, at INFO, what happened since the last summary, if
-// anything did, and starts a new interval.
-func (l *connectionLog) summarize(now time.Time, open int) {
+// anything did, and starts a new interval. suppressed counts, by kind, the
+// lines about misbehaving peers the per-peer limit left out (peerLog).
+func (l *connectionLog) summarize(now time.Time, open int, suppressed map[string]int) {
 	l.mu.Lock()
 	opened, closed, since := l.opened, l.closed, l.since
 	refusals, order := l.refusals, l.refusedAt
@@ -100,7 +118,7 @@ func (l *connectionLog) summarize(now time.Time, open int) {
 		total += n
 		reasons = append(reasons, fmt.Sprintf("%s=%d", r, n))
 	}
-	if opened == 0 && total == 0 {
+	if opened == 0 && total == 0 && len(suppressed) == 0 {
 		return
 	}
 	sort.Strings(reasons)
@@ -112,6 +130,14 @@ func (l *connectionLog) summarize(now time.Time, open int) {
 			counts[i] = fmt.Sprintf("%dx %s", refusals[text], text)
 		}
 		attrs = append(attrs, "refused", strings.Join(counts, "; "))
+	}
+	if len(suppressed) > 0 {
+		kinds := make([]string, 0, len(suppressed))
+		for k, n := range suppressed {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+		}
+		sort.Strings(kinds)
+		attrs = append(attrs, "log_lines_suppressed", strings.Join(kinds, " "))
 	}
 	l.log.Info("connections", attrs...)
 }

@@ -106,15 +106,84 @@
 // # Framing and limits
 //
 // A request is a 4-byte big-endian size followed by that many bytes. A size
-// below zero or above socket.request.max.bytes closes the connection (logged
-// with the peer, the size and the limit) before anything is allocated. The
-// frame buffer comes from a pool with power-of-two size classes and goes back
-// to it once the response has been written. For frames above 1 MiB the
-// buffer grows as bytes arrive (doubling), so a peer announcing a large frame
-// and sending nothing holds 1 MiB, not the announced size. Nothing before
-// kapi allocates more than about twice the bytes the peer actually sent
-// (CVE-2022-34917): the request header parser (parseRequestHeader, fuzzed) is
-// bounded by the frame and allocates at most the client id string.
+// below zero or above socket.request.max.bytes closes the connection
+// before anything is allocated. Nothing before kapi allocates more than
+// the frame (CVE-2022-34917): the request header parser
+// (parseRequestHeader, fuzzed) is bounded by the frame and allocates at
+// most the client id string. Files: connection.go (the serving loop),
+// connection_read.go (reading a request), frame.go (frame buffers),
+// request_header.go (the header parser), response.go (writing responses).
+//
+// # Request memory (queued.max.request.bytes)
+//
+// The data plane has a memory pool (broker/memory.Pool, Kafka's
+// SimpleMemoryPool) of queued.max.request.bytes. A frame above 16 KiB
+// reserves its size before its body is read; while the pool cannot hold
+// it the connection does not read (muted, as Kafka mutes a channel when
+// the pool is out of memory; its peer's TCP window closes), and small
+// frames take their bytes without waiting, so a connection's next small
+// request is never muted. Reservations wait in line; one larger than the
+// whole pool (possible because the derived default may be smaller than
+// socket.request.max.bytes) is read when no other large frame holds
+// memory, alone. The bytes
+// go back once the response has been written (or the request dropped).
+// A frame above 1 MiB starts in a 1 MiB buffer, so a peer announcing a
+// large frame and sending nothing holds 1 MiB; once that MiB has arrived
+// the whole frame is allocated (its bytes are reserved), or, with an
+// unbounded pool (-1), the buffer doubles as bytes arrive. The controller plane has its own pool of the same size (Kafka's
+// ControllerServer has its own SocketServer), so clients filling the data
+// plane's never hold the metadata quorum up.
+//
+// What else counts, without ever waiting (Pool.Take, which may drive the
+// pool below zero and so mutes new large frames until it is back): each
+// response's buffer while it is written (fetched record data is sent with
+// sendfile from the page cache and is not in the buffer, so a Fetch
+// response counts only its headers), and each batch decompressed for
+// validation while it is validated (log.Config.Memory). Nothing that
+// holds pool memory ever waits for pool memory, so the produce path
+// cannot deadlock against the fetch path or itself. What the pool does
+// not count: kmsg's decoded request structures (kmsg checks every array
+// count against the bytes left, so they stay under about 16 times the
+// frame, reached only by frames made of empty array elements) and the Go
+// runtime's headroom between collections; hence the derived default of a
+// quarter of the memory budget (see broker/memory).
+//
+// # Request receive time
+//
+// The first byte of a request may take connections.max.idle.ms to come;
+// the rest of the frame, moldau.socket.request.receive.timeout.ms (30 s by
+// default, dynamic; Kafka has no such limit), not counting time spent
+// waiting for pool memory. A slower peer (a slowloris sender dribbling a
+// frame) is closed with reason receive_timeout.
+//
+// # Connection quotas
+//
+// On the data plane, the acceptor applies Kafka's ConnectionQuotas
+// (connection_quotas.go): it waits, holding the accepted socket, while the
+// listener (listener.name.<l>.max.connections) or the broker
+// (max.connections) is full or the creation rate
+// (max.connection.creation.rate, and per listener) is over its quota; a
+// connection from an address at max.connections.per.ip (or its
+// max.connections.per.ip.overrides entry) is closed at once. All are
+// dynamic; lowering max.connections closes the least recently used
+// connections above it (idle ones first). The inter-broker listener, when
+// there are several, is protected as in Kafka. The rate is a token bucket
+// holding one second's worth (Kafka averages over its quota window).
+//
+// # Misbehaving peers in the log and the metrics
+//
+// Invalid frames, receive timeouts and per-IP rejections are logged at
+// most once per peer address, kind and minute (peerLog, at most 4096
+// addresses remembered per minute); the others are counted in the minute's
+// connection summary (log_lines_suppressed) and in
+// kafka_network_socketserver_suppressedlogs_total. Every such event is
+// counted: kafka_network_socketserver_invalidrequests_total{reason},
+// kafka_server_socketservermetrics_connection_close_reason_total{reason},
+// kafka_network_acceptor_blocked_seconds_total,
+// kafka_server_socketservermetrics_connection_accept_throttled_total, and
+// the pool's kafka_network_socketserver_memorypoolavailable,
+// _memorypoolused, _memorypoolwaitingconnections and
+// kafka_server_socketservermetrics_memorypooldepletedtimetotal (ms).
 //
 // The header is v1 (api key, api version, correlation id, nullable client
 // id) or v2 (v1 plus tagged fields) when the (key, version) is flexible,
@@ -146,7 +215,8 @@
 // # Connection logging
 //
 // Each connection opened or closed is logged at DEBUG, with its reason
-// (peer, idle, refused, bad_request, io_error, shutdown). At INFO there is
+// (peer, idle, refused, bad_request, io_error, shutdown, receive_timeout,
+// max_connections, per_ip_limit, processor_removed). At INFO there is
 // one summary line per minute (ConnectionSummaryInterval), only when
 // something happened: opened N, closed M by reason, open now. A connection
 // the request handler closed (an API or version not served, a malformed
@@ -167,8 +237,8 @@
 //
 // The RequestChannel holds at most queued.max.requests requests. When it is
 // full, connection goroutines block on it and stop reading, so memory is
-// bounded by connections × one frame each. Every blocking send or receive
-// also selects on shutdown.
+// bounded by connections × one frame each, and by the request memory pool.
+// Every blocking send or receive also selects on shutdown.
 //
 // # Failures
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,9 @@ import (
 // broker.heartbeat.interval.ms with the offset of the metadata it has
 // applied. The controller unfences it once that offset has reached its
 // registration; at shutdown it asks to shut down, so that the controller
-// moves its leaderships away first (controlled shutdown).
+// moves its leaderships away first (controlled shutdown). Each heartbeat
+// names the log dirs that are offline (OfflineLogDirs, KIP-858) by the
+// directory.id of their meta.properties.
 type lifecycleManager struct {
 	nodeID    int32
 	clusterID string
@@ -36,6 +39,9 @@ type lifecycleManager struct {
 	incarnation uuid.UUID
 	listeners   []kmsg.BrokerRegistrationRequestListener
 	rack        *string
+	// offlineDirs returns the directory ids of the log dirs that are
+	// offline; nil: none.
+	offlineDirs func() [][16]byte
 
 	epoch    atomic.Int64 // -1 until registered
 	fenced   atomic.Bool
@@ -148,9 +154,13 @@ func (m *lifecycleManager) register(ctx context.Context) error {
 
 func (m *lifecycleManager) heartbeat(ctx context.Context, shutdown bool) error {
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.Version = 1 // OfflineLogDirs
 	req.BrokerID, req.BrokerEpoch = m.nodeID, m.Epoch()
 	req.CurrentMetadataOffset = m.offset()
 	req.WantShutdown = shutdown
+	if m.offlineDirs != nil {
+		req.OfflineLogDirs = m.offlineDirs()
+	}
 	cctx, cancel := context.WithTimeout(ctx, max(m.interval, 2*time.Second))
 	defer cancel()
 	r, err := m.channel.Send(cctx, req)
@@ -202,3 +212,32 @@ func (m *lifecycleManager) ControlledShutdown(ctx context.Context) {
 
 // Close stops heartbeating. Idempotent.
 func (m *lifecycleManager) Close() { m.g.StopAndWait() }
+
+// offlineLogDirIDs returns a function that maps the log Manager's offline
+// dirs to the directory.id their meta.properties had at start-up (read
+// then: a failed disk may not be readable any more). A dir without one
+// (meta.properties of an older version) is not reported.
+func offlineLogDirIDs(dirs []string, offline func() []string, logger *slog.Logger) func() [][16]byte {
+	ids := make(map[string][16]byte, len(dirs))
+	for _, d := range dirs {
+		props, err := readProperties(filepath.Join(d, metaPropertiesFile))
+		if err != nil {
+			continue
+		}
+		id, err := uuid.Parse(props["directory.id"])
+		if err != nil {
+			logger.Warn("log dir has no valid directory.id in meta.properties: its failure cannot be reported to the controller", "dir", d)
+			continue
+		}
+		ids[filepath.Clean(d)] = id
+	}
+	return func() [][16]byte {
+		var out [][16]byte
+		for _, d := range offline() {
+			if id, ok := ids[filepath.Clean(d)]; ok {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+}

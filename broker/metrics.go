@@ -36,6 +36,9 @@ type Metrics struct {
 	// ...,name=connection-creation-total and connection-close-total
 	connectionCreation, connectionClose *prometheus.CounterVec
 
+	// limits: the memory pool, connection quotas, invalid frames.
+	limits *limitMetrics
+
 	mu     sync.RWMutex
 	perAPI map[int32]*apiMetrics // key<<16 | version
 }
@@ -107,6 +110,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "kafka_server_socketservermetrics_connection_close_total",
 		Help: "Connections closed, by listener.",
 	}, []string{"listener"}))
+	m.limits = newLimitMetrics(reg)
 	register(reg, collectors.NewGoCollector())
 	register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -136,7 +136,7 @@ func TestFramePool(t *testing.T) {
 		if size < 4096 {
 			r = iotest.OneByteReader(r)
 		}
-		fb, err := p.read(r, size)
+		fb, err := p.read(r, size, false)
 		if err != nil {
 			t.Fatal(size, err)
 		}
@@ -149,7 +149,7 @@ func TestFramePool(t *testing.T) {
 		p.put(fb)
 		// Truncated input.
 		if size > 0 {
-			if _, err := p.read(bytes.NewReader(data[:size-1]), size); err == nil {
+			if _, err := p.read(bytes.NewReader(data[:size-1]), size, false); err == nil {
 				t.Fatalf("size %d: truncated frame read", size)
 			}
 		}
@@ -161,7 +161,7 @@ func TestFrameGrowsWithReceivedBytes(t *testing.T) {
 	var sent bytes.Buffer
 	sent.Write(make([]byte, 3<<20))
 	r := &countingReader{r: &sent}
-	if _, err := p.read(r, 1<<30); err == nil {
+	if _, err := p.read(r, 1<<30, false); err == nil {
 		t.Fatal("no error")
 	}
 	if r.maxAsk > 4<<20 {

@@ -16,6 +16,9 @@ type request struct {
 
 	conn  *connection
 	frame *frameBuf // the pooled frame Body aliases
+	// reserved and taken are what the frame holds of the request memory
+	// pool: reserved (Reserve, a large frame) or taken (Take, a small one).
+	reserved, taken int64
 
 	// Kafka's RequestMetrics timestamps. dequeued is written by the
 	// handler goroutine before Handle and responded before the response

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/memory"
 	"github.com/moldau/moldau/kapi"
 )
 
@@ -61,6 +63,26 @@ type SocketServerConfig struct {
 	// default 1 minute.
 	ConnectionSummaryInterval time.Duration
 
+	// QueuedMaxRequestBytes is queued.max.request.bytes, the size of the
+	// request memory pool every frame reserves before it is read; <= 0
+	// is unbounded. MemoryPool, when set, is used instead (the broker
+	// shares the data plane's pool with decompression in the logs).
+	QueuedMaxRequestBytes int64
+	MemoryPool            *memory.Pool
+
+	// RequestReceiveTimeout is moldau.socket.request.receive.timeout.ms:
+	// the time a request may take to arrive from its first byte; 0 none.
+	// SetRequestReceiveTimeout changes it.
+	RequestReceiveTimeout time.Duration
+
+	// ConnectionQuotas, when set, are enforced on the listeners
+	// (max.connections and the rest); nil: no limits.
+	// SetConnectionQuotas changes them. ProtectedListener is the
+	// inter-broker listener, limited only by its own quotas when there
+	// are several listeners.
+	ConnectionQuotas  *config.ConnectionQuotas
+	ProtectedListener string
+
 	Handler RequestHandler // required
 	// PrivateAPIKeys are API keys outside Kafka's that this server
 	// passes to the handler with a v1 header (the metadata quorum's
@@ -105,6 +127,20 @@ type SocketServer struct {
 	channel         *RequestChannel
 	handlers        *KafkaRequestHandlerPool
 	frames          framePool
+
+	// pool is the request memory pool (queued.max.request.bytes).
+	pool *memory.Pool
+	// quotas are the connection quotas; nil: none.
+	quotas *connectionQuotas
+	// receiveTimeout is the request receive timeout in ns (0: none).
+	receiveTimeout atomic.Int64
+	// evicting counts connections closing to bring the broker under
+	// max.connections.
+	evicting atomic.Int64
+	// peerLog rate-limits log lines about misbehaving peers.
+	peerLog *peerLog
+	// limits are the metrics of the limits; nil without metrics.
+	limits *limitMetrics
 
 	// sampleInterval is the idle gauges' sampling period (tests shorten it).
 	sampleInterval time.Duration
@@ -187,6 +223,16 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 		acceptDone:     make(chan struct{}),
 	}
 	s.connLog = newConnectionLog(logger, s.epoch)
+	s.peerLog = newPeerLog(cfg.ConnectionSummaryInterval, s.epoch)
+	s.pool = cfg.MemoryPool
+	if s.pool == nil {
+		s.pool = memory.NewPool(cfg.QueuedMaxRequestBytes)
+	}
+	s.receiveTimeout.Store(int64(max(cfg.RequestReceiveTimeout, 0)))
+	if cfg.Metrics != nil {
+		s.limits = cfg.Metrics.limits
+		s.limits.pool.Store(s.pool)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.networkIdle.Store(math.Float64bits(1))
 	s.handlerIdle.Store(math.Float64bits(1))
@@ -217,6 +263,13 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 		}
 		a.processors.Store(&ps)
 		s.acceptors = append(s.acceptors, a)
+	}
+	if cfg.ConnectionQuotas != nil {
+		names := make([]string, len(cfg.Listeners))
+		for i, l := range cfg.Listeners {
+			names[i] = l.Name
+		}
+		s.quotas = newConnectionQuotas(*cfg.ConnectionQuotas, cfg.ProtectedListener, names)
 	}
 	s.handlers = newKafkaRequestHandlerPool(s)
 	return s, nil
@@ -317,7 +370,7 @@ func (s *SocketServer) shutdown() error {
 	if s.metrics != nil {
 		s.metrics.queueLen.CompareAndSwap(s.queueLenFn, nil)
 	}
-	s.connLog.summarize(time.Now(), 0)
+	s.connLog.summarize(time.Now(), 0, s.peerLog.takeSuppressed(time.Now()))
 	s.log.Info("socket server closed", "took", time.Since(begin).Round(time.Millisecond))
 	return err
 }
@@ -397,7 +450,7 @@ func (s *SocketServer) summarizeConnections() {
 	for {
 		select {
 		case now := <-t.C:
-			s.connLog.summarize(now, s.connectionCount())
+			s.connLog.summarize(now, s.connectionCount(), s.peerLog.takeSuppressed(now))
 		case <-s.stopBackground:
 			return
 		}
@@ -421,6 +474,8 @@ func (a *acceptor) run() {
 	s := a.server
 	next := 0
 	backoff := time.Duration(0)
+	var lastLogged time.Time
+	notLogged := 0
 	for {
 		nc, err := a.ln.Accept()
 		if err != nil {
@@ -428,9 +483,15 @@ func (a *acceptor) run() {
 				return
 			}
 			// Out of file descriptors and the like: Kafka logs
-			// and keeps accepting; back off so as not to spin.
+			// and keeps accepting; back off so as not to spin,
+			// and log at most one line every 10 s of a streak.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			a.log.Warn("accept failed", "err", err, "retry_in", backoff)
+			if now := time.Now(); now.Sub(lastLogged) >= 10*time.Second {
+				a.log.Warn("accept failed", "err", err, "retry_in", backoff, "failures_not_logged", notLogged)
+				lastLogged, notLogged = now, 0
+			} else {
+				notLogged++
+			}
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:
@@ -441,12 +502,20 @@ func (a *acceptor) run() {
 			continue
 		}
 		backoff = 0
+		addr := peerAddr(nc)
+		admitted, stop := s.admit(a.name, nc, addr)
+		if stop {
+			return
+		}
+		if !admitted {
+			continue
+		}
 		s.configureSocket(nc)
 		ps := *a.processors.Load()
 		next %= len(ps)
 		p := ps[next]
 		next++
-		p.register(nc)
+		p.register(nc, addr, s.quotas != nil)
 	}
 }
 

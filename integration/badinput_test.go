@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -41,8 +42,14 @@ func TestBadInputKeepsServingOthers(t *testing.T) {
 		{"unsupported version", frame(3, 99, 7, nil), "unsupported API version"},
 		{"malformed body", frame(19, 7, 7, []byte{0xff, 0xff, 0xff}), "malformed"},
 	}
-	for _, c := range cases {
-		conn := dial(t, b.Seed())
+	for i, c := range cases {
+		// Each from its own address: the broker logs a peer's bad frames
+		// once a minute (issue 11), and each case must be logged.
+		conn, err := dialFrom(fmt.Sprintf("127.0.0.%d", 10+i), b.Seed())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
 		if _, err := conn.Write(c.send); err != nil {
 			t.Fatalf("%s: write: %v", c.name, err)
 		}

@@ -208,8 +208,18 @@ func startProcess(t testing.TB, dir string, port int, overrides ...string) *brok
 // clients on addr, without waiting for it.
 func launchProcess(t testing.TB, addr string, flags ...string) *brokerProcess {
 	t.Helper()
+	return launchProcessEnv(t, addr, nil, flags...)
+}
+
+// launchProcessEnv is launchProcess with variables added to the
+// environment ("GOMEMLIMIT=1GiB").
+func launchProcessEnv(t testing.TB, addr string, env []string, flags ...string) *brokerProcess {
+	t.Helper()
 	p := &brokerProcess{cmd: exec.Command(moldauBinary(t), append([]string{"serve"}, flags...)...), Addr: addr, Out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.Out, p.Out
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

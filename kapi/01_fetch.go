@@ -66,85 +66,18 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 		MaxBytes:      maxBytes,
 		ReadCommitted: req.IsolationLevel == 1,
 	}
-	useIDs := req.Version >= 13
-
-	// Sessions (KIP-227).
-	var sess *fetchSession
-	incremental := false
-	switch {
-	case req.Version < 7:
-	case req.SessionEpoch == finalSessionEpoch:
-		if req.SessionID != 0 {
-			h.sessions.remove(req.SessionID)
-		}
-	case req.SessionEpoch == initialSessionEpoch:
-		if req.SessionID != 0 {
-			h.sessions.remove(req.SessionID)
-		}
-		sess = h.sessions.create()
-	default:
-		s, err := h.sessions.get(req.SessionID, req.SessionEpoch)
-		if err != nil {
-			resp.ErrorCode = ErrorCode(err)
-			rc.finish(resp)
-			return
-		}
-		sess, incremental = s, true
+	sess, incremental, err := h.fetchSessionFor(req)
+	if err != nil {
+		resp.ErrorCode = ErrorCode(err)
+		rc.finish(resp)
+		return
 	}
-
 	var items []fetchItem
 	if sess != nil {
-		sess.mu.Lock()
-		for _, rt := range req.Topics {
-			name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
-			for _, rp := range rt.Partitions {
-				k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
-				if !useIDs {
-					k.id = [16]byte{}
-				}
-				if terr != nil {
-					// Not kept in the session: answered with the
-					// error this once.
-					items = append(items, fetchItem{key: k, err: terr})
-					continue
-				}
-				sess.upsert(sessionPartition{key: k, fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch, logStartOffset: rp.LogStartOffset})
-			}
-		}
-		for _, ft := range req.ForgottenTopics {
-			name, _ := h.fetchTopicName(useIDs, ft.Topic, ft.TopicID)
-			for _, p := range ft.Partitions {
-				k := sessionKey{topic: name, partition: p}
-				if useIDs {
-					k.id = ft.TopicID
-				}
-				sess.forget(k)
-			}
-		}
-		for _, sp := range sess.parts {
-			items = append(items, fetchItem{key: sp.key, sp: sp, part: replica.FetchPartition{
-				TopicPartition:     replica.TopicPartition{Topic: sp.key.topic, Partition: sp.key.partition},
-				FetchOffset:        sp.fetchOffset,
-				MaxBytes:           sp.maxBytes,
-				CurrentLeaderEpoch: sp.currentLeaderEpoch,
-			}})
-		}
-		sess.epoch++
+		items = h.sessionFetchItems(req, sess)
 		resp.SessionID = sess.id
-		sess.mu.Unlock()
 	} else {
-		for _, rt := range req.Topics {
-			name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
-			for _, rp := range rt.Partitions {
-				k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
-				items = append(items, fetchItem{key: k, err: terr, part: replica.FetchPartition{
-					TopicPartition:     replica.TopicPartition{Topic: name, Partition: rp.Partition},
-					FetchOffset:        rp.FetchOffset,
-					MaxBytes:           rp.PartitionMaxBytes,
-					CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
-				}})
-			}
-		}
+		items = h.fetchItems(req)
 	}
 
 	var parts []replica.FetchPartition
@@ -155,73 +88,178 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 			idx = append(idx, i)
 		}
 	}
-
 	h.cfg.Replicas.FetchMessages(params, parts, func(results []replica.FetchResult) {
 		byItem := make([]*replica.FetchResult, len(items))
 		for i := range results {
 			byItem[idx[i]] = &results[i]
 		}
-		var slices []log.FileSlice
-		var sent map[sessionKey]bool
-		if sess != nil {
-			sess.mu.Lock()
-			defer sess.mu.Unlock()
-			sent = make(map[sessionKey]bool)
-		}
-		var cur *kmsg.FetchResponseTopic
-		for i, it := range items {
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = it.key.partition
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			sp.PreferredReadReplica = -1
-			var size int64
-			if r := byItem[i]; r != nil {
-				sp.ErrorCode = ErrorCode(r.Err)
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
-				if r.Err == nil && r.AbortedTransactions != nil {
-					// read_committed: the list, empty or not; null
-					// otherwise, as Kafka sends it.
-					sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(r.AbortedTransactions))
-					for j, at := range r.AbortedTransactions {
-						a := &sp.AbortedTransactions[j]
-						a.Default()
-						a.ProducerID, a.FirstOffset = at.ProducerID, at.FirstOffset
-					}
-				}
-				if r.Err == nil && r.Records.Size > 0 {
-					size = r.Records.Size
-					sp.RecordBatches = regionMarker(len(slices))
-					slices = append(slices, r.Records)
-				}
-			} else {
-				sp.ErrorCode = ErrorCode(it.err)
-			}
-			if sp.RecordBatches == nil {
-				sp.RecordBatches = []byte{}
-			}
-			if c := it.sp; c != nil {
-				changed := size > 0 || sp.ErrorCode != 0 || c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
-				c.hw, c.lso, c.lstart = sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset
-				if size > 0 {
-					sent[c.key] = true
-				}
-				if incremental && !changed {
-					continue
-				}
-			}
-			if cur == nil || cur.Topic != it.key.topic || cur.TopicID != it.key.id {
-				t := kmsg.NewFetchResponseTopic()
-				t.Topic, t.TopicID = it.key.topic, it.key.id
-				resp.Topics = append(resp.Topics, t)
-				cur = &resp.Topics[len(resp.Topics)-1]
-			}
-			cur.Partitions = append(cur.Partitions, sp)
-		}
-		if sess != nil {
-			sess.rotate(sent)
-		}
+		slices := fillFetchResponse(resp, items, byItem, sess, incremental)
 		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
 	})
+}
+
+// fetchSessionFor returns the request's fetch session (KIP-227): none
+// before v7 or when the request closes its session, a new one for an
+// initial epoch, the cached one (incremental) otherwise.
+func (h *Handler) fetchSessionFor(req *kmsg.FetchRequest) (sess *fetchSession, incremental bool, err error) {
+	switch {
+	case req.Version < 7:
+		return nil, false, nil
+	case req.SessionEpoch == finalSessionEpoch:
+		if req.SessionID != 0 {
+			h.sessions.remove(req.SessionID)
+		}
+		return nil, false, nil
+	case req.SessionEpoch == initialSessionEpoch:
+		if req.SessionID != 0 {
+			h.sessions.remove(req.SessionID)
+		}
+		return h.sessions.create(), false, nil
+	default:
+		s, err := h.sessions.get(req.SessionID, req.SessionEpoch)
+		if err != nil {
+			return nil, false, err
+		}
+		return s, true, nil
+	}
+}
+
+// sessionFetchItems applies the request's partitions and forgotten topics
+// to the session and returns every partition of the session to fetch.
+func (h *Handler) sessionFetchItems(req *kmsg.FetchRequest, sess *fetchSession) []fetchItem {
+	useIDs := req.Version >= 13
+	var items []fetchItem
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	for _, rt := range req.Topics {
+		name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
+		for _, rp := range rt.Partitions {
+			k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
+			if !useIDs {
+				k.id = [16]byte{}
+			}
+			if terr != nil {
+				// Not kept in the session: answered with the error
+				// this once.
+				items = append(items, fetchItem{key: k, err: terr})
+				continue
+			}
+			sess.upsert(sessionPartition{key: k, fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch, logStartOffset: rp.LogStartOffset})
+		}
+	}
+	for _, ft := range req.ForgottenTopics {
+		name, _ := h.fetchTopicName(useIDs, ft.Topic, ft.TopicID)
+		for _, p := range ft.Partitions {
+			k := sessionKey{topic: name, partition: p}
+			if useIDs {
+				k.id = ft.TopicID
+			}
+			sess.forget(k)
+		}
+	}
+	for _, sp := range sess.parts {
+		items = append(items, fetchItem{key: sp.key, sp: sp, part: replica.FetchPartition{
+			TopicPartition:     replica.TopicPartition{Topic: sp.key.topic, Partition: sp.key.partition},
+			FetchOffset:        sp.fetchOffset,
+			MaxBytes:           sp.maxBytes,
+			CurrentLeaderEpoch: sp.currentLeaderEpoch,
+		}})
+	}
+	sess.epoch++
+	return items
+}
+
+// fetchItems returns the partitions of a sessionless fetch.
+func (h *Handler) fetchItems(req *kmsg.FetchRequest) []fetchItem {
+	useIDs := req.Version >= 13
+	var items []fetchItem
+	for _, rt := range req.Topics {
+		name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
+		for _, rp := range rt.Partitions {
+			k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
+			items = append(items, fetchItem{key: k, err: terr, part: replica.FetchPartition{
+				TopicPartition:     replica.TopicPartition{Topic: name, Partition: rp.Partition},
+				FetchOffset:        rp.FetchOffset,
+				MaxBytes:           rp.PartitionMaxBytes,
+				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+			}})
+		}
+	}
+	return items
+}
+
+// fillFetchResponse adds the items' answers to resp (in an incremental
+// session, only the partitions that changed) and returns the segment
+// slices their record regions stand for.
+func fillFetchResponse(resp *kmsg.FetchResponse, items []fetchItem, byItem []*replica.FetchResult, sess *fetchSession, incremental bool) []log.FileSlice {
+	var slices []log.FileSlice
+	var sent map[sessionKey]bool
+	if sess != nil {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		sent = make(map[sessionKey]bool)
+	}
+	var cur *kmsg.FetchResponseTopic
+	for i, it := range items {
+		sp, size := fetchPartitionResponse(it, byItem[i], &slices)
+		if c := it.sp; c != nil {
+			changed := size > 0 || sp.ErrorCode != 0 || c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
+			c.hw, c.lso, c.lstart = sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset
+			if size > 0 {
+				sent[c.key] = true
+			}
+			if incremental && !changed {
+				continue
+			}
+		}
+		if cur == nil || cur.Topic != it.key.topic || cur.TopicID != it.key.id {
+			t := kmsg.NewFetchResponseTopic()
+			t.Topic, t.TopicID = it.key.topic, it.key.id
+			resp.Topics = append(resp.Topics, t)
+			cur = &resp.Topics[len(resp.Topics)-1]
+		}
+		cur.Partitions = append(cur.Partitions, sp)
+	}
+	if sess != nil {
+		sess.rotate(sent)
+	}
+	return slices
+}
+
+// fetchPartitionResponse is one partition's answer, r nil if it was not
+// fetched (it.err says why); its records, if any, become a region marker
+// and are added to slices.
+func fetchPartitionResponse(it fetchItem, r *replica.FetchResult, slices *[]log.FileSlice) (kmsg.FetchResponseTopicPartition, int64) {
+	sp := kmsg.NewFetchResponseTopicPartition()
+	sp.Partition = it.key.partition
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	sp.PreferredReadReplica = -1
+	sp.RecordBatches = []byte{}
+	if r == nil {
+		sp.ErrorCode = ErrorCode(it.err)
+		return sp, 0
+	}
+	sp.ErrorCode = ErrorCode(r.Err)
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+	if r.Err != nil {
+		return sp, 0
+	}
+	if r.AbortedTransactions != nil {
+		// read_committed: the list, empty or not; null otherwise, as
+		// Kafka sends it.
+		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(r.AbortedTransactions))
+		for j, at := range r.AbortedTransactions {
+			a := &sp.AbortedTransactions[j]
+			a.Default()
+			a.ProducerID, a.FirstOffset = at.ProducerID, at.FirstOffset
+		}
+	}
+	if r.Records.Size == 0 {
+		return sp, 0
+	}
+	sp.RecordBatches = regionMarker(len(*slices))
+	*slices = append(*slices, r.Records)
+	return sp, r.Records.Size
 }
 
 // fetchTopicName resolves a fetch's topic: by ID from v13, else by name.

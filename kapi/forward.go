@@ -12,6 +12,8 @@ package kapi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,6 +22,30 @@ import (
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/metadata"
 )
+
+// forwarded turns a handler that forwards to the controller (and waits for
+// its answer and for this broker's metadata) into an async one: it runs on
+// its own goroutine, so that admin requests waiting on the controller never
+// hold the handler pool that Produce and Fetch need (Kafka's forwarding is
+// asynchronous too). A panic is recovered and closes the connection, as
+// the handler pool does.
+func forwarded(fn func(*Handler, *RequestContext, kmsg.Request) kmsg.Response) func(*Handler, *RequestContext, kmsg.Request) {
+	return func(h *Handler, rc *RequestContext, req kmsg.Request) {
+		started := h.g.Go(func(<-chan struct{}) {
+			defer func() {
+				if v := recover(); v != nil {
+					h.log.Error("request handler panic", "request", kmsg.NameForKey(req.Key()), "version", req.GetVersion(),
+						"client_id", rc.ClientID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+					rc.respond(&Response{Close: true, CloseReason: fmt.Sprintf("request handler panic: %v", v)})
+				}
+			}()
+			rc.finish(fn(h, rc, req))
+		})
+		if !started {
+			rc.respond(&Response{Close: true, CloseReason: "the broker is shutting down"})
+		}
+	}
+}
 
 // defaultForwardTimeout bounds a forwarded request whose own timeout is
 // not set (Kafka's request.timeout.ms for the controller channel is 30 s).

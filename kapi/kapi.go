@@ -13,6 +13,7 @@ import (
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/quota"
+	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/replica"
@@ -77,7 +78,14 @@ type Handler struct {
 	log      *slog.Logger
 	now      func() time.Time
 	sessions *fetchSessionCache
+	// g runs the requests that wait on the controller (forwarded), off
+	// the handler pool.
+	g routine.Group
 }
+
+// Close waits for the forwarded requests still running (their context
+// ends with the socket server's). Idempotent.
+func (h *Handler) Close() { h.g.StopAndWait() }
 
 // New returns a Handler.
 func New(cfg Config) *Handler {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -210,8 +211,26 @@ func (c *leaderEpochCache) truncateFromStart(startOffset int64) error {
 }
 
 func writePartitionMetadata(fsys FS, dir string, id [16]byte) error {
-	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", uuid.UUID(id).String())
-	return WriteFileAtomic(fsys, filepath.Join(dir, PartitionMetadataFile), []byte(data))
+	return WriteFileAtomic(fsys, filepath.Join(dir, PartitionMetadataFile), partitionMetadata(id))
+}
+
+// writePartitionMetadataNoSync writes partition.metadata of a new log
+// without fsync (see logParams.isNew): a crash may lose it, and
+// GetOrCreateLog writes it again.
+func writePartitionMetadataNoSync(fsys FS, dir string, id [16]byte) error {
+	f, err := fsys.OpenFile(filepath.Join(dir, PartitionMetadataFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(partitionMetadata(id))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func partitionMetadata(id [16]byte) []byte {
+	return fmt.Appendf(nil, "version: 0\ntopic_id: %s\n", uuid.UUID(id).String())
 }
 
 // readPartitionMetadata reads partition.metadata; ok is false if missing.

@@ -266,7 +266,7 @@ func (m *Manager) newCleanerFor(cfg ManagerConfig) error {
 	}
 	var dirs []string
 	for _, d := range m.dirs {
-		if d.err == nil {
+		if d.failed() == nil {
 			dirs = append(dirs, d.path)
 		}
 	}

@@ -310,7 +310,7 @@ func (c *cleaner) buildOffsetMapForSegment(l *Log, s segView, start, nextSegment
 func (c *cleaner) cleanSegments(l *Log, v *logView, group []segView, ctx *cleanCtx) error {
 	dest, err := createCleanedSegment(l.fsys, v.dir, group[0].base, v.cfg, c.now())
 	if err != nil {
-		return fmt.Errorf("%w: creating cleaned segment %d of %s: %v", kerr.KafkaStorageError, group[0].base, l.tp, err)
+		return fmt.Errorf("%w: creating cleaned segment %d of %s: %w", kerr.KafkaStorageError, group[0].base, l.tp, err)
 	}
 	ctx.txn.retained = nil // the aborted transactions this segment keeps
 	lastNonEmpty := -1
@@ -342,7 +342,7 @@ func (c *cleaner) cleanSegments(l *Log, v *logView, group []segView, ctx *cleanC
 	}
 	if err != nil {
 		dest.deleteCleaned()
-		return fmt.Errorf("%w: flushing cleaned segment %d of %s: %v", kerr.KafkaStorageError, dest.baseOffset, l.tp, err)
+		return fmt.Errorf("%w: flushing cleaned segment %d of %s: %w", kerr.KafkaStorageError, dest.baseOffset, l.tp, err)
 	}
 	c.logger.Debug("swapping in cleaned segment", "partition", l.tp.String(), "base_offset", dest.baseOffset, "replaces", len(group), "bytes", dest.size)
 	return l.replaceSegments(dest, group)
@@ -633,7 +633,7 @@ func (c *cleaner) flushWrites(l *Log, dest *Segment, ctx *cleanCtx) error {
 		return fmt.Errorf("%w: cleaned segment %d of %s would pass 2 GiB", kerr.KafkaStorageError, dest.baseOffset, l.tp)
 	}
 	if _, err := dest.log.WriteAt(c.writeBuf, dest.size); err != nil {
-		return fmt.Errorf("%w: writing cleaned segment %d of %s: %v", kerr.KafkaStorageError, dest.baseOffset, l.tp, err)
+		return fmt.Errorf("%w: writing cleaned segment %d of %s: %w", kerr.KafkaStorageError, dest.baseOffset, l.tp, err)
 	}
 	for _, p := range c.pending {
 		dest.indexBatch(p.lastOffset, p.maxTs, dest.size+int64(p.pos), p.size, ctx.cfg.IndexIntervalBytes)
@@ -664,7 +664,7 @@ func (c *cleaner) readChunk(l *Log, s segView, pos int64) ([]byte, error) {
 		case err == nil || errors.Is(err, io.EOF):
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("%w: reading segment %d of %s at %d: %v", kerr.KafkaStorageError, s.base, l.tp, pos, err)
+		return nil, fmt.Errorf("%w: reading segment %d of %s at %d: %w", kerr.KafkaStorageError, s.base, l.tp, pos, err)
 	}
 	c.throttler.maybeThrottle(n, c.done)
 	return c.readBuf[:n], nil

@@ -41,6 +41,11 @@ type Config struct {
 	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio (log.cleaner.min.cleanable.ratio), default 0.5
 	MinCompactionLagMs     int64   // min.compaction.lag.ms (log.cleaner.min.compaction.lag.ms), default 0
 	MaxCompactionLagMs     int64   // max.compaction.lag.ms (log.cleaner.max.compaction.lag.ms), default MaxInt64; 0 means the default
+
+	// Memory, if set, counts the memory validation takes beyond the
+	// request's own bytes (a decompressed batch) in the broker's request
+	// memory budget (queued.max.request.bytes).
+	Memory MemoryAccount
 }
 
 // DefaultConfig returns Kafka's defaults.

@@ -149,7 +149,10 @@
 // under Log.mu, and segment state under Log.segMu.RLock, briefly.
 //
 // Lock order: cleanerManager.mu → Manager.mu → Log.replaceMu → Log.mu →
-// Log.segMu. A Log never takes Manager.mu or cleanerManager.mu.
+// Log.segMu. A Log never takes Manager.mu or cleanerManager.mu. An I/O
+// error is reported to the Manager (dir_failure.go) from whatever
+// goroutine met it, with any log lock held: the report only sets the dir's
+// failure (an atomic) and starts a goroutine that does the rest.
 // logDir.ckptMu (checkpoint writes) is taken with no other lock; the
 // cleaner offset checkpoint is written under cleanerManager.mu, as Kafka
 // does.
@@ -203,6 +206,42 @@
 // older one used. After a clean shutdown the snapshot at the log end
 // leaves nothing to replay. Snapshots are taken at the bases of the last
 // two segments on the way and at the log end after a replay.
+//
+// # Storage errors
+//
+// No I/O error panics: every open, read, write, sync, truncate and rename
+// error is returned (a load that fails closes what it opened). The
+// Manager does its I/O through an FS that reports every error under a log
+// dir (dir_failure.go, Kafka's LogDirFailureChannel). One that says the
+// disk is failing — any error but a missing or existing file, a closed
+// file, the end of a file, or running out of a resource (EMFILE, ENFILE,
+// ENOSPC, EDQUOT, ENOMEM) on anything but an fsync — takes the whole dir
+// offline until restart: its logs answer KAFKA_STORAGE_ERROR at once
+// (Log.Offline, lock-free), are closed and leave the Manager (no
+// retention, flush, checkpoint or cleaning touches them), the replica
+// manager is told (OnDirFailure), DirInfos and OfflineDirs report the dir
+// and kafka_log_logmanager_offlinelogdirectorycount counts it. Running out
+// of a resource fails only the operation; a failed roll or creation leaves
+// no file behind, so the next attempt, or a restart, finds the log as it
+// was. A partition of an offline dir is not created anew in another dir
+// (its data is in the offline one); nor is any new log while a dir whose
+// partitions could not even be listed is offline.
+//
+// At start-up a dir that cannot be loaded is offline with its partitions;
+// if every dir is, NewManager fails, naming each dir's cause. Too many open
+// files fails it at once with a *FileLimitError giving the segments (one
+// open file each), the descriptors needed and the open-file limit.
+//
+// # Scrubbing
+//
+// The log scrubber (scrubber.go; moldau.log.scrub.*, not in Kafka) reads
+// every closed segment in the background, throttled, a pass at start-up
+// and then every interval, and checks each batch as recovery does: header,
+// length, CRC-32C, offsets within the segment. A corrupt batch is logged
+// once (partition, segment file, offset, position, reason), counted in
+// moldau_log_scrubber_corrupt_batches_total and remembered by its log
+// while the segment exists (Log.CorruptBatches, CorruptBatchIn), so that
+// the replica manager does not serve it.
 //
 // # Compaction
 //

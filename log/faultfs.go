@@ -19,6 +19,10 @@ const (
 	OpRename
 	OpRemove
 	OpTruncate
+	OpRead    // File.ReadAt
+	OpStat    // FS.Stat and File.Stat
+	OpReadDir // FS.ReadDir
+	OpMkdir   // FS.MkdirAll
 	numFaultOps
 )
 
@@ -27,13 +31,17 @@ var ErrInjected = errors.New("injected fault")
 
 // Fault arms one failure: the Nth operation Op (from the time it is
 // armed, counting from 1) on a path containing PathContains fails with
-// Err (ErrInjected if nil). Short makes a failing write write half its
-// bytes first, as a full disk can.
+// Err (ErrInjected if nil; a syscall.Errno such as EIO, EMFILE or ENOSPC
+// to look like the OS). Short makes a failing write write half its bytes
+// first, as a full disk can. Sticky keeps the fault armed once it fired:
+// every later matching operation fails too, as on a dead disk, until
+// Reset.
 type Fault struct {
 	Op           FaultOp
 	PathContains string
 	Nth          int
 	Short        bool
+	Sticky       bool
 	Err          error
 }
 
@@ -49,6 +57,7 @@ type FaultFS struct {
 	faults []*Fault
 	counts [numFaultOps]int
 	synced map[string]int64 // path -> length at last Sync (files written through f)
+	open   int              // files opened through f and not closed yet
 }
 
 // NewFaultFS returns a FaultFS over inner (nil: the OS).
@@ -83,6 +92,14 @@ func (f *FaultFS) Count(op FaultOp) int {
 	return f.counts[op]
 }
 
+// OpenFiles returns how many files opened through f are not closed yet:
+// a test of an error path checks it for leaked file descriptors.
+func (f *FaultFS) OpenFiles() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.open
+}
+
 // check counts an operation and returns the fault it triggers, if any.
 func (f *FaultFS) check(op FaultOp, path string) *Fault {
 	f.mu.Lock()
@@ -92,9 +109,13 @@ func (f *FaultFS) check(op FaultOp, path string) *Fault {
 		if ft.Op != op || !strings.Contains(path, ft.PathContains) {
 			continue
 		}
-		ft.Nth--
+		if ft.Nth > 0 {
+			ft.Nth--
+		}
 		if ft.Nth == 0 {
-			f.faults = append(f.faults[:i], f.faults[i+1:]...)
+			if !ft.Sticky {
+				f.faults = append(f.faults[:i], f.faults[i+1:]...)
+			}
 			return ft
 		}
 	}
@@ -161,6 +182,9 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	if err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	f.open++
+	f.mu.Unlock()
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 		if st, err := fl.Stat(); err == nil {
 			f.mu.Lock()
@@ -222,13 +246,28 @@ func (f *FaultFS) RemoveAll(path string) error {
 }
 
 // MkdirAll implements FS.
-func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.Inner.MkdirAll(path, perm) }
+func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error {
+	if ft := f.check(OpMkdir, path); ft != nil {
+		return ft.err("mkdir", path)
+	}
+	return f.Inner.MkdirAll(path, perm)
+}
 
 // ReadDir implements FS.
-func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error) { return f.Inner.ReadDir(name) }
+func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error) {
+	if ft := f.check(OpReadDir, name); ft != nil {
+		return nil, ft.err("readdirent", name)
+	}
+	return f.Inner.ReadDir(name)
+}
 
 // Stat implements FS.
-func (f *FaultFS) Stat(name string) (os.FileInfo, error) { return f.Inner.Stat(name) }
+func (f *FaultFS) Stat(name string) (os.FileInfo, error) {
+	if ft := f.check(OpStat, name); ft != nil {
+		return nil, ft.err("stat", name)
+	}
+	return f.Inner.Stat(name)
+}
 
 // SyncDir implements FS.
 func (f *FaultFS) SyncDir(path string) error {
@@ -240,8 +279,33 @@ func (f *FaultFS) SyncDir(path string) error {
 
 type faultFile struct {
 	File
-	fs   *FaultFS
-	name string
+	fs     *FaultFS
+	name   string
+	closed bool // under fs.mu
+}
+
+func (ff *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	if ft := ff.fs.check(OpRead, ff.name); ft != nil {
+		return 0, ft.err("read", ff.name)
+	}
+	return ff.File.ReadAt(p, off)
+}
+
+func (ff *faultFile) Stat() (os.FileInfo, error) {
+	if ft := ff.fs.check(OpStat, ff.name); ft != nil {
+		return nil, ft.err("stat", ff.name)
+	}
+	return ff.File.Stat()
+}
+
+func (ff *faultFile) Close() error {
+	ff.fs.mu.Lock()
+	if !ff.closed {
+		ff.closed = true
+		ff.fs.open--
+	}
+	ff.fs.mu.Unlock()
+	return ff.File.Close()
 }
 
 func (ff *faultFile) write(p []byte, at func([]byte) (int, error)) (int, error) {

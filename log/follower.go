@@ -70,7 +70,7 @@ func OpenLog(p OpenLogParams) (*Log, LoadResult, error) {
 		logStartOffset: max(p.LogStartOffset, 0), highWatermark: -1,
 	})
 	if err != nil {
-		return nil, res, fmt.Errorf("%w: opening log %s: %v", kerr.KafkaStorageError, p.Dir, err)
+		return nil, res, fmt.Errorf("%w: opening log %s: %w", kerr.KafkaStorageError, p.Dir, err)
 	}
 	return l, res, nil
 }
@@ -119,7 +119,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	for _, h := range headers {
 		if h.PartitionLeaderEpoch >= 0 && h.PartitionLeaderEpoch > l.epochs.latestEpoch() {
 			if err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
-				return info, fmt.Errorf("%w: writing leader-epoch-checkpoint of %s: %v", kerr.KafkaStorageError, l.tp, err)
+				return info, fmt.Errorf("%w: writing leader-epoch-checkpoint of %s: %w", kerr.KafkaStorageError, l.tp, err)
 			}
 		}
 	}
@@ -193,7 +193,7 @@ func (l *Log) writeBatches(res *ValidationResult, now time.Time) error {
 				l.failed = errors.Join(err, terr)
 			}
 		}
-		return fmt.Errorf("%w: appending to %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+		return fmt.Errorf("%w: appending to %s: %w", kerr.KafkaStorageError, seg.logPath(), err)
 	}
 	interval := l.cfg.IndexIntervalBytes
 	l.segMu.Lock()
@@ -241,7 +241,7 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	buf := make([]byte, BatchHeaderSize)
 	pos, h, found, err := seg.findBatch(targetOffset, int64(seg.offIdx.Lookup(targetOffset).Position), seg.size, buf)
 	if err != nil {
-		return false, fmt.Errorf("%w: truncating %s: %v", kerr.KafkaStorageError, l.tp, err)
+		return false, fmt.Errorf("%w: truncating %s: %w", kerr.KafkaStorageError, l.tp, err)
 	}
 	newLeo := targetOffset
 	if found {
@@ -252,7 +252,7 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	if pos < seg.size {
 		if err := seg.log.Truncate(pos); err != nil {
 			l.failed = err
-			return false, fmt.Errorf("%w: truncating %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+			return false, fmt.Errorf("%w: truncating %s: %w", kerr.KafkaStorageError, seg.logPath(), err)
 		}
 	}
 	l.segMu.Lock()
@@ -299,7 +299,7 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.failed = err
-		return true, fmt.Errorf("%w: truncating %s: %v", kerr.KafkaStorageError, l.tp, err)
+		return true, fmt.Errorf("%w: truncating %s: %w", kerr.KafkaStorageError, l.tp, err)
 	}
 	l.logger.Info("truncated log", "partition", l.tp.String(), "target_offset", targetOffset, "log_end_offset", newLeo, "bytes_removed", removed)
 	return true, nil
@@ -350,7 +350,7 @@ func (l *Log) truncateFullyAndStartAt(newOffset int64) error {
 	l.segMu.RUnlock()
 	fail := func(err error) error {
 		l.failed = err
-		return fmt.Errorf("%w: truncating %s fully: %v", kerr.KafkaStorageError, l.tp, err)
+		return fmt.Errorf("%w: truncating %s fully: %w", kerr.KafkaStorageError, l.tp, err)
 	}
 	for _, s := range old {
 		if err := s.renameDeleted(); err != nil {

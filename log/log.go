@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,6 +41,9 @@ type Log struct {
 	bg     *routine.Group
 	// scheduleDelete runs fn after delay (file.delete.delay.ms); nil: now.
 	scheduleDelete func(delay time.Duration, fn func())
+	// health is the log dir's: once it failed the log is offline (see
+	// dir_failure.go). Nil outside a Manager.
+	health *dirHealth
 
 	// replaceMu serialises what replaces or removes non-active segments:
 	// the cleaner's swap (replaceSegments), retention, DeleteRecords,
@@ -90,6 +94,8 @@ type Log struct {
 	// by first offset. Together they give the last stable offset.
 	firstUndecided int64
 	unreplicated   []completedTxn
+	// corrupt are the batches the scrubber found damaged (scrubber.go).
+	corrupt atomic.Pointer[[]CorruptBatch]
 }
 
 // TopicPartition returns the partition.
@@ -199,6 +205,9 @@ func (l *Log) active() *Segment { return l.segs[len(l.segs)-1] }
 
 // usable returns an error if the log cannot be written.
 func (l *Log) usable() error {
+	if err := l.Offline(); err != nil {
+		return err
+	}
 	switch {
 	case l.deleted:
 		return fmt.Errorf("%w: log %s was deleted", kerr.UnknownTopicOrPartition, l.tp)
@@ -365,11 +374,11 @@ func (l *Log) roll(now time.Time) (*Segment, error) {
 	base := l.leo
 	l.segMu.Unlock()
 	if err := old.trimIndexes(); err != nil {
-		return nil, fmt.Errorf("%w: trimming indexes of %s: %v", kerr.KafkaStorageError, old.logPath(), err)
+		return nil, fmt.Errorf("%w: trimming indexes of %s: %w", kerr.KafkaStorageError, old.logPath(), err)
 	}
 	seg, err := createSegment(l.fsys, l.dir, base, l.cfg, now)
 	if err != nil {
-		return nil, fmt.Errorf("%w: rolling %s: %v", kerr.KafkaStorageError, l.tp, err)
+		return nil, fmt.Errorf("%w: rolling %s: %w", kerr.KafkaStorageError, l.tp, err)
 	}
 	l.segMu.Lock()
 	l.segs = append(l.segs, seg)
@@ -437,7 +446,7 @@ func (l *Log) flushTo(offset int64) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: flushing %s: %v", kerr.KafkaStorageError, l.tp, err)
+		return fmt.Errorf("%w: flushing %s: %w", kerr.KafkaStorageError, l.tp, err)
 	}
 	l.mu.Lock()
 	if offset > l.recoveryPoint {
@@ -481,7 +490,7 @@ func (l *Log) Close() error {
 	}
 	l.segMu.Unlock()
 	for i, s := range segs {
-		if !l.deleted && l.failed == nil {
+		if !l.deleted && l.failed == nil && l.Offline() == nil {
 			if err := s.trimIndexes(); err != nil {
 				errs = append(errs, err)
 			}

@@ -272,12 +272,12 @@ func (l *Log) replaceSegments(cleaned *Segment, olds []segView) error {
 		}
 		l.mu.Unlock()
 		l.logger.Error("swapping in a cleaned segment failed; the log is offline until restart", "partition", l.tp.String(), "base_offset", base, "err", err)
-		return fmt.Errorf("%w: swapping cleaned segment %d of %s: %v", kerr.KafkaStorageError, base, l.tp, err)
+		return fmt.Errorf("%w: swapping cleaned segment %d of %s: %w", kerr.KafkaStorageError, base, l.tp, err)
 	}
 	if renamed, err := renameSegmentFiles(l.fsys, dir, base, CleanedFileSuffix, SwapFileSuffix); err != nil {
 		if renamed == 0 {
 			cleaned.deleteCleaned()
-			return fmt.Errorf("%w: renaming cleaned segment %d of %s: %v", kerr.KafkaStorageError, base, l.tp, err)
+			return fmt.Errorf("%w: renaming cleaned segment %d of %s: %w", kerr.KafkaStorageError, base, l.tp, err)
 		}
 		return fail(err)
 	}

@@ -33,6 +33,15 @@ type logParams struct {
 	topicID          [16]byte
 	// pidExpirationMs is producer.id.expiration.ms; nil: the default.
 	pidExpirationMs func() int64
+	// isNew: the dir did not exist (a partition created here). There is
+	// nothing to recover or make durable: the empty segment is not
+	// synced, and partition.metadata is written without fsync, as Kafka
+	// flushes it later (a crash before then loses an empty log, which the
+	// metadata creates again, or a partition.metadata that
+	// GetOrCreateLog writes again).
+	isNew bool
+	// health is the log dir's (nil for a log outside a Manager).
+	health *dirHealth
 }
 
 // LoadResult says what loading one log did.
@@ -70,36 +79,90 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		p.fsys = OSFS{}
 	}
 	p.cfg = p.cfg.withDefaults()
-	res.TopicPartition = p.tp
-	l = &Log{
+	ld := &logLoader{p: p, now: p.now()}
+	ld.res.TopicPartition = p.tp
+	ld.l = &Log{
 		tp: p.tp, fsys: p.fsys, logger: p.logger, now: p.now, bg: p.bg,
 		scheduleDelete: p.scheduleDelete, dir: p.dir, cfg: p.cfg,
 		pstate: newProducerStateManager(), pidExpirationMs: p.pidExpirationMs, firstUndecided: -1,
+		health: p.health,
 	}
-	if l.pidExpirationMs == nil {
-		l.pidExpirationMs = func() int64 { return defaultPidExpirationMs }
+	if ld.l.pidExpirationMs == nil {
+		ld.l.pidExpirationMs = func() int64 { return defaultPidExpirationMs }
 	}
-	now := p.now()
-	l.lastFlush = now
+	ld.l.lastFlush = ld.now
 	if err := p.fsys.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, res, err
+		return nil, ld.res, err
 	}
-	defer func() {
-		if err != nil {
-			for _, s := range l.segs {
-				s.closeFiles()
-			}
+	if err := ld.load(); err != nil {
+		// The segments opened so far are closed.
+		for _, s := range ld.l.segs {
+			s.closeFiles()
 		}
-	}()
+		return nil, ld.res, err
+	}
+	return ld.l, ld.res, nil
+}
 
+// logLoader holds one load's state between its phases (Kafka's
+// LogLoader).
+type logLoader struct {
+	p   logParams
+	now time.Time
+	l   *Log
+	res LoadResult
+	// needRecovery[i] is whether l.segs[i] is checked batch by batch.
+	needRecovery []bool
+}
+
+func (ld *logLoader) load() error {
+	p := ld.p
+	var err error
 	// A swap of cleaned segments interrupted by a crash is completed or
 	// rolled back first (Kafka's LogLoader).
-	if res.CompletedSwaps, err = completeInterruptedSwaps(p.fsys, p.dir, p.logger, p.tp); err != nil {
-		return nil, res, fmt.Errorf("completing interrupted swaps of %s: %w", p.tp, err)
+	if ld.res.CompletedSwaps, err = completeInterruptedSwaps(p.fsys, p.dir, p.logger, p.tp); err != nil {
+		return fmt.Errorf("completing interrupted swaps of %s: %w", p.tp, err)
 	}
+	bases, err := ld.scanDir()
+	if err != nil {
+		return err
+	}
+	if err := ld.openSegments(bases); err != nil {
+		return err
+	}
+	if err := ld.recoverSegments(); err != nil {
+		return err
+	}
+	if err := ld.dropEmptySegmentAfterGap(); err != nil {
+		return err
+	}
+	// Non-active segments end where the next begins.
+	segs := ld.l.segs
+	for i := 0; i+1 < len(segs); i++ {
+		if segs[i].nextOffset == segs[i].baseOffset && segs[i].size > 0 {
+			segs[i].nextOffset = segs[i+1].baseOffset
+		}
+	}
+	if err := ld.settleOffsets(); err != nil {
+		return err
+	}
+	if err := ld.loadProducerState(); err != nil {
+		return err
+	}
+	if err := ld.loadLeaderEpochs(); err != nil {
+		return err
+	}
+	return ld.loadPartitionMetadata()
+}
+
+// scanDir removes the leftovers of unfinished deletes and checkpoints and
+// orphan indexes, notes the producer snapshots, and returns the base
+// offsets of the segments, in order.
+func (ld *logLoader) scanDir() ([]int64, error) {
+	p, l := ld.p, ld.l
 	entries, err := p.fsys.ReadDir(p.dir)
 	if err != nil {
-		return nil, res, err
+		return nil, err
 	}
 	var bases []int64
 	logFiles := map[int64]bool{}
@@ -114,7 +177,7 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		case strings.HasSuffix(name, DeletedFileSuffix), strings.HasSuffix(name, ".tmp"):
 			// Leftovers of an unfinished delete or checkpoint.
 			if err := p.fsys.Remove(full); err != nil && !os.IsNotExist(err) {
-				return nil, res, err
+				return nil, err
 			}
 		case strings.HasSuffix(name, LogFileSuffix):
 			if off, ok := offsetFromFileName(name); ok && name == FilenamePrefixFromOffset(off)+LogFileSuffix {
@@ -134,88 +197,106 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		if off, ok := offsetFromFileName(name); ok && !logFiles[off] {
 			// Orphan index: Kafka deletes it.
 			if err := p.fsys.Remove(filepath.Join(p.dir, name)); err != nil && !os.IsNotExist(err) {
-				return nil, res, err
+				return nil, err
 			}
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	slices.Sort(l.snapshots)
+	return bases, nil
+}
 
-	var needRecovery []bool
+// openSegments opens the segments and marks for recovery those whose
+// index is unusable and, after an unclean shutdown, every segment from
+// the one holding the recovery point on.
+func (ld *logLoader) openSegments(bases []int64) error {
+	p, l := ld.p, ld.l
 	for _, base := range bases {
-		s, indexErr, err := openSegment(p.fsys, p.dir, base, p.cfg, now)
+		s, indexErr, err := openSegment(p.fsys, p.dir, base, p.cfg, ld.now)
 		if err != nil {
-			return nil, res, fmt.Errorf("opening segment %d of %s: %w", base, p.tp, err)
+			return fmt.Errorf("opening segment %d of %s: %w", base, p.tp, err)
 		}
 		if indexErr != nil {
 			p.logger.Warn("rebuilding corrupt or missing index", "partition", p.tp.String(), "base_offset", base, "reason", indexErr)
 		}
 		l.segs = append(l.segs, s)
-		needRecovery = append(needRecovery, indexErr != nil)
+		ld.needRecovery = append(ld.needRecovery, indexErr != nil)
 	}
 	if !p.hadCleanShutdown && len(l.segs) > 0 {
-		// Every segment from the one holding the recovery point on.
 		from := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].baseOffset > p.recoveryPoint })-1, 0)
 		for i := from; i < len(l.segs); i++ {
-			needRecovery[i] = true
+			ld.needRecovery[i] = true
 		}
 	}
+	return nil
+}
+
+// recoverSegments checks the marked segments batch by batch (and the
+// active one whose tail does not match its index), truncating at the
+// first torn or corrupt batch and deleting every segment after it
+// (Kafka's recoverLog).
+func (ld *logLoader) recoverSegments() error {
+	p, l := ld.p, ld.l
 	for i := 0; i < len(l.segs); i++ {
 		s := l.segs[i]
 		last := i == len(l.segs)-1
-		if !needRecovery[i] {
+		if !ld.needRecovery[i] {
 			if !last {
 				continue
 			}
-			if err := s.loadTail(); err == nil {
+			err := s.loadTail()
+			if err == nil {
 				continue
-			} else {
-				p.logger.Warn("active segment does not match its index; recovering it", "partition", p.tp.String(), "base_offset", s.baseOffset, "err", err)
-				needRecovery[i] = true
 			}
+			p.logger.Warn("active segment does not match its index; recovering it", "partition", p.tp.String(), "base_offset", s.baseOffset, "err", err)
+			ld.needRecovery[i] = true
 		}
 		truncated, err := s.recover(p.cfg.IndexIntervalBytes)
 		if err != nil {
-			return nil, res, fmt.Errorf("recovering segment %d of %s: %w", s.baseOffset, p.tp, err)
+			return fmt.Errorf("recovering segment %d of %s: %w", s.baseOffset, p.tp, err)
 		}
-		res.RecoveredSegments++
-		res.TruncatedBytes += truncated
+		ld.res.RecoveredSegments++
+		ld.res.TruncatedBytes += truncated
 		if truncated > 0 && !last {
-			// Everything after a corrupt batch goes (Kafka's recoverLog).
 			for _, t := range l.segs[i+1:] {
-				res.TruncatedBytes += t.size
-				res.DeletedSegments++
+				ld.res.TruncatedBytes += t.size
+				ld.res.DeletedSegments++
 				if err := deleteSegmentFilesNow(p.fsys, t); err != nil {
-					return nil, res, err
+					return err
 				}
 			}
 			l.segs = l.segs[:i+1]
-			needRecovery = needRecovery[:i+1]
+			ld.needRecovery = ld.needRecovery[:i+1]
 		}
 	}
-	if res.TruncatedBytes > 0 {
+	if ld.res.TruncatedBytes > 0 {
 		p.logger.Warn("truncated log during recovery", "partition", p.tp.String(),
-			"bytes_dropped", res.TruncatedBytes, "segments_deleted", res.DeletedSegments)
+			"bytes_dropped", ld.res.TruncatedBytes, "segments_deleted", ld.res.DeletedSegments)
 	}
-	// A crash can leave an empty new segment after a segment whose
-	// un-synced tail was lost; it would advertise offsets that hold
-	// nothing, so it goes (non-empty later segments stay: Kafka allows
-	// offset gaps).
-	for n := len(l.segs); n > 1 && needRecovery[n-2] && l.segs[n-1].size == 0 && l.segs[n-1].baseOffset > l.segs[n-2].nextOffset; n = len(l.segs) {
+	return nil
+}
+
+// dropEmptySegmentAfterGap deletes the empty new segments a crash can
+// leave after a segment whose un-synced tail was lost: they would
+// advertise offsets that hold nothing (non-empty later segments stay:
+// Kafka allows offset gaps).
+func (ld *logLoader) dropEmptySegmentAfterGap() error {
+	p, l := ld.p, ld.l
+	for n := len(l.segs); n > 1 && ld.needRecovery[n-2] && l.segs[n-1].size == 0 && l.segs[n-1].baseOffset > l.segs[n-2].nextOffset; n = len(l.segs) {
 		p.logger.Warn("deleting empty segment after a gap", "partition", p.tp.String(), "base_offset", l.segs[n-1].baseOffset, "previous_end", l.segs[n-2].nextOffset)
 		if err := deleteSegmentFilesNow(p.fsys, l.segs[n-1]); err != nil {
-			return nil, res, err
+			return err
 		}
 		l.segs = l.segs[:n-1]
-		needRecovery = needRecovery[:n-1]
+		ld.needRecovery = ld.needRecovery[:n-1]
 	}
-	// Non-active segments end where the next begins.
-	for i := 0; i+1 < len(l.segs); i++ {
-		if l.segs[i].nextOffset == l.segs[i].baseOffset && l.segs[i].size > 0 {
-			l.segs[i].nextOffset = l.segs[i+1].baseOffset
-		}
-	}
+	return nil
+}
 
+// settleOffsets sets the log start, end, high watermark and recovery
+// point, creating the first segment of an empty log.
+func (ld *logLoader) settleOffsets() error {
+	p, l := ld.p, ld.l
 	logStart := p.logStartOffset
 	if len(l.segs) > 0 {
 		logStart = max(logStart, l.segs[0].baseOffset)
@@ -225,22 +306,22 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 			p.logger.Warn("log start offset is past the log end; deleting all segments", "partition", p.tp.String(), "log_start_offset", logStart, "log_end_offset", leo)
 			for _, s := range l.segs {
 				if err := deleteSegmentFilesNow(p.fsys, s); err != nil {
-					return nil, res, err
+					return err
 				}
 			}
-			l.segs, needRecovery = nil, nil
+			l.segs, ld.needRecovery = nil, nil
 			l.resetProducerState(logStart)
 		}
 	}
 	logStart = max(logStart, 0)
 	if len(l.segs) == 0 {
-		s, err := createSegment(p.fsys, p.dir, logStart, p.cfg, now)
+		s, err := createSegment(p.fsys, p.dir, logStart, p.cfg, ld.now)
 		if err != nil {
-			return nil, res, err
+			return err
 		}
 		l.segs = []*Segment{s}
 	} else if err := l.active().preallocateIndexes(p.cfg.SegmentIndexBytes); err != nil {
-		return nil, res, err
+		return err
 	}
 	for _, s := range l.segs {
 		l.size += s.size
@@ -248,49 +329,61 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 	l.leo = l.active().nextOffset
 	l.logStart = logStart
 	l.hw = min(max(p.highWatermark, logStart), l.leo)
-	if p.hadCleanShutdown {
+	if p.hadCleanShutdown || p.isNew {
 		l.recoveryPoint = min(p.recoveryPoint, l.leo)
-	} else {
-		// The recovered data is checked; make it durable so the recovery
-		// point can move to the end.
-		for _, s := range l.segs {
-			if s.nextOffset > p.recoveryPoint || s == l.active() {
-				if err := s.sync(); err != nil {
-					return nil, res, err
-				}
+		return nil
+	}
+	// The recovered data is checked; make it durable so the recovery
+	// point can move to the end.
+	for _, s := range l.segs {
+		if s.nextOffset > p.recoveryPoint || s == l.active() {
+			if err := s.sync(); err != nil {
+				return err
 			}
 		}
-		l.recoveryPoint = l.leo
 	}
+	l.recoveryPoint = l.leo
+	return nil
+}
 
-	// Producer state from the newest snapshot and the batches after it;
-	// the transaction indexes of recovered segments are rebuilt on the
-	// way (recovery rewrote those segments from the first one it
-	// checked on).
+// loadProducerState loads the producer state from the newest snapshot and
+// the batches after it; the transaction indexes of recovered segments are
+// rebuilt on the way (recovery rewrote those segments from the first one
+// it checked on).
+func (ld *logLoader) loadProducerState() error {
+	l := ld.l
 	rebuildFrom := int64(noTxnIndexRebuild)
 	for i, s := range l.segs {
-		if i < len(needRecovery) && needRecovery[i] {
+		if i < len(ld.needRecovery) && ld.needRecovery[i] {
 			rebuildFrom = s.baseOffset
 			break
 		}
 	}
 	l.removeStraySnapshots()
-	if res.ProducerSnapshotOffset, res.ReplayedBatches, err = l.loadProducerState(rebuildFrom); err != nil {
-		return nil, res, err
-	}
+	var err error
+	ld.res.ProducerSnapshotOffset, ld.res.ReplayedBatches, err = l.loadProducerState(rebuildFrom)
+	return err
+}
 
+// loadLeaderEpochs reads leader-epoch-checkpoint, cut to the log's range.
+func (ld *logLoader) loadLeaderEpochs() error {
+	p, l := ld.p, ld.l
+	var err error
 	l.epochs, err = loadLeaderEpochCache(p.fsys, p.dir)
 	if err != nil {
 		p.logger.Warn("ignoring malformed leader-epoch-checkpoint", "partition", p.tp.String(), "err", err)
 		l.epochs.entries = nil
 	}
 	if err := l.epochs.truncateFromEnd(l.leo); err != nil {
-		return nil, res, err
+		return err
 	}
-	if err := l.epochs.truncateFromStart(l.logStart); err != nil {
-		return nil, res, err
-	}
+	return l.epochs.truncateFromStart(l.logStart)
+}
 
+// loadPartitionMetadata reads the topic id from partition.metadata,
+// writing the file if it is missing and the id is known.
+func (ld *logLoader) loadPartitionMetadata() error {
+	p, l := ld.p, ld.l
 	id, ok, err := readPartitionMetadata(p.fsys, p.dir)
 	switch {
 	case err != nil:
@@ -298,13 +391,18 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 	case ok:
 		l.topicID = id
 	}
-	if !ok && p.topicID != ([16]byte{}) {
-		if err := writePartitionMetadata(p.fsys, p.dir, p.topicID); err != nil {
-			return nil, res, err
-		}
-		l.topicID = p.topicID
+	if ok || p.topicID == ([16]byte{}) {
+		return nil
 	}
-	return l, res, nil
+	write := writePartitionMetadata
+	if p.isNew {
+		write = writePartitionMetadataNoSync
+	}
+	if err := write(p.fsys, p.dir, p.topicID); err != nil {
+		return err
+	}
+	l.topicID = p.topicID
+	return nil
 }
 
 // deleteSegmentFilesNow removes a segment's files at once (load time, no

@@ -108,7 +108,7 @@ func (l *Log) completeTxns(seg *Segment, events []txnEvent, writeIndex bool) err
 			t := AbortedTxn{ProducerID: c.pid, FirstOffset: c.firstOffset, LastOffset: c.lastOffset, LastStableOffset: l.pstate.lastStableOffsetFor(*c)}
 			if werr := seg.writeTxnIndexEntry(t); werr != nil {
 				l.failed = werr
-				err = fmt.Errorf("%w: writing the transaction index of %s: %v", kerr.KafkaStorageError, l.tp, werr)
+				err = fmt.Errorf("%w: writing the transaction index of %s: %w", kerr.KafkaStorageError, l.tp, werr)
 			} else {
 				l.segMu.Lock()
 				seg.txnIdx = append(seg.txnIdx, t)

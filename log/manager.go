@@ -5,6 +5,7 @@ import (
 
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -57,6 +58,9 @@ type ManagerConfig struct {
 	// Cleaner configures the log cleaner (log.cleaner.*); the zero value
 	// has it off.
 	Cleaner CleanerConfig
+	// Scrub configures the log scrubber (moldau.log.scrub.*); the zero
+	// value has it off.
+	Scrub ScrubConfig
 }
 
 func (c ManagerConfig) withDefaults() ManagerConfig {
@@ -93,6 +97,12 @@ func (c ManagerConfig) withDefaults() ManagerConfig {
 	if c.ProducerIDExpirationCheckInterval <= 0 {
 		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
+	if c.Scrub.Interval <= 0 {
+		c.Scrub.Interval = 7 * 24 * time.Hour
+	}
+	if c.Scrub.BytesPerSecond <= 0 {
+		c.Scrub.BytesPerSecond = 1 << 20
+	}
 	return c
 }
 
@@ -113,9 +123,17 @@ type Manager struct {
 	// cleaner compacts logs (nil if log.cleaner.enable is off).
 	cleaner        *LogCleaner
 	cleanerMetrics *cleanerCollector
+	scrubber       *scrubber
 
-	mu      sync.RWMutex
-	logs    map[TopicPartition]*Log
+	mu   sync.RWMutex
+	logs map[TopicPartition]*Log
+	// perDir counts the logs in each dir (by path), so that placing a
+	// new log does not walk every log.
+	perDir map[string]int
+	// offline are the partitions whose logs are in an offline dir
+	// (see dir_failure.go), with that dir.
+	offline map[TopicPartition]string
+	// dirs is set before any log is loaded and never changes.
 	dirs    []*logDir
 	started bool
 	closed  bool
@@ -126,13 +144,21 @@ type Manager struct {
 	closeOnce sync.Once
 	closeErr  error
 	loads     []DirLoadResult
+	// onDirFailure is told of the partitions of a failed dir.
+	onDirFailure atomic.Pointer[func(dir string, partitions []TopicPartition)]
 }
 
 type logDir struct {
 	path   string
-	err    error // non-nil: offline
-	ckptMu sync.Mutex
+	health dirHealth // failed: offline until restart
+	// unlisted: the dir failed before its partitions could be listed,
+	// so any partition may be there.
+	unlisted bool
+	ckptMu   sync.Mutex
 }
+
+// failed returns why the dir is offline, or nil.
+func (d *logDir) failed() error { return d.health.failed() }
 
 // DirLoadResult says what loading one log dir did.
 type DirLoadResult struct {
@@ -148,38 +174,53 @@ type DirLoadResult struct {
 
 // NewManager loads every log found in the dirs, running recovery where the
 // last shutdown was not clean. A dir that cannot be loaded is offline
-// (DirInfos reports it); if every dir is, NewManager fails.
+// (DirInfos reports it, its partitions answer KAFKA_STORAGE_ERROR); if
+// every dir is, NewManager fails. Too many open files fails it too, with a
+// *FileLimitError that says how many the logs need: the limit must be
+// raised, and a dir taken offline for it would hide its data.
 func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		cfg: cfg, fsys: cfg.FS, logger: cfg.Logger,
-		logs: make(map[TopicPartition]*Log),
+		cfg: cfg, logger: cfg.Logger,
+		logs: make(map[TopicPartition]*Log), perDir: make(map[string]int),
+		offline: make(map[TopicPartition]string),
 	}
+	m.fsys = &dirFailureFS{inner: cfg.FS, report: m.reportIOError}
 	if len(cfg.Dirs) == 0 {
 		return nil, errors.New("log: no log.dirs")
 	}
-	online := 0
 	for _, path := range cfg.Dirs {
-		d := &logDir{path: filepath.Clean(path)}
-		m.dirs = append(m.dirs, d)
+		m.dirs = append(m.dirs, &logDir{path: filepath.Clean(path)})
+	}
+	online := 0
+	var causes []string
+	for _, d := range m.dirs {
 		res := m.loadDir(d)
 		m.loads = append(m.loads, res)
+		if res.Err != nil && IsTooManyOpenFiles(res.Err) {
+			m.abortLoad()
+			return nil, newFileLimitError(cfg.FS, cfg.Dirs, res.Err)
+		}
 		if res.Err != nil {
-			d.err = res.Err
-			m.logger.Error("log dir is offline: loading failed", "dir", d.path, "err", res.Err)
+			m.failDir(d, &DirFailure{Dir: d.path, Op: "load", Path: d.path, Err: res.Err, At: cfg.Now()})
+		}
+		if err := d.failed(); err != nil {
+			m.handleLogDirFailure(d)
+			causes = append(causes, err.Error())
 			continue
 		}
 		online++
 	}
 	if online == 0 {
-		m.closeLogs()
-		return nil, fmt.Errorf("%w: no log dir could be loaded: %v", kerr.KafkaStorageError, m.loads[0].Err)
+		m.abortLoad()
+		return nil, fmt.Errorf("%w: no log dir could be loaded: %s", kerr.KafkaStorageError, strings.Join(causes, "; "))
 	}
 	// Record what was loaded (and recovered) right away, so the
 	// checkpoints on disk always describe the logs there.
 	if err := m.CheckpointAll(); err != nil {
 		m.logger.Warn("writing checkpoints after loading failed", "err", err)
 	}
+	m.scrubber = newScrubber(m, cfg.Scrub)
 	if cfg.Registerer != nil {
 		m.metrics = newLogCollector(m)
 		if err := cfg.Registerer.Register(m.metrics); err != nil {
@@ -191,7 +232,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		if m.metrics != nil {
 			cfg.Registerer.Unregister(m.metrics)
 		}
-		m.closeLogs()
+		m.abortLoad()
 		return nil, err
 	}
 	return m, nil
@@ -204,6 +245,15 @@ func (m *Manager) closeLogs() {
 	for _, l := range m.logs {
 		l.Close()
 	}
+}
+
+// abortLoad undoes a NewManager that fails: the logs loaded are closed
+// and the goroutines of dir failures waited for.
+func (m *Manager) abortLoad() {
+	m.bg.StopAndWait()
+	m.mu.Lock()
+	m.closeLogs()
+	m.mu.Unlock()
 }
 
 // MetadataLogDirName is the directory of the metadata quorum's log
@@ -237,55 +287,125 @@ func validTopic(t string) error {
 	return nil
 }
 
+// loadDir loads the logs of one log dir, in parallel
+// (num.recovery.threads.per.data.dir); a dir it cannot read goes offline
+// (Kafka's LogManager.loadLogs).
 func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	res.Dir = d.path
 	fsys := m.fsys
-	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
+	offline := func(err error) DirLoadResult {
 		res.Err = err
+		m.listOffline(d)
 		return res
+	}
+	if err := fsys.MkdirAll(d.path, 0o755); err != nil {
+		return offline(err)
 	}
 	marker := filepath.Join(d.path, CleanShutdownFile)
 	clean, err := exists(fsys, marker)
 	if err != nil {
-		res.Err = err
-		return res
+		return offline(err)
 	}
 	res.CleanShutdown = clean
-	readCkpt := func(name string) map[TopicPartition]int64 {
-		c, err := ReadOffsetCheckpoint(fsys, filepath.Join(d.path, name))
-		if err != nil {
-			m.logger.Warn("ignoring malformed checkpoint", "dir", d.path, "file", name, "err", err)
-			if name == RecoveryPointCheckpointFile {
-				clean = false // recover everything
-			}
-			return map[TopicPartition]int64{}
-		}
-		return c
-	}
-	rps := readCkpt(RecoveryPointCheckpointFile)
-	starts := readCkpt(LogStartOffsetCheckpointFile)
-	hws := readCkpt(ReplicationCheckpointFile)
-
-	entries, err := fsys.ReadDir(d.path)
+	ckpts, err := m.readDirCheckpoints(d.path)
 	if err != nil {
-		res.Err = err
+		return offline(err)
+	}
+	jobs, err := m.partitionDirs(d.path)
+	if err != nil {
+		return offline(err)
+	}
+	results := make([]LoadResult, len(jobs))
+	logs := make([]*Log, len(jobs))
+	errs := make([]error, len(jobs))
+	inParallel(len(jobs), m.cfg.RecoveryThreadsPerDataDir, func(i int) {
+		logs[i], results[i], errs[i] = loadLog(m.logParamsFor(d, jobs[i], clean && !ckpts.malformedRecoveryPoints, ckpts))
+	})
+	res.Results = results
+	if res.Err = m.addLoadedLogs(d, &res, jobs, logs, errs); res.Err != nil {
 		return res
 	}
-	type job struct {
-		tp  TopicPartition
-		dir string
+	switch {
+	case res.CleanShutdown:
+		if err := fsys.Remove(marker); err != nil && !os.IsNotExist(err) {
+			res.Err = err
+			return res
+		}
+		if err := fsys.SyncDir(d.path); err != nil {
+			res.Err = err
+			return res
+		}
+		m.logger.Info("loaded log dir after a clean shutdown: recovery skipped", "dir", d.path, "logs", res.Logs)
+	case res.Logs == 0:
+		m.logger.Info("loaded log dir: no logs yet", "dir", d.path)
+	default:
+		m.logger.Info("loaded log dir after an unclean shutdown: recovery ran", "dir", d.path, "logs", res.Logs,
+			"recovered_segments", res.RecoveredSegments, "truncated_bytes", res.TruncatedBytes)
 	}
-	var jobs []job
+	return res
+}
+
+// dirCheckpoints are a log dir's offset checkpoints.
+type dirCheckpoints struct {
+	recoveryPoints, logStarts, highWatermarks map[TopicPartition]int64
+	// malformedRecoveryPoints: recovery-point-offset-checkpoint was
+	// malformed, so every log is recovered.
+	malformedRecoveryPoints bool
+}
+
+// readDirCheckpoints reads a log dir's checkpoints. A malformed one is
+// ignored (recovery rebuilds what it said); one that cannot be read (too
+// many open files, a failing disk) fails the dir's load.
+func (m *Manager) readDirCheckpoints(dir string) (dirCheckpoints, error) {
+	var c dirCheckpoints
+	var ckptErr error
+	read := func(name string) map[TopicPartition]int64 {
+		offsets, err := ReadOffsetCheckpoint(m.fsys, filepath.Join(dir, name))
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			ckptErr = errors.Join(ckptErr, err)
+		} else if err != nil {
+			m.logger.Warn("ignoring malformed checkpoint", "dir", dir, "file", name, "err", err)
+			if name == RecoveryPointCheckpointFile {
+				c.malformedRecoveryPoints = true
+			}
+		}
+		if offsets == nil {
+			offsets = map[TopicPartition]int64{}
+		}
+		return offsets
+	}
+	c.recoveryPoints = read(RecoveryPointCheckpointFile)
+	c.logStarts = read(LogStartOffsetCheckpointFile)
+	c.highWatermarks = read(ReplicationCheckpointFile)
+	return c, ckptErr
+}
+
+// partitionDir is one partition's directory found in a log dir.
+type partitionDir struct {
+	tp  TopicPartition
+	dir string
+}
+
+// partitionDirs lists the partition directories of a log dir to load,
+// removing those an unfinished delete left and renaming stray those of an
+// older topic of the same name.
+func (m *Manager) partitionDirs(dir string) ([]partitionDir, error) {
+	entries, err := m.fsys.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []partitionDir
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		name := e.Name()
-		full := filepath.Join(d.path, name)
+		full := filepath.Join(dir, name)
 		switch {
 		case strings.HasSuffix(name, "-delete"):
 			m.logger.Info("removing log left by an unfinished delete", "dir", full)
-			if err := fsys.RemoveAll(full); err != nil {
+			if err := m.fsys.RemoveAll(full); err != nil {
 				m.logger.Warn("removing deleted log failed", "dir", full, "err", err)
 			}
 			continue
@@ -298,52 +418,66 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			continue
 		}
 		tp, ok := parseTopicPartitionDir(name)
-		if !ok {
+		if !ok || m.renamedStray(tp, full) {
 			continue
 		}
-		if m.cfg.TopicIDFor != nil {
-			if want, known := m.cfg.TopicIDFor(tp.Topic); known {
-				if have, ok, err := readPartitionMetadata(fsys, full); err == nil && ok && have != want {
-					stray := full + "." + uuid.UUID(have).String() + "-stray"
-					m.logger.Warn("log belongs to an older topic of the same name; renaming it stray", "dir", full, "stray", stray)
-					if err := fsys.Rename(full, stray); err != nil {
-						m.logger.Warn("renaming stray log failed", "dir", full, "err", err)
-					}
-					continue
-				}
-			}
-		}
-		jobs = append(jobs, job{tp, full})
+		dirs = append(dirs, partitionDir{tp, full})
 	}
+	return dirs, nil
+}
 
-	results := make([]LoadResult, len(jobs))
-	logs := make([]*Log, len(jobs))
-	errs := make([]error, len(jobs))
-	inParallel(len(jobs), m.cfg.RecoveryThreadsPerDataDir, func(i int) {
-		j := jobs[i]
-		p := logParams{
-			dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: fsys,
-			logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
-			hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
-			pidExpirationMs: m.cfg.ProducerIDExpirationMs,
-		}
-		if v, ok := rps[j.tp]; ok {
-			p.recoveryPoint = v
-		}
-		if v, ok := starts[j.tp]; ok {
-			p.logStartOffset = v
-		}
-		if v, ok := hws[j.tp]; ok {
-			p.highWatermark = v
-		}
-		logs[i], results[i], errs[i] = loadLog(p)
-	})
+// renamedStray renames the log in full stray if it belongs to an older
+// topic of the same name, and says whether it did.
+func (m *Manager) renamedStray(tp TopicPartition, full string) bool {
+	if m.cfg.TopicIDFor == nil {
+		return false
+	}
+	want, known := m.cfg.TopicIDFor(tp.Topic)
+	if !known {
+		return false
+	}
+	have, ok, err := readPartitionMetadata(m.fsys, full)
+	if err != nil || !ok || have == want {
+		return false
+	}
+	stray := full + "." + uuid.UUID(have).String() + "-stray"
+	m.logger.Warn("log belongs to an older topic of the same name; renaming it stray", "dir", full, "stray", stray)
+	if err := m.fsys.Rename(full, stray); err != nil {
+		m.logger.Warn("renaming stray log failed", "dir", full, "err", err)
+	}
+	return true
+}
 
+// logParamsFor is what loadLog needs for one partition of a log dir.
+func (m *Manager) logParamsFor(d *logDir, j partitionDir, clean bool, c dirCheckpoints) logParams {
+	p := logParams{
+		dir: j.dir, tp: j.tp, cfg: m.cfg.ConfigFor(j.tp.Topic), fsys: m.fsys,
+		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
+		hadCleanShutdown: clean, recoveryPoint: 0, logStartOffset: -1, highWatermark: -1,
+		pidExpirationMs: m.cfg.ProducerIDExpirationMs, health: &d.health,
+	}
+	if v, ok := c.recoveryPoints[j.tp]; ok {
+		p.recoveryPoint = v
+	}
+	if v, ok := c.logStarts[j.tp]; ok {
+		p.logStartOffset = v
+	}
+	if v, ok := c.highWatermarks[j.tp]; ok {
+		p.highWatermark = v
+	}
+	return p
+}
+
+// addLoadedLogs adds a log dir's loaded logs to the manager. A log that
+// failed to load puts the dir offline with that partition.
+func (m *Manager) addLoadedLogs(d *logDir, res *DirLoadResult, jobs []partitionDir, logs []*Log, errs []error) error {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	var loadErr error
 	for i, l := range logs {
 		if errs[i] != nil {
 			loadErr = errors.Join(loadErr, fmt.Errorf("loading %s: %w", jobs[i].dir, errs[i]))
+			m.offline[jobs[i].tp] = d.path
 			continue
 		}
 		if other, dup := m.logs[l.tp]; dup {
@@ -352,33 +486,30 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 			continue
 		}
 		m.logs[l.tp] = l
+		m.perDir[filepath.Dir(l.dir)]++
 		res.Logs++
-		res.RecoveredSegments += results[i].RecoveredSegments
-		res.TruncatedBytes += results[i].TruncatedBytes
+		res.RecoveredSegments += res.Results[i].RecoveredSegments
+		res.TruncatedBytes += res.Results[i].TruncatedBytes
 	}
-	m.mu.Unlock()
-	res.Results = results
-	if loadErr != nil {
-		res.Err = loadErr
-		return res
+	return loadErr
+}
+
+// listOffline records the partitions of a dir that failed to load as
+// offline, so that they are not created anew in another dir; if the dir
+// cannot even be listed, any partition may be there (unlisted).
+func (m *Manager) listOffline(d *logDir) {
+	entries, err := m.fsys.ReadDir(d.path)
+	if err != nil {
+		d.unlisted = true
+		return
 	}
-	if res.CleanShutdown {
-		if err := fsys.Remove(marker); err != nil && !os.IsNotExist(err) {
-			res.Err = err
-			return res
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range entries {
+		if tp, ok := parseTopicPartitionDir(e.Name()); ok && e.IsDir() {
+			m.offline[tp] = d.path
 		}
-		if err := fsys.SyncDir(d.path); err != nil {
-			res.Err = err
-			return res
-		}
-		m.logger.Info("loaded log dir after a clean shutdown: recovery skipped", "dir", d.path, "logs", res.Logs)
-	} else if res.Logs == 0 {
-		m.logger.Info("loaded log dir: no logs yet", "dir", d.path)
-	} else {
-		m.logger.Info("loaded log dir after an unclean shutdown: recovery ran", "dir", d.path, "logs", res.Logs,
-			"recovered_segments", res.RecoveredSegments, "truncated_bytes", res.TruncatedBytes)
 	}
-	return res
 }
 
 // scheduleDelete runs fn once delay has passed on the injected clock.
@@ -409,6 +540,9 @@ func (m *Manager) Start() {
 	m.bg.Every(m.cfg.FlushStartOffsetCheckpointInterval, func() { m.checkpoints(LogStartOffsetCheckpointFile) })
 	m.bg.Every(deleteCheckInterval, func() { m.deletes.runDue(m.cfg.Now(), false) })
 	m.bg.Every(m.cfg.ProducerIDExpirationCheckInterval, m.removeExpiredProducers)
+	if m.cfg.Scrub.Enable {
+		m.bg.Go(m.scrubber.run)
+	}
 	if m.cleaner != nil {
 		m.cleaner.startup()
 	}
@@ -457,7 +591,7 @@ func (m *Manager) CheckpointAll() error {
 func (m *Manager) checkpoints(files ...string) error {
 	var errs []error
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.failed() != nil {
 			continue
 		}
 		if err := m.checkpointDir(d, files...); err != nil {
@@ -517,7 +651,11 @@ func (m *Manager) Close() error {
 		m.closing.Store(true)
 		var errs []error
 		for _, d := range m.dirs {
-			if d.err != nil {
+			if d.failed() != nil {
+				// Normally closed already (handleLogDirFailure).
+				for _, l := range m.logsIn(d) {
+					l.Close()
+				}
 				continue
 			}
 			// Kafka's shutdown flushes and closes a dir's logs on
@@ -561,7 +699,13 @@ func (m *Manager) GetLog(tp TopicPartition) *Log {
 
 // GetOrCreateLog returns the log of tp, creating it in the dir with the
 // fewest partitions. An existing log with another (non-zero) topic ID is an
-// error wrapping kerr.InconsistentTopicID.
+// error wrapping kerr.InconsistentTopicID; an existing log without one
+// (its partition.metadata lost in a crash) gets topicID written now.
+//
+// Creating a log costs a few file creations and no fsync (see
+// logParams.isNew) and is logged at DEBUG, so that a CreatePartitions of
+// thousands of partitions takes well under a second per thousand; the
+// caller logs a summary.
 func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -569,8 +713,12 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 		return nil, fmt.Errorf("%w: log manager is closed", kerr.KafkaStorageError)
 	}
 	if l := m.logs[tp]; l != nil {
-		if have := l.TopicID(); topicID != ([16]byte{}) && have != ([16]byte{}) && have != topicID {
+		have := l.TopicID()
+		if topicID != ([16]byte{}) && have != ([16]byte{}) && have != topicID {
 			return nil, fmt.Errorf("%w: log %s has topic id %s, not %s", kerr.InconsistentTopicID, tp, uuid.UUID(have).String(), uuid.UUID(topicID).String())
+		}
+		if have == ([16]byte{}) && topicID != ([16]byte{}) {
+			m.adoptTopicID(l, topicID)
 		}
 		return l, nil
 	}
@@ -580,51 +728,126 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 	if tp.Partition < 0 {
 		return nil, fmt.Errorf("%w: partition %d", kerr.InvalidPartitions, tp.Partition)
 	}
-	counts := map[string]int{}
-	for _, l := range m.logs {
-		counts[filepath.Dir(l.Dir())]++
+	if err := m.offlineErr(tp); err != nil {
+		return nil, err
 	}
 	var best *logDir
 	for _, d := range m.dirs {
-		if d.err == nil && (best == nil || counts[d.path] < counts[best.path]) {
+		if d.failed() == nil && (best == nil || m.perDir[d.path] < m.perDir[best.path]) {
 			best = d
 		}
 	}
 	if best == nil {
 		return nil, fmt.Errorf("%w: no online log dir", kerr.KafkaStorageError)
 	}
+	dir := filepath.Join(best.path, tp.String())
+	_, statErr := m.fsys.Stat(dir)
+	isNew := errors.Is(statErr, fs.ErrNotExist)
 	l, _, err := loadLog(logParams{
-		dir: filepath.Join(best.path, tp.String()), tp: tp, cfg: cfg, fsys: m.fsys,
+		dir: dir, tp: tp, cfg: cfg, fsys: m.fsys,
 		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
 		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: topicID,
 		pidExpirationMs: m.cfg.ProducerIDExpirationMs,
+		isNew:           isNew,
+		health:          &best.health,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: creating log %s: %v", kerr.KafkaStorageError, tp, err)
+		if isNew {
+			// No half-made log is left to be found at start-up.
+			_ = m.fsys.RemoveAll(dir)
+		}
+		return nil, fmt.Errorf("%w: creating log %s in %s: %w", kerr.KafkaStorageError, tp, best.path, err)
 	}
 	m.logs[tp] = l
-	m.logger.Info("created log", "partition", tp.String(), "dir", l.dir)
+	m.perDir[best.path]++
+	m.logger.Debug("created log", "partition", tp.String(), "dir", l.dir)
 	return l, nil
+}
+
+// adoptTopicID records topicID for a log loaded without one.
+func (m *Manager) adoptTopicID(l *Log, topicID [16]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.deleted || l.topicID != ([16]byte{}) {
+		return
+	}
+	if err := writePartitionMetadata(m.fsys, l.Dir(), topicID); err != nil {
+		m.logger.Warn("writing partition.metadata failed", "partition", l.tp.String(), "err", err)
+		return
+	}
+	l.topicID = topicID
 }
 
 // DeleteLog removes tp's log: its dir is renamed
 // "<topic>-<partition>.<uuid>-delete" at once, and closed and removed after
 // file.delete.delay.ms (readers may still be sending from it).
 func (m *Manager) DeleteLog(tp TopicPartition) error {
+	return m.DeleteLogs([]TopicPartition{tp})
+}
+
+// DeleteLogs deletes logs as DeleteLog does, then syncs and writes the
+// checkpoints of the dirs they were in once (Kafka's asyncDelete of a batch of
+// partitions), so deleting a topic of thousands of partitions costs one
+// checkpoint per dir, not one per partition. It returns every error met;
+// the other logs are deleted regardless.
+func (m *Manager) DeleteLogs(tps []TopicPartition) error {
+	var errs []error
+	dirs := make(map[string]bool)
+	deleted := 0
+	for _, tp := range tps {
+		parent, err := m.deleteLog(tp)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if parent != "" {
+			dirs[parent] = true
+			deleted++
+		}
+	}
+	for _, d := range m.dirs {
+		if dirs[d.path] && d.failed() == nil {
+			// The renames, durable before we return.
+			if err := m.fsys.SyncDir(d.path); err != nil {
+				errs = append(errs, fmt.Errorf("%w: syncing %s: %w", kerr.KafkaStorageError, d.path, err))
+			}
+			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
+				m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
+			}
+		}
+	}
+	if deleted > 1 {
+		m.logger.Info("deleted logs", "count", deleted)
+	}
+	return errors.Join(errs...)
+}
+
+// deleteLog renames tp's log for deletion and schedules its removal; it
+// returns the log dir the log was in ("" if there was no log).
+func (m *Manager) deleteLog(tp TopicPartition) (string, error) {
 	m.mu.Lock()
 	l := m.logs[tp]
+	if dir, ok := m.offline[tp]; l == nil && ok {
+		// Its dir is offline: the files stay there, and the next start
+		// finds them a stray and deletes them.
+		delete(m.offline, tp)
+		m.mu.Unlock()
+		m.logger.Info("forgot the log of a deleted partition in an offline log dir", "partition", tp.String(), "dir", dir)
+		return "", nil
+	}
 	if l == nil {
 		m.mu.Unlock()
-		return fmt.Errorf("%w: no log for %s", kerr.UnknownTopicOrPartition, tp)
+		return "", fmt.Errorf("%w: no log for %s", kerr.UnknownTopicOrPartition, tp)
 	}
 	delete(m.logs, tp)
+	old := l.Dir()
+	parent := filepath.Dir(old)
+	m.perDir[parent]--
 	m.mu.Unlock()
 	m.forgetCleaning(l)
 
 	l.replaceMu.Lock()
 	l.mu.Lock()
 	l.deleted = true
-	old := l.Dir()
 	var id [16]byte
 	for i := range id {
 		id[i] = byte(rand.Uint32())
@@ -635,20 +858,12 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 		l.segMu.Lock()
 		l.dir = newDir
 		l.segMu.Unlock()
-		err = m.fsys.SyncDir(filepath.Dir(old))
 	}
 	delay := time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond
 	l.mu.Unlock()
 	l.replaceMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("%w: renaming %s for deletion: %v", kerr.KafkaStorageError, old, err)
-	}
-	for _, d := range m.dirs {
-		if d.path == filepath.Dir(old) && d.err == nil {
-			if err := m.checkpointDir(d, RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile); err != nil {
-				m.logger.Warn("writing checkpoints failed", "dir", d.path, "err", err)
-			}
-		}
+		return parent, fmt.Errorf("%w: renaming %s for deletion: %w", kerr.KafkaStorageError, old, err)
 	}
 	m.scheduleDelete(delay, func() {
 		l.Close()
@@ -656,8 +871,8 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 			m.logger.Warn("removing deleted log failed", "dir", newDir, "err", err)
 		}
 	})
-	m.logger.Info("deleted log", "partition", tp.String(), "dir", newDir)
-	return nil
+	m.logger.Debug("deleted log", "partition", tp.String(), "dir", newDir)
+	return parent, nil
 }
 
 // Logs returns every log, sorted by topic and partition.
@@ -697,8 +912,8 @@ type PartitionDirInfo struct {
 func (m *Manager) DirInfos() []DirInfo {
 	var out []DirInfo
 	for _, d := range m.dirs {
-		di := DirInfo{Path: d.path, Err: d.err, TotalBytes: -1, UsableBytes: -1}
-		if d.err == nil {
+		di := DirInfo{Path: d.path, Err: d.failed(), TotalBytes: -1, UsableBytes: -1}
+		if di.Err == nil {
 			di.TotalBytes, di.UsableBytes = diskSpace(d.path)
 			for _, l := range m.logsIn(d) {
 				di.Partitions = append(di.Partitions, PartitionDirInfo{TopicPartition: l.tp, Size: l.Size()})

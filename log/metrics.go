@@ -7,11 +7,14 @@ import (
 )
 
 // logCollector exports per-partition gauges at scrape time by iterating
-// the Manager's logs (no per-log registration).
+// the Manager's logs (no per-log registration), the LogManager's gauges of
+// offline dirs, and the scrubber's counters.
 type logCollector struct {
 	m                                   *Manager
 	size, startOffset, endOffset, nsegs *prometheus.Desc
 	lsoLag                              *prometheus.Desc
+	// Kafka's kafka.log:type=LogManager gauges.
+	offlineDirs, dirOffline *prometheus.Desc
 }
 
 func newLogCollector(m *Manager) *logCollector {
@@ -23,7 +26,9 @@ func newLogCollector(m *Manager) *logCollector {
 		endOffset:   prometheus.NewDesc("kafka_log_log_logendoffset", "Log end offset of the partition.", labels, nil),
 		nsegs:       prometheus.NewDesc("kafka_log_log_numlogsegments", "Number of segments of the partition's log.", labels, nil),
 		// Kafka's Partition gauge LastStableOffsetLag (kafka.cluster).
-		lsoLag: prometheus.NewDesc("kafka_cluster_partition_laststableoffsetlag", "High watermark minus last stable offset: offsets held back from read_committed consumers by open transactions.", labels, nil),
+		lsoLag:      prometheus.NewDesc("kafka_cluster_partition_laststableoffsetlag", "High watermark minus last stable offset: offsets held back from read_committed consumers by open transactions.", labels, nil),
+		offlineDirs: prometheus.NewDesc("kafka_log_logmanager_offlinelogdirectorycount", "Log dirs that are offline after an I/O error.", nil, nil),
+		dirOffline:  prometheus.NewDesc("kafka_log_logmanager_logdirectoryoffline", "1 if the log dir is offline after an I/O error, else 0.", []string{"logDirectory"}, nil),
 	}
 }
 
@@ -34,10 +39,28 @@ func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.endOffset
 	ch <- c.nsegs
 	ch <- c.lsoLag
+	ch <- c.offlineDirs
+	ch <- c.dirOffline
+	for _, sc := range c.m.scrubber.collectors() {
+		sc.Describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	offline := 0
+	for _, d := range c.m.dirs {
+		v := 0.0
+		if d.failed() != nil {
+			v = 1
+			offline++
+		}
+		ch <- prometheus.MustNewConstMetric(c.dirOffline, prometheus.GaugeValue, v, d.path)
+	}
+	ch <- prometheus.MustNewConstMetric(c.offlineDirs, prometheus.GaugeValue, float64(offline))
+	for _, sc := range c.m.scrubber.collectors() {
+		sc.Collect(ch)
+	}
 	for _, l := range c.m.Logs() {
 		t, p := l.tp.Topic, strconv.Itoa(int(l.tp.Partition))
 		l.segMu.RLock()

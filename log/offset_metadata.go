@@ -122,7 +122,7 @@ func (l *Log) offsetMetadata(off int64, end LogOffsetMetadata, cache *hwMetaPtr)
 
 	pos, _, found, err := seg.findBatch(off, startPos, committed, make([]byte, BatchHeaderSize))
 	if err != nil {
-		return LogOffsetMetadata{}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+		return LogOffsetMetadata{}, fmt.Errorf("%w: reading %s: %w", kerr.KafkaStorageError, seg.logPath(), err)
 	}
 	if !found {
 		pos = committed

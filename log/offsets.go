@@ -77,7 +77,7 @@ func (s *Segment) searchForTimestamp(ts, startPos, end, minOffset int64) (Timest
 	for pos := startPos; pos < end; {
 		h, err := s.readHeader(pos, hdr)
 		if err != nil {
-			return TimestampOffset{}, false, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+			return TimestampOffset{}, false, fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
 		}
 		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
 			to := TimestampOffset{Timestamp: h.MaxTimestamp, Offset: max(h.BaseOffset, minOffset), LeaderEpoch: h.PartitionLeaderEpoch}
@@ -107,7 +107,7 @@ func (s *Segment) readBatch(pos int64, h BatchHeader) ([]byte, error) {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("%w: reading batch at %d of %s: %v", kerr.KafkaStorageError, pos, s.logPath(), err)
+		return nil, fmt.Errorf("%w: reading batch at %d of %s: %w", kerr.KafkaStorageError, pos, s.logPath(), err)
 	}
 	return b, nil
 }

@@ -180,7 +180,7 @@ func (l *Log) takeSnapshotAt(offset int64, sync bool) (string, error) {
 	path := snapshotPath(l.dir, offset)
 	start := time.Now()
 	if err := writeSnapshotFile(l.fsys, path, EncodeProducerSnapshot(l.pstate.snapshotEntries()), sync); err != nil {
-		return "", fmt.Errorf("%w: writing producer snapshot %s: %v", kerr.KafkaStorageError, path, err)
+		return "", fmt.Errorf("%w: writing producer snapshot %s: %w", kerr.KafkaStorageError, path, err)
 	}
 	i := sort.Search(len(l.snapshots), func(i int) bool { return l.snapshots[i] >= offset })
 	if i == len(l.snapshots) || l.snapshots[i] != offset {

@@ -138,7 +138,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 
 		pos, h, found, err := seg.findBatch(offset, startPos, committed, buf)
 		if err != nil {
-			return FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: reading %s: %v", kerr.KafkaStorageError, seg.logPath(), err)
+			return FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, fmt.Errorf("%w: reading %s: %w", kerr.KafkaStorageError, seg.logPath(), err)
 		}
 		if !found {
 			if next == nil {

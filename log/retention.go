@@ -127,7 +127,7 @@ func (l *Log) deleteSegmentsMatching(pred func(s, next *Segment) bool, reason st
 // sending from them are not cut off (Kafka's deleteSegmentFiles).
 func (l *Log) asyncDeleteSegment(s *Segment) error {
 	if err := s.renameDeleted(); err != nil {
-		return fmt.Errorf("%w: renaming deleted segment %s: %v", kerr.KafkaStorageError, s.logPath(), err)
+		return fmt.Errorf("%w: renaming deleted segment %s: %w", kerr.KafkaStorageError, s.logPath(), err)
 	}
 	del := func() {
 		if err := s.deleteFiles(); err != nil {

@@ -106,7 +106,13 @@ func createSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (
 	s.offIdx.path = segmentPath(dir, base, IndexFileSuffix)
 	s.timeIdx.path = segmentPath(dir, base, TimeIndexFileSuffix)
 	if err = s.preallocateIndexes(cfg.SegmentIndexBytes); err != nil {
+		// No file of a segment that does not exist may stay: an empty
+		// .log at this base offset would be taken at start-up for a
+		// segment the appends that follow never went to.
 		s.closeFiles()
+		for _, p := range s.paths() {
+			_ = fsys.Remove(p)
+		}
 		return nil, err
 	}
 	return s, nil
@@ -171,8 +177,11 @@ func closeAfter(f File, fn func(File) error) error {
 // openSegment opens an existing segment and loads its indexes. indexErr is
 // non-nil if an index file was missing or corrupt: the caller must rebuild
 // the indexes (recover) before using the segment.
-func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (s *Segment, indexErr error, err error) {
-	s = &Segment{
+//
+// On an error it returns a nil segment and has closed what it opened (the
+// cleanup closes the segment built here, never the nil result).
+func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (_ *Segment, indexErr error, err error) {
+	s := &Segment{
 		baseOffset: base, dir: dir, fsys: fsys, nextOffset: base,
 		maxTs: -1, offsetOfMaxTs: base, firstBatchTs: -1, created: now,
 		rollJitterMs: cfg.randomSegmentJitter(),

@@ -197,6 +197,11 @@ func validateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 		if err != nil {
 			return ValidationResult{}, err
 		}
+		if cfg.Memory != nil {
+			n := int64(cap(*buf))
+			cfg.Memory.Take(n)
+			defer cfg.Memory.Return(n)
+		}
 		data = *buf
 	}
 	if err := v.validateRecords(data); err != nil {

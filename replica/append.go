@@ -121,7 +121,9 @@ func (m *Manager) appendToLocalLog(e ProduceEntry, opts log.AppendOptions) (Prod
 		res.LogStartOffset = p.Log.LogStartOffset()
 		p.stats.failedProduces.Inc()
 		if !isExpectedAppendError(err) {
-			m.log.Error("append failed", "topic", e.Topic, "partition", e.Partition, "err", err)
+			if ok, n := m.errLog.allow(time.Now()); ok {
+				m.log.Error("append failed", "topic", e.Topic, "partition", e.Partition, "err", err, "failures_not_logged", n)
+			}
 		}
 		return res, -1
 	}

@@ -62,6 +62,9 @@ func (d *DelayedFetch) TryComplete() bool {
 		if checkLeaderEpoch(p, fp.CurrentLeaderEpoch) != nil {
 			return d.ForceComplete() // E
 		}
+		if p.Log.Offline() != nil {
+			return d.ForceComplete() // D: its log dir failed
+		}
 		snap, err := p.Log.FetchOffsetSnapshot()
 		if err != nil {
 			return d.ForceComplete() // D

@@ -46,6 +46,25 @@
 // operation again after watching it, so every append is seen either by
 // the fetch's own tries or by the append's CheckAndComplete.
 //
+// # Offline partitions and corrupt batches
+//
+// A partition whose log dir failed, or whose log could not be created
+// (too many open files, a full disk, its dir offline), is offline here:
+// produce, fetch, ListOffsets and DeleteRecords answer KAFKA_STORAGE_ERROR
+// and the waiting fetches and produces on it are answered at once, while
+// the other partitions serve. A failed creation is retried every
+// Config.RetryInterval until it succeeds (offline.go), logged once per
+// metadata update and once when partitions come back;
+// kafka_server_replicamanager_offlinereplicacount counts the offline
+// partitions. Metadata updates and retries are serialised by stateMu
+// (Kafka's replicaStateChangeLock); produce and fetch never take it.
+//
+// A fetch never returns a batch the log scrubber found corrupt: it stops
+// before it, and a fetch from it answers CORRUPT_MESSAGE naming its offset
+// (Kafka serves it and leaves the client's CRC check to fail, which
+// librdkafka does not make by default). Damage not found yet is served,
+// as Kafka serves it: fetch data goes by sendfile, unread.
+//
 // # Shutdown
 //
 // BeginShutdown (called by the broker before it drains its connections)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/log"
 )
 
@@ -117,8 +118,15 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		}
 		if err != nil {
 			if !errors.Is(err, kerr.OffsetOutOfRange) {
-				m.log.Error("read failed", "topic", fp.Topic, "partition", fp.Partition, "offset", fp.FetchOffset, "err", err)
+				if ok, n := m.errLog.allow(time.Now()); ok {
+					m.log.Error("read failed", "topic", fp.Topic, "partition", fp.Partition, "offset", fp.FetchOffset, "err", err, "failures_not_logged", n)
+				}
 			}
+			r.Err = err
+			anyErr = true
+			continue
+		}
+		if err := servable(fp.TopicPartition, l, &data); err != nil {
 			r.Err = err
 			anyErr = true
 			continue
@@ -133,6 +141,28 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		}
 	}
 	return results, total, anyErr, start
+}
+
+// servable cuts data before the first batch in it that the log scrubber
+// found corrupt, or answers CORRUPT_MESSAGE if data starts with it: no
+// client gets bytes known to be damaged, whatever its CRC setting
+// (librdkafka checks none by default), and it learns where they are.
+// Damage the scrubber has not found yet is served, as Kafka serves it, and
+// the client's CRC check finds it.
+func servable(tp TopicPartition, l *log.Log, data *log.FetchData) error {
+	if data.Records.Size == 0 {
+		return nil
+	}
+	c, ok := l.CorruptBatchIn(data.FetchOffsetMetadata.SegmentBaseOffset, data.Records.Pos, data.Records.Size)
+	switch {
+	case !ok:
+		return nil
+	case c.Position == data.Records.Pos:
+		return apierr.Errorf(kerr.CorruptMessage, "Partition %s has a corrupt batch at offset %d (segment %d, position %d: %s), found by the log scrubber; it is not served",
+			tp, c.Offset, data.FetchOffsetMetadata.SegmentBaseOffset, c.Position, c.Reason)
+	}
+	data.Records.Size = c.Position - data.Records.Pos
+	return nil
 }
 
 // ListOffset answers one partition of ListOffsets: the offset for a

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/purgatory"
 )
@@ -56,6 +58,9 @@ type Config struct {
 	Image      func() *metadata.Image
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: no metrics
+	// RetryInterval is how often the creation of logs that failed is
+	// tried again (see offline.go); 0: 2s.
+	RetryInterval time.Duration
 }
 
 // Manager is the ReplicaManager.
@@ -71,6 +76,19 @@ type Manager struct {
 
 	produceP *purgatory.Purgatory[TopicPartition]
 	fetchP   *purgatory.Purgatory[TopicPartition]
+
+	// stateMu serialises what changes the hosted partitions: metadata
+	// updates and the retries of failed log creations (Kafka's
+	// replicaStateChangeLock). Produce and fetch never take it.
+	stateMu sync.Mutex
+	// offline maps TopicPartition to *offlinePartition: partitions
+	// assigned here whose log could not be created (offline.go).
+	offline       sync.Map
+	retryInterval time.Duration
+	offlineGauge  prometheus.Collector
+	bg            routine.Group
+	// errLog rate-limits the lines of failed appends and reads.
+	errLog errorLimiter
 
 	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
@@ -93,6 +111,18 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.metrics = newBrokerTopicMetrics(cfg.Registerer)
 	m.produceP = purgatory.New[TopicPartition]("Produce", purgatory.Options{Logger: m.log, Registerer: cfg.Registerer})
 	m.fetchP = purgatory.New[TopicPartition]("Fetch", purgatory.Options{Logger: m.log, Registerer: cfg.Registerer})
+	if cfg.Registerer != nil {
+		m.offlineGauge = newOfflineReplicaGauge(m)
+		if err := cfg.Registerer.Register(m.offlineGauge); err != nil {
+			return nil, fmt.Errorf("replica: registering metrics: %w", err)
+		}
+	}
+	m.retryInterval = cfg.RetryInterval
+	if m.retryInterval <= 0 {
+		m.retryInterval = defaultRetryInterval
+	}
+	m.bg.Every(m.retryInterval, m.retryOfflineLogs)
+	cfg.Logs.OnDirFailure(m.handleLogDirFailure)
 	return m, nil
 }
 
@@ -123,9 +153,13 @@ func (m *Manager) Close() {
 		return
 	}
 	m.BeginShutdown()
+	m.bg.StopAndWait()
 	m.produceP.Close()
 	m.fetchP.Close()
 	m.metrics.unregister()
+	if m.offlineGauge != nil {
+		m.cfg.Registerer.Unregister(m.offlineGauge)
+	}
 }
 
 // DescribeLogDirs reports every log dir with its partitions and sizes
@@ -152,11 +186,18 @@ func (m *Manager) partitionsOf(topic string) []*Partition {
 }
 
 // getPartition returns the partition led here, or an error wrapping Kafka's
-// code: UNKNOWN_TOPIC_OR_PARTITION if the cluster does not have it,
+// code: KAFKA_STORAGE_ERROR if it is offline here (offline.go),
+// UNKNOWN_TOPIC_OR_PARTITION if the cluster does not have it,
 // NOT_LEADER_OR_FOLLOWER if it is led elsewhere or by no one.
 func (m *Manager) getPartition(tp TopicPartition) (*Partition, error) {
 	if p := m.Partition(tp); p != nil && p.IsLeader() {
+		if err := m.storageError(tp, p); err != nil {
+			return nil, err
+		}
 		return p, nil
+	}
+	if err := m.storageError(tp, nil); err != nil {
+		return nil, err
 	}
 	if m.cfg.Image != nil {
 		if t, ok := m.cfg.Image().Topic(tp.Topic); ok && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {

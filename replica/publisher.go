@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -20,33 +21,59 @@ func (m *Manager) Name() string { return "ReplicaManager" }
 // replicas no longer include this broker stop and their logs go; config
 // changes reach the logs. Waiting fetches and produces on a partition that
 // changed complete now, so clients learn of it at once.
+//
+// Nothing here holds a lock that Produce or Fetch take for longer than a
+// map update: partitions are published one at a time (a sync.Map), logs
+// are created without fsync and deleted in one batch per delta (one
+// checkpoint per log dir), and the work is summarised in one INFO line
+// per delta, not one per partition.
 func (m *Manager) OnMetadataUpdate(d *metadata.Delta, im *metadata.Image) {
-	var touched []TopicPartition
+	m.stateMu.Lock()
+	defer m.stateMu.Unlock()
+	start := time.Now()
+	var touched, gone []TopicPartition
 	for _, t := range d.DeletedTopics() {
 		for _, p := range t.Partitions {
 			tp := TopicPartition{Topic: t.Name, Partition: p.Index}
-			if m.stopReplica(tp, true) {
+			if _, ok := m.offline.LoadAndDelete(tp); ok {
+				continue // its log was never created
+			}
+			if m.stopReplica(tp, false) {
 				touched = append(touched, tp)
+				gone = append(gone, tp)
 			}
 		}
 		m.metrics.deleteTopic(t.Name)
 	}
-	var led, lost int
+	if len(gone) > 0 {
+		if err := m.cfg.Logs.DeleteLogs(gone); err != nil {
+			m.log.Error("deleting logs", "err", err)
+		}
+	}
+	var led, lost, created int
+	var failed creationFailures
 	for t, parts := range d.ChangedPartitions() {
 		for _, i := range parts {
 			tp := TopicPartition{Topic: t.Name, Partition: i}
-			switch m.applyPartition(t, t.Partitions[i], tp) {
+			change, isNew := m.applyPartition(t, t.Partitions[i], tp, &failed)
+			switch change {
 			case becameLeader:
 				led++
 			case lostLeadership:
 				lost++
 			}
+			if isNew {
+				created++
+			}
 			touched = append(touched, tp)
 		}
 	}
-	if led > 0 || lost > 0 {
-		m.log.Info("leadership changed", "became_leader", led, "no_longer_leader", lost, "metadata_offset", im.Offset)
+	if led > 0 || lost > 0 || created > 0 || len(gone) > 0 {
+		m.log.Info("applied metadata", "became_leader", led, "no_longer_leader", lost,
+			"partitions_added", created, "partitions_deleted", len(gone),
+			"metadata_offset", im.Offset, "took", time.Since(start).Round(time.Millisecond))
 	}
+	failed.log(m)
 	m.applyConfigs(d, im)
 	// Never under a partition lock: the updates above released theirs.
 	for _, tp := range touched {
@@ -63,15 +90,26 @@ const (
 	lostLeadership
 )
 
-func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp TopicPartition) leadershipChange {
+// applyPartition applies one partition's state; isNew: this broker hosts
+// it from now on. stateMu held. A log that cannot be created leaves the
+// partition offline (offline.go), counted in failed.
+func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp TopicPartition, failed *creationFailures) (change leadershipChange, isNew bool) {
 	if !slices.Contains(p.Replicas, m.cfg.NodeID) {
 		if m.stopReplica(tp, true) {
 			m.log.Info("stopped replica: no longer assigned here", "partition", tp.String(), "replicas", p.Replicas)
 		}
-		return noLeadershipChange
+		return noLeadershipChange, false
 	}
 	part := m.Partition(tp)
+	if op := m.offlinePartition(tp); part == nil && op != nil {
+		if op.topicID == t.ID {
+			m.updateOffline(op, t, p)
+			return noLeadershipChange, false
+		}
+		m.offline.Delete(tp) // a topic of the same name, created anew
+	}
 	if part == nil {
+		isNew = true
 		l, err := m.cfg.Logs.GetOrCreateLog(tp, t.ID, m.cfg.ConfigFor(t))
 		if errors.Is(err, kerr.InconsistentTopicID) {
 			// A log of an older topic of that name (deleted and
@@ -82,8 +120,9 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 			}
 		}
 		if err != nil {
-			m.log.Error("creating log failed; the partition is offline here", "partition", tp.String(), "err", err)
-			return noLeadershipChange
+			m.markCreationFailed(t, p, tp, err)
+			failed.add(tp, err)
+			return noLeadershipChange, false
 		}
 		part = &Partition{TopicPartition: tp, TopicID: t.ID, Log: l, stats: m.metrics.forTopic(t.Name)}
 		part.leaderEpoch.Store(p.LeaderEpoch)
@@ -101,17 +140,20 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 	switch {
 	case leader && (!wasLeader || oldEpoch != p.LeaderEpoch):
 		m.log.Debug("became leader", "partition", tp.String(), "leader_epoch", p.LeaderEpoch)
-		return becameLeader
+		return becameLeader, isNew
 	case !leader && wasLeader:
 		m.log.Debug("no longer leader", "partition", tp.String(), "leader", p.Leader, "leader_epoch", p.LeaderEpoch)
-		return lostLeadership
+		return lostLeadership, isNew
 	}
-	return noLeadershipChange
+	return noLeadershipChange, isNew
 }
 
 // stopReplica removes a partition from this broker; with deleteLog its log
 // is deleted too. It reports whether the partition was hosted.
 func (m *Manager) stopReplica(tp TopicPartition, deleteLog bool) bool {
+	if _, ok := m.offline.LoadAndDelete(tp); ok {
+		return true // no log was created
+	}
 	v, ok := m.partitions.LoadAndDelete(tp)
 	if !ok {
 		return false
@@ -159,6 +201,8 @@ func (m *Manager) applyConfigs(d *metadata.Delta, im *metadata.Image) {
 // assign to this broker (topics deleted while it was down, or moved away),
 // as Kafka's KRaft broker does once it has caught up with the metadata log.
 func (m *Manager) DeleteStrayLogs(im *metadata.Image) {
+	m.stateMu.Lock()
+	defer m.stateMu.Unlock()
 	for _, l := range m.cfg.Logs.Logs() {
 		tp := l.TopicPartition()
 		t, ok := im.Topic(tp.Topic)

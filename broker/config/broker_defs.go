@@ -84,8 +84,8 @@ var brokerDefs = []*Def{
 	def("socket.receive.buffer.bytes", TypeInt, 102400, High, "The SO_RCVBUF buffer of the socket server sockets. If the value is -1, the OS default will be used."),
 	def("socket.listen.backlog.size", TypeInt, 50, Medium, "The maximum number of pending connections on the socket.", atLeast(1)),
 	def("connections.max.idle.ms", TypeLong, 600000, Medium, "Idle connections timeout: the server socket processor threads close the connections that idle more than this."),
-	def("max.connections", TypeInt, maxInt32, Medium, "The maximum number of connections allowed in the broker at any time.", atLeast(0), ClusterWide),
-	def("max.connections.per.ip", TypeInt, maxInt32, Medium, "The maximum number of connections allowed from each ip address.", atLeast(0), ClusterWide),
+	def("max.connections", TypeInt, maxInt32, Medium, "The maximum number of connections allowed in the broker at any time. A new connection waits (the acceptor stops accepting) while the limit is reached; lowering it closes the least recently used connections above it. Listener-level limits use the listener prefix, listener.name.<listener>.max.connections; the inter-broker listener, when there are several listeners, is limited only by its own. Applied to the broker listeners, not the controller listeners.", atLeast(0), ClusterWide),
+	def("max.connections.per.ip", TypeInt, maxInt32, Medium, "The maximum number of connections allowed from each ip address; a new connection above it is closed at once. It can be set to 0 only if there are overrides in max.connections.per.ip.overrides.", atLeast(0), ClusterWide),
 	def("message.max.bytes", TypeInt, 1048588, High, "The largest record batch size allowed by Kafka (after compression if compression is enabled). The topic-level max.message.bytes overrides it.", atLeast(0), ClusterWide),
 	def("fetch.max.bytes", TypeInt, 57671680, Medium, "The maximum number of bytes returned for a fetch request. Must be at least 1024.", atLeast(1024)),
 	def("max.incremental.fetch.session.cache.slots", TypeInt, 1000, Medium, "The maximum number of total incremental fetch sessions that we will maintain.", atLeast(0)),
@@ -201,4 +201,7 @@ var brokerDefs = []*Def{
 
 	// Moldau.
 	def("moldau.metrics.listener", TypeString, "localhost:9404", Medium, "host:port of the HTTP listener serving Prometheus /metrics and /debug/pprof. Empty disables it. The default binds loopback only, since pprof must not be exposed to the network; use :9404 to bind every interface."),
+	def("moldau.log.scrub.enable", TypeBoolean, true, Medium, "Run the log scrubber: a background thread that reads every closed segment and checks each batch's CRC and offsets, so that data damaged on disk (bit rot) is found, logged with its partition, segment and offset, counted in moldau_log_scrubber_corrupt_batches_total, and not served to consumers. Kafka has no such check."),
+	def("moldau.log.scrub.interval.ms", TypeLong, 604800000, Medium, "How often a pass of the log scrubber over every closed segment starts (the first at start-up); a pass that takes longer is followed by the next at once. With moldau.log.scrub.bytes.per.second it bounds how long damage goes unnoticed.", atLeast(1)),
+	def("moldau.log.scrub.bytes.per.second", TypeLong, 1048576, Medium, "The rate at which the log scrubber reads, for all log dirs together. The default (1 MiB/s) checks about 600 GB a week.", atLeast(1)),
 }

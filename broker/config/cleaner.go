@@ -22,3 +22,13 @@ func (c *KafkaConfig) CleanerConfig() log.CleanerConfig {
 		Backoff:                time.Duration(c.GetLong("log.cleaner.backoff.ms")) * time.Millisecond,
 	}
 }
+
+// ScrubConfig returns the log scrubber's configuration from the
+// moldau.log.scrub.* properties.
+func (c *KafkaConfig) ScrubConfig() log.ScrubConfig {
+	return log.ScrubConfig{
+		Enable:         c.GetBool("moldau.log.scrub.enable"),
+		Interval:       time.Duration(c.GetLong("moldau.log.scrub.interval.ms")) * time.Millisecond,
+		BytesPerSecond: float64(c.GetLong("moldau.log.scrub.bytes.per.second")),
+	}
+}

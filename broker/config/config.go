@@ -82,6 +82,14 @@ type KafkaConfig struct {
 	SocketListenBacklogSize           int    // socket.listen.backlog.size, 50
 	MaxConnections                    int    // max.connections
 	MaxConnectionsPerIP               int    // max.connections.per.ip
+	// QueuedMaxRequestBytes is queued.max.request.bytes in effect: -1
+	// unbounded, else the request memory pool's size (derived from the
+	// memory budget when unset).
+	QueuedMaxRequestBytes int64
+	// MemoryBudget and MemoryBudgetSource are the budget the derived
+	// queued.max.request.bytes comes from (0 and "" when it is set).
+	MemoryBudget       int64
+	MemoryBudgetSource string
 
 	MinInSyncReplicas                    int32         // min.insync.replicas (static value)
 	ReplicaLagTimeMax                    time.Duration // replica.lag.time.max.ms, 30000
@@ -111,8 +119,8 @@ var (
 	// that brokerDefs does not define (a key moved to broker_defs.go,
 	// because Moldau now acts on it, simply wins over the generated one).
 	brokerIndex = func() map[string]*Def {
-		m := make(map[string]*Def, len(brokerDefs)+len(kafkaBrokerDefs))
-		for _, d := range brokerDefs {
+		m := make(map[string]*Def, len(brokerDefs)+len(networkDefs)+len(kafkaBrokerDefs))
+		for _, d := range append(slices.Clone(brokerDefs), networkDefs...) {
 			if m[d.Name] != nil {
 				panic("config: duplicate definition " + d.Name)
 			}
@@ -200,7 +208,7 @@ func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		d := brokerIndex[k]
+		d := brokerDefFor(k) // listener.name.<listener>.<key> too
 		if d == nil {
 			warnings = append(warnings, fmt.Sprintf("unknown configuration %q (%s) is ignored", k, where[k]))
 			continue
@@ -247,56 +255,118 @@ func (c *KafkaConfig) isSet(name string) bool { _, ok := c.static[name]; return 
 // fill sets the typed fields from the static layer and checks the rules
 // that span keys.
 func (c *KafkaConfig) fill() (warnings []string, err error) {
-	i32 := func(k string) int32 { return c.staticValue(k).(int32) }
-	i64 := func(k string) int64 { return c.staticValue(k).(int64) }
-	ms32 := func(k string) time.Duration { return time.Duration(i32(k)) * time.Millisecond }
-	ms64 := func(k string) time.Duration {
-		v := i64(k)
-		if v > int64(time.Duration(1<<63-1)/time.Millisecond) {
-			return time.Duration(1<<63 - 1)
+	controllerRole, err := c.fillRoles()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.fillListeners(); err != nil {
+		return nil, err
+	}
+	if err := c.fillQuorum(controllerRole); err != nil {
+		return nil, err
+	}
+	if err := c.fillAdvertised(); err != nil {
+		return nil, err
+	}
+	if err := c.fillLogDirs(); err != nil {
+		return nil, err
+	}
+	// Metrics listener.
+	c.MetricsListener = strings.TrimSpace(c.staticString("moldau.metrics.listener"))
+	if c.MetricsListener != "" {
+		_, port, err := net.SplitHostPort(c.MetricsListener)
+		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 0 || p > 65535 {
+			return nil, c.badStatic("moldau.metrics.listener", "host:port with a port in [0, 65535], or empty to disable")
 		}
-		return time.Duration(v) * time.Millisecond
 	}
-	str := func(k string) string { s, _ := c.staticValue(k).(string); return s }
-	bad := func(k, expected string) error {
-		return &ValueError{Name: k, Value: strings.TrimSpace(str(k)), Expected: expected}
+	c.NumNetworkThreads = int(c.staticInt32("num.network.threads"))
+	c.NumIOThreads = int(c.staticInt32("num.io.threads"))
+	c.QueuedMaxRequests = int(c.staticInt32("queued.max.requests"))
+	c.RequestTimeout = c.staticMs32("request.timeout.ms")
+	c.SocketRequestMaxBytes = c.staticInt32("socket.request.max.bytes")
+	c.SocketSendBufferBytes = int(c.staticInt32("socket.send.buffer.bytes"))
+	c.SocketReceiveBufferBytes = int(c.staticInt32("socket.receive.buffer.bytes"))
+	c.SocketListenBacklogSize = int(c.staticInt32("socket.listen.backlog.size"))
+	c.MaxConnections = int(c.staticInt32("max.connections"))
+	c.MaxConnectionsPerIP = int(c.staticInt32("max.connections.per.ip"))
+	c.ConnectionsMaxIdle = c.staticMs64("connections.max.idle.ms")
+	if err := c.fillNetwork(); err != nil {
+		return nil, err
 	}
+	if err := c.fillServer(); err != nil {
+		return nil, err
+	}
+	return warnings, nil
+}
 
-	// process.roles
+// staticInt32 and the functions after it read a static value of a known
+// type (the key's definition fixes it).
+func (c *KafkaConfig) staticInt32(k string) int32 { return c.staticValue(k).(int32) }
+
+func (c *KafkaConfig) staticInt64(k string) int64 { return c.staticValue(k).(int64) }
+
+func (c *KafkaConfig) staticString(k string) string { s, _ := c.staticValue(k).(string); return s }
+
+func (c *KafkaConfig) staticMs32(k string) time.Duration {
+	return time.Duration(c.staticInt32(k)) * time.Millisecond
+}
+
+// staticMs64 is a duration in milliseconds, Long.MAX_VALUE (Kafka's
+// "forever") capped to the longest time.Duration.
+func (c *KafkaConfig) staticMs64(k string) time.Duration {
+	v := c.staticInt64(k)
+	if v > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Duration(v) * time.Millisecond
+}
+
+// badStatic is the error for key k's static value, which is not what was
+// expected.
+func (c *KafkaConfig) badStatic(k, expected string) error {
+	return &ValueError{Name: k, Value: strings.TrimSpace(c.staticString(k)), Expected: expected}
+}
+
+// fillRoles checks process.roles and node.id (or broker.id) and says
+// whether this node is a controller.
+func (c *KafkaConfig) fillRoles() (controller bool, err error) {
 	c.ProcessRoles = c.staticValue("process.roles").([]string)
 	seen := map[string]bool{}
 	for _, r := range c.ProcessRoles {
 		if seen[r] {
-			return nil, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "each role at most once"}
+			return false, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "each role at most once"}
 		}
 		seen[r] = true
 	}
 	if !seen["broker"] {
-		return nil, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker or broker,controller (a controller-only node is not supported yet)"}
+		return false, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker or broker,controller (a controller-only node is not supported yet)"}
 	}
-
-	// node.id / broker.id
-	c.NodeID = i32("node.id")
-	if brokerID := i32("broker.id"); brokerID >= 0 {
+	c.NodeID = c.staticInt32("node.id")
+	if brokerID := c.staticInt32("broker.id"); brokerID >= 0 {
 		switch {
 		case !c.isSet("node.id"):
 			c.NodeID = brokerID
 		case brokerID != c.NodeID:
-			return nil, &ValueError{Name: "broker.id", Value: strconv.Itoa(int(brokerID)), Expected: fmt.Sprintf("the same value as node.id (%d), or unset", c.NodeID)}
+			return false, &ValueError{Name: "broker.id", Value: strconv.Itoa(int(brokerID)), Expected: fmt.Sprintf("the same value as node.id (%d), or unset", c.NodeID)}
 		}
 	}
+	return seen["controller"], nil
+}
 
-	// Listeners.
+// fillListeners splits listeners into the broker's and the controller's,
+// checking their security protocols.
+func (c *KafkaConfig) fillListeners() error {
+	str := c.staticString
 	all, err := parseListeners("listeners", str("listeners"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(all) == 0 {
-		return nil, bad("listeners", "at least one listener NAME://host:port")
+		return c.badStatic("listeners", "at least one listener NAME://host:port")
 	}
 	c.ListenerSecurityProtocolMap, err = parseProtocolMap(str("listener.security.protocol.map"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, n := range strings.Split(str("controller.listener.names"), ",") {
 		if n = strings.ToUpper(strings.TrimSpace(n)); n != "" {
@@ -306,37 +376,41 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	for _, l := range all {
 		proto, ok := c.ListenerSecurityProtocolMap[l.Name]
 		if !ok {
-			return nil, &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("listener names present in listener.security.protocol.map (no protocol for %s)", l.Name)}
+			return &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("listener names present in listener.security.protocol.map (no protocol for %s)", l.Name)}
 		}
 		if slices.Contains(c.ControllerListenerNames, l.Name) {
 			if proto != "PLAINTEXT" {
-				return nil, &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: controller listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
+				return &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: controller listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
 			}
 			c.ControllerListeners = append(c.ControllerListeners, l)
 			continue
 		}
 		if proto != "PLAINTEXT" {
-			return nil, &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
+			return &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
 		}
 		c.Listeners = append(c.Listeners, l)
 	}
 	if len(c.Listeners) == 0 {
-		return nil, bad("listeners", "at least one listener that is not a controller listener")
+		return c.badStatic("listeners", "at least one listener that is not a controller listener")
 	}
-	if err := c.fillQuorum(seen["controller"]); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// fillAdvertised sets advertised.listeners (the listeners if unset) and
+// the inter-broker listener.
+func (c *KafkaConfig) fillAdvertised() error {
+	str := c.staticString
 	if c.isSet("advertised.listeners") && strings.TrimSpace(str("advertised.listeners")) != "" {
 		adv, err := parseListeners("advertised.listeners", str("advertised.listeners"))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, a := range adv {
 			if !slices.ContainsFunc(c.Listeners, func(l Listener) bool { return l.Name == a.Name }) {
-				return nil, bad("advertised.listeners", "listener names that are among the (broker) listeners: "+a.Name+" is not")
+				return c.badStatic("advertised.listeners", "listener names that are among the (broker) listeners: "+a.Name+" is not")
 			}
 			if ip := net.ParseIP(a.Host); ip != nil && ip.IsUnspecified() {
-				return nil, bad("advertised.listeners", "routable hosts: "+a.Host+" is the unspecified address")
+				return c.badStatic("advertised.listeners", "routable hosts: "+a.Host+" is the unspecified address")
 			}
 		}
 		c.AdvertisedListeners = adv
@@ -344,25 +418,28 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 		c.AdvertisedListeners = slices.Clone(c.Listeners)
 	}
 	ibl := strings.ToUpper(strings.TrimSpace(str("inter.broker.listener.name")))
-	if ibl != "" {
-		if c.isSet("security.inter.broker.protocol") {
-			return nil, bad("inter.broker.listener.name", "only one of inter.broker.listener.name and security.inter.broker.protocol to be set")
-		}
-		if !slices.ContainsFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == ibl }) {
-			return nil, bad("inter.broker.listener.name", "a listener name defined in advertised.listeners")
-		}
-		c.InterBrokerListenerName = ibl
-	} else {
+	if ibl == "" {
 		c.InterBrokerListenerName = c.AdvertisedListeners[0].Name
 		if p := str("security.inter.broker.protocol"); slices.ContainsFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == p }) {
 			c.InterBrokerListenerName = p
 		}
+		return nil
 	}
+	if c.isSet("security.inter.broker.protocol") {
+		return c.badStatic("inter.broker.listener.name", "only one of inter.broker.listener.name and security.inter.broker.protocol to be set")
+	}
+	if !slices.ContainsFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == ibl }) {
+		return c.badStatic("inter.broker.listener.name", "a listener name defined in advertised.listeners")
+	}
+	c.InterBrokerListenerName = ibl
+	return nil
+}
 
-	// Log dirs.
-	dirs := str("log.dirs")
+// fillLogDirs sets log.dirs (log.dir if unset) and metadata.log.dir.
+func (c *KafkaConfig) fillLogDirs() error {
+	dirs := c.staticString("log.dirs")
 	if !c.isSet("log.dirs") || strings.TrimSpace(dirs) == "" {
-		dirs = str("log.dir")
+		dirs = c.staticString("log.dir")
 	}
 	for _, d := range strings.Split(dirs, ",") {
 		if d = strings.TrimSpace(d); d != "" && !slices.Contains(c.LogDirs, d) {
@@ -370,37 +447,22 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 		}
 	}
 	if len(c.LogDirs) == 0 {
-		return nil, bad("log.dirs", "at least one directory")
+		return c.badStatic("log.dirs", "at least one directory")
 	}
-	c.MetadataLogDir = strings.TrimSpace(str("metadata.log.dir"))
+	c.MetadataLogDir = strings.TrimSpace(c.staticString("metadata.log.dir"))
 	if c.MetadataLogDir == "" {
 		c.MetadataLogDir = c.LogDirs[0]
 	}
+	return nil
+}
 
-	// Metrics listener.
-	c.MetricsListener = strings.TrimSpace(str("moldau.metrics.listener"))
-	if c.MetricsListener != "" {
-		_, port, err := net.SplitHostPort(c.MetricsListener)
-		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 0 || p > 65535 {
-			return nil, bad("moldau.metrics.listener", "host:port with a port in [0, 65535], or empty to disable")
-		}
-	}
-
-	c.NumNetworkThreads = int(i32("num.network.threads"))
-	c.NumIOThreads = int(i32("num.io.threads"))
-	c.QueuedMaxRequests = int(i32("queued.max.requests"))
-	c.RequestTimeout = ms32("request.timeout.ms")
-	c.SocketRequestMaxBytes = i32("socket.request.max.bytes")
-	c.SocketSendBufferBytes = int(i32("socket.send.buffer.bytes"))
-	c.SocketReceiveBufferBytes = int(i32("socket.receive.buffer.bytes"))
-	c.SocketListenBacklogSize = int(i32("socket.listen.backlog.size"))
-	c.MaxConnections = int(i32("max.connections"))
-	c.MaxConnectionsPerIP = int(i32("max.connections.per.ip"))
-	c.ConnectionsMaxIdle = ms64("connections.max.idle.ms")
+// fillServer sets the topic, log, replication and group defaults.
+func (c *KafkaConfig) fillServer() error {
+	i32, ms32, ms64 := c.staticInt32, c.staticMs32, c.staticMs64
 	c.NumPartitions = i32("num.partitions")
 	rf := i32("default.replication.factor")
 	if rf < 1 || rf > 32767 {
-		return nil, bad("default.replication.factor", "an integer in [1, 32767]")
+		return c.badStatic("default.replication.factor", "an integer in [1, 32767]")
 	}
 	c.DefaultReplicationFactor = int16(rf)
 	c.AutoCreateTopicsEnable = c.staticValue("auto.create.topics.enable").(bool)
@@ -409,7 +471,7 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.TransactionStateLogNumPartitions = i32("transaction.state.log.num.partitions")
 	c.FetchMaxBytes = i32("fetch.max.bytes")
 	c.MessageMaxBytes = i32("message.max.bytes")
-	c.RackID = strings.TrimSpace(str("broker.rack"))
+	c.RackID = strings.TrimSpace(c.staticString("broker.rack"))
 	c.NumRecoveryThreadsPerDataDir = int(i32("num.recovery.threads.per.data.dir"))
 	c.LogRetentionCheckInterval = ms64("log.retention.check.interval.ms")
 	c.LogFlushSchedulerInterval = ms64("log.flush.scheduler.interval.ms")
@@ -425,7 +487,7 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	c.GroupMaxSessionTimeout = ms32("group.max.session.timeout.ms")
 	c.OffsetsRetention = time.Duration(i32("offsets.retention.minutes")) * time.Minute
 	c.LogCleanerEnable = c.staticValue("log.cleaner.enable").(bool)
-	return warnings, nil
+	return nil
 }
 
 // fillQuorum reads the metadata quorum's settings: the voters, and which

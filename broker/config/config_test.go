@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -313,7 +314,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("%v %q", err, warnings)
 	}
 	text := string(b)
-	for _, d := range brokerDefs {
+	for _, d := range append(slices.Clone(brokerDefs), networkDefs...) {
 		if !strings.Contains(text, "\n"+d.Name+"=") && !strings.Contains(text, "\n#"+d.Name+"=") {
 			t.Errorf("%s is not in %s", d.Name, path)
 		}

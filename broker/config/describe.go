@@ -235,6 +235,7 @@ var derivedFrom = map[string][]string{
 	"log.roll.jitter.ms":         {"log.roll.jitter.hours"},
 	"log.retention.ms":           {"log.retention.minutes", "log.retention.hours"},
 	"log.flush.interval.ms":      {"log.flush.scheduler.interval.ms"},
+	"queued.max.request.bytes":   {}, // from the memory budget
 }
 
 // effectiveLocked returns the derived value of name when name itself is
@@ -266,6 +267,8 @@ func (c *KafkaConfig) effectiveLocked(name string) (effective, bool) {
 		value = c.MetadataLogDir
 	case "inter.broker.listener.name":
 		value = c.InterBrokerListenerName
+	case "queued.max.request.bytes":
+		value = strconv.FormatInt(c.QueuedMaxRequestBytes, 10)
 	default: // time synonyms: the topic config they feed, in ms
 		topic := map[string]string{"log.roll.ms": "segment.ms", "log.roll.jitter.ms": "segment.jitter.ms",
 			"log.retention.ms": "retention.ms", "log.flush.interval.ms": "flush.ms"}[name]

@@ -6,7 +6,10 @@
 //
 // Every key the broker reads is defined once, in brokerDefs (broker keys,
 // Kafka's KafkaConfig/ServerLogConfigs/SocketServerConfigs names and
-// defaults) and topicDefs (topic keys, Kafka's TopicConfig/LogConfig). A
+// defaults; the socket server's limits are in networkDefs, network.go:
+// queued.max.request.bytes, whose default is derived from the memory
+// budget, the connection quotas and the request receive timeout) and
+// topicDefs (topic keys, Kafka's TopicConfig/LogConfig). A
 // definition carries the type, default, documentation, importance,
 // validator and whether (and at which level) it can be changed
 // dynamically. DescribeConfigs, the validation of CreateTopics and
@@ -34,7 +37,10 @@
 // (ValidateReconfiguration) and is told of each change of its keys
 // (Reconfigure), without the config's lock held. The broker registers one
 // for num.io.threads and num.network.threads (it resizes the handler pool
-// and the processors); the log cleaner and the replica fetchers use the
+// and the processors) and one for the connection quotas (max.connections,
+// max.connections.per.ip and its overrides, max.connection.creation.rate,
+// and their listener.name.<listener>. forms) and
+// moldau.socket.request.receive.timeout.ms; the log cleaner and the replica fetchers use the
 // same hook for log.cleaner.* and num.replica.fetchers.
 //
 // DescribeConfigs reports the value in effect of keys derived from others

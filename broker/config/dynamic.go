@@ -56,10 +56,15 @@ func (c *KafkaConfig) brokerRawLocked(name string) (string, Source, bool) {
 
 // brokerValueLocked resolves a defined broker key to its parsed value (nil
 // when unset with no default) and source.
+//
+// A listener form (listener.name.<listener>.<key>) is parsed as its key
+// and has no default of its own.
 func (c *KafkaConfig) brokerValueLocked(name string) (any, Source) {
 	d := brokerIndex[name]
 	if d == nil {
-		return nil, SourceUnknown
+		if d = brokerDefFor(name); d == nil {
+			return nil, SourceUnknown
+		}
 	}
 	for _, l := range c.layersLocked() {
 		if s, ok := l.values[name]; ok {

@@ -33,6 +33,9 @@ type brokerSession struct {
 	// restart of a single node, whose controller restarted with it) the
 	// old incarnation may be long gone.
 	confirmed bool
+	// offlineDirs are the log dirs the broker last reported offline
+	// (BrokerHeartbeat's OfflineLogDirs, KIP-858).
+	offlineDirs [][16]byte
 }
 
 func (s *brokerSession) valid(now time.Time, timeout time.Duration) bool {
@@ -125,6 +128,7 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 			c.sessions[req.BrokerID] = s
 		}
 		s.lastContact, s.confirmed = c.now(), true
+		c.noteOfflineDirs(b.ID, s, req.OfflineLogDirs)
 		caughtUp := req.CurrentMetadataOffset >= s.registeredAt
 		var recs []metadata.Record
 		switch {
@@ -158,6 +162,54 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 	}
 	resp.IsCaughtUp, resp.IsFenced, resp.ShouldShutdown = o.caughtUp, o.fenced, o.shutdown
 	return resp, nil
+}
+
+// noteOfflineDirs records the log dirs a broker reports offline and logs a
+// change once. Kafka's controller (handleDirectoriesOffline) moves the
+// leadership of the partitions in those dirs to other replicas, knowing
+// which dir holds each replica from PartitionRecord.Directories
+// (AssignReplicasToDirs). Moldau's metadata has no directory assignments
+// and every partition one replica, so there is no replica to move to:
+// the broker itself answers KAFKA_STORAGE_ERROR for those partitions
+// until it restarts with the dir repaired. On the loop.
+func (c *QuorumController) noteOfflineDirs(broker int32, s *brokerSession, dirs [][16]byte) {
+	if slices.Equal(s.offlineDirs, dirs) {
+		return
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = uuid.UUID(d).String()
+	}
+	if len(dirs) > 0 {
+		c.log.Warn("broker reports offline log dirs: its partitions there answer KAFKA_STORAGE_ERROR until it restarts", "broker", broker, "offline_dirs", names)
+	} else if len(s.offlineDirs) > 0 {
+		c.log.Info("broker reports no offline log dir any more", "broker", broker)
+	}
+	s.offlineDirs = slices.Clone(dirs)
+}
+
+// OfflineLogDirs returns the log dirs each broker last reported offline in
+// its heartbeat (directory ids), as the active controller knows them; nil
+// if ctx ends first or the controller is closed.
+func (c *QuorumController) OfflineLogDirs(ctx context.Context) map[int32][][16]byte {
+	ch := make(chan map[int32][][16]byte, 1)
+	if !c.queue.push(event{"offlineLogDirs", func() {
+		out := map[int32][][16]byte{}
+		for id, s := range c.sessions {
+			if len(s.offlineDirs) > 0 {
+				out[id] = slices.Clone(s.offlineDirs)
+			}
+		}
+		ch <- out
+	}}) {
+		return nil
+	}
+	select {
+	case out := <-ch:
+		return out
+	case <-ctx.Done():
+		return nil
+	}
 }
 
 // fenceStaleBrokers fences brokers whose session expired (Kafka's

@@ -427,3 +427,39 @@ func TestPartitionCap(t *testing.T) {
 		t.Fatalf("grow to 10: %+v %v", resp, err)
 	}
 }
+
+// A broker's heartbeat names its offline log dirs (KIP-858): the
+// controller records them per broker, and since every partition has one
+// replica it leaves leadership as it is (the broker answers
+// KAFKA_STORAGE_ERROR for the partitions of the dir); a heartbeat without
+// them clears them.
+func TestHeartbeatOfflineLogDirs(t *testing.T) {
+	c, _, _ := newTestController(t)
+	e := register(t, c, 1, nil)
+	createTopic(t, c, "t", 2, 1)
+	dir := uuid.Random()
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.Version = 1
+	hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = 1, e, 1<<40
+	hb.OfflineLogDirs = [][16]byte{dir}
+	if hr, err := c.BrokerHeartbeat(ctx(t), hb); err != nil || hr.IsFenced {
+		t.Fatalf("heartbeat: %+v %v", hr, err)
+	}
+	if got := c.OfflineLogDirs(ctx(t)); len(got[1]) != 1 || got[1][0] != dir {
+		t.Fatalf("offline dirs: %v", got)
+	}
+	im, _ := read(ctx(t), c, "image", func(im *metadata.Image) (*metadata.Image, error) { return im, nil })
+	tp, _ := im.Topic("t")
+	for _, p := range tp.Partitions {
+		if p.Leader != 1 {
+			t.Fatalf("partition %d: leader %d", p.Index, p.Leader)
+		}
+	}
+	hb.OfflineLogDirs = nil
+	if _, err := c.BrokerHeartbeat(ctx(t), hb); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.OfflineLogDirs(ctx(t)); len(got) != 0 {
+		t.Fatalf("offline dirs after recovery: %v", got)
+	}
+}

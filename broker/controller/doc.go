@@ -41,6 +41,9 @@
 // is unfenced. Sessions live only on the active controller and start afresh
 // when a controller activates.
 //
+// A heartbeat names the broker's offline log dirs (OfflineLogDirs,
+// KIP-858); the session records them and a change is logged.
+//
 // # Limits
 //
 // max.broker.partitions (the name KIP-578 proposed; Kafka has no such
@@ -56,6 +59,13 @@
 //     with INVALID_REPLICATION_FACTOR and a message that says why; internal
 //     topics are capped to it (and to the registered brokers) so that a
 //     single node creates __consumer_offsets.
+//   - Offline log dirs move no leadership. Kafka's controller moves the
+//     partitions of an offline dir to other replicas (or to no leader),
+//     knowing each replica's dir from PartitionRecord.Directories; Moldau
+//     has no directory assignments in its metadata and one replica per
+//     partition, so the broker itself answers KAFKA_STORAGE_ERROR for them
+//     until it restarts with the dir repaired (a leaderless partition
+//     would tell clients less: LEADER_NOT_AVAILABLE).
 //   - No periodic NoOpRecord (metadata.max.idle.interval.ms): brokers
 //     learn they are caught up from their registration offset.
 //   - A new cluster finalizes this software's default feature levels, and

@@ -172,29 +172,11 @@ type floorSummary struct {
 }
 
 func runFloor(ctx context.Context, c *floorConfig, stdout, stderr io.Writer) (err error) {
-	// The file the server appends to.
-	var path string
-	if c.dir == "" {
-		dir, err := os.MkdirTemp("", "moldau-floor-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		path = dir + string(os.PathSeparator) + "floor.log"
-	} else {
-		f, err := os.CreateTemp(c.dir, "moldau-floor-*.log")
-		if err != nil {
-			return err
-		}
-		path = f.Name()
-		f.Close()
-		defer os.Remove(path)
-	}
-	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	file, cleanup, err := floorFile(c.dir)
 	if err != nil {
 		return err
 	}
-	defer file.Close()
+	defer cleanup()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -323,8 +305,43 @@ drain:
 	if c.json {
 		return json.NewEncoder(stdout).Encode(s)
 	}
+	printFloorSummary(stdout, s, perFrame)
+	return nil
+}
+
+// floorFile creates the file the server appends to, in dir or (dir
+// empty) a new temporary directory; cleanup closes and removes it.
+func floorFile(dir string) (_ *os.File, cleanup func(), err error) {
+	var path string
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "moldau-floor-")
+		if err != nil {
+			return nil, nil, err
+		}
+		remove = func() { os.RemoveAll(tmp) }
+		path = tmp + string(os.PathSeparator) + "floor.log"
+	} else {
+		f, err := os.CreateTemp(dir, "moldau-floor-*.log")
+		if err != nil {
+			return nil, nil, err
+		}
+		path = f.Name()
+		f.Close()
+		remove = func() { os.Remove(path) }
+	}
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		remove()
+		return nil, nil, err
+	}
+	return file, func() { file.Close(); remove() }, nil
+}
+
+// printFloorSummary prints s for a reader.
+func printFloorSummary(stdout io.Writer, s floorSummary, perFrame int) {
 	fmt.Fprintf(stdout, "moldau bench floor: %d-byte frames of %d %d-byte records, %d in flight, loopback TCP to a file\n",
-		payload, perFrame, c.recordSize, c.inFlight)
+		s.BatchBytes, perFrame, s.RecordSize, s.InFlight)
 	if s.Interrupted {
 		fmt.Fprintln(stdout, "  (interrupted)")
 	}
@@ -337,7 +354,6 @@ drain:
 	if s.ServerCPUSeconds != nil && s.ServerCPUSecondsPerGiB != nil {
 		fmt.Fprintf(stdout, "  server      %.2f s on its thread, %.3f CPU-seconds per GiB\n", *s.ServerCPUSeconds, *s.ServerCPUSecondsPerGiB)
 	}
-	return nil
 }
 
 // floorServe accepts one connection on ln, then for each frame reads it,

@@ -24,7 +24,7 @@ func logCommand() *command {
 	return &command{
 		name:    "log",
 		summary: "Inspect a broker's data files offline.",
-		subs:    []*command{logDumpCommand()},
+		subs:    []*command{logDumpCommand(), logCheckCommand()},
 	}
 }
 
@@ -102,12 +102,18 @@ type dumper struct {
 	bad  map[string]bool // files with errors
 	// scans caches the batch headers of .log files, for index checks.
 	scans map[string]*logScan
+
+	// For log check (logcheck.go): quiet prints nothing but hands every
+	// problem to report; offset is the offset a problem in a .log is at
+	// (-1: none); stats counts what was read.
+	quiet  bool
+	report func(problem)
+	offset int64
+	stats  checkStats
 }
 
 func runLogDump(ctx context.Context, e *env, o dumpOpts, paths []string) error {
-	d := &dumper{e: e, o: o, w: bufio.NewWriterSize(e.stdout, 64<<10), bad: map[string]bool{}, scans: map[string]*logScan{}}
-	d.enc = json.NewEncoder(d.w)
-	d.enc.SetEscapeHTML(false)
+	d := newDumper(e, o)
 	for _, p := range paths {
 		if ctx.Err() != nil {
 			break
@@ -139,6 +145,20 @@ func runLogDump(ctx context.Context, e *env, o dumpOpts, paths []string) error {
 	return ctx.Err()
 }
 
+func newDumper(e *env, o dumpOpts) *dumper {
+	d := &dumper{e: e, o: o, w: bufio.NewWriterSize(e.stdout, 64<<10), bad: map[string]bool{}, scans: map[string]*logScan{}, offset: -1}
+	d.enc = json.NewEncoder(d.w)
+	d.enc.SetEscapeHTML(false)
+	return d
+}
+
+// notef prints a note on stderr, unless quiet.
+func (d *dumper) notef(format string, args ...any) {
+	if !d.quiet {
+		fmt.Fprintf(d.e.stderr, "note: "+format+"\n", args...)
+	}
+}
+
 func unwrapPathError(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -151,14 +171,14 @@ func (d *dumper) flush() error { return d.w.Flush() }
 
 // textf prints a line in text mode.
 func (d *dumper) textf(format string, args ...any) {
-	if !d.e.json {
+	if !d.e.json && !d.quiet {
 		fmt.Fprintf(d.w, format+"\n", args...)
 	}
 }
 
 // object prints a JSON line in --json mode.
 func (d *dumper) object(v any) {
-	if d.e.json {
+	if d.e.json && !d.quiet {
 		d.enc.Encode(v)
 	}
 }
@@ -186,6 +206,10 @@ func (d *dumper) fail(file string, pos int64, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	d.errs++
 	d.bad[file] = true
+	if d.report != nil {
+		d.report(problem{File: file, Position: pos, Offset: d.offset, Error: msg})
+		return
+	}
 	obj := dumpError{Type: "error", File: file, Error: msg}
 	where := file
 	if pos >= 0 {

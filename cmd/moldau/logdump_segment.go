@@ -91,11 +91,14 @@ func (d *dumper) dumpLog(path string, base int64) {
 		limit = min(size, d.o.maxBytes)
 	}
 	d.textf("Log starting offset: %d", base)
+	d.stats.segments++
+	defer func() { d.offset = -1 }()
 	var buf []byte
 	prevLast := base - 1 // the offsets of a segment start at its base
 	lastRecord := int64(-1)
 	var pos int64
 	for pos < limit {
+		d.offset = prevLast + 1 // where the next batch should start
 		rest := limit - pos
 		if rest < log.BatchHeaderSize {
 			if d.o.maxBytes == 0 {
@@ -114,6 +117,7 @@ func (d *dumper) dumpLog(path string, base int64) {
 			return
 		}
 		n := int64(h.TotalSize())
+		d.offset = h.BaseOffset
 		if n > rest {
 			if d.o.maxBytes == 0 || pos+n > size {
 				d.fail(path, pos, "the batch at offset %d claims %d bytes but only %d remain (torn write?)", h.BaseOffset, n, size-pos)
@@ -131,8 +135,13 @@ func (d *dumper) dumpLog(path string, base int64) {
 		if crcErr != nil {
 			d.fail(path, pos, "%v", crcErr)
 		}
+		d.stats.batches++
+		d.stats.records += int64(max(h.NumRecords, 0))
+		d.stats.bytes += n
 		if h.BaseOffset <= prevLast {
+			d.offset = prevLast + 1
 			d.fail(path, pos, "batch offsets %d-%d do not follow offset %d", h.BaseOffset, h.LastOffset(), prevLast)
+			d.offset = h.BaseOffset
 		}
 		if h.LastOffsetDelta < 0 || h.NumRecords < 0 || h.LastOffsetDelta < h.NumRecords-1 {
 			d.fail(path, pos, "batch header is inconsistent: lastOffsetDelta %d with %d records", h.LastOffsetDelta, h.NumRecords)
@@ -222,7 +231,7 @@ func (d *dumper) decodeRecords(path string, pos int64, h log.BatchHeader, batch 
 		prevDelta = r.OffsetDelta
 		off := h.BaseOffset + int64(r.OffsetDelta)
 		if *lastRecord >= 0 && off != *lastRecord+1 {
-			fmt.Fprintf(d.e.stderr, "note: %s: offset %d is followed by %d (normal after compaction)\n", path, *lastRecord, off)
+			d.notef("%s: offset %d is followed by %d (normal after compaction)", path, *lastRecord, off)
 		}
 		*lastRecord = off
 		recs = append(recs, d.recordOf(h, &r, off))
@@ -447,7 +456,7 @@ func (d *dumper) dumpIndex(path string, base int64) {
 	}
 	scan := d.scanLog(logPathFor(path))
 	if scan.err != nil {
-		fmt.Fprintf(d.e.stderr, "note: %s: entries not checked: %v\n", path, scan.err)
+		d.notef("%s: entries not checked: %v", path, scan.err)
 	}
 	for i, en := range entries {
 		if !d.o.verifyOnly {
@@ -490,7 +499,7 @@ func (d *dumper) dumpTimeIndex(path string, base int64) {
 	}
 	scan := d.scanLog(logPathFor(path))
 	if scan.err != nil {
-		fmt.Fprintf(d.e.stderr, "note: %s: entries not checked: %v\n", path, scan.err)
+		d.notef("%s: entries not checked: %v", path, scan.err)
 	}
 	for i, en := range entries {
 		if !d.o.verifyOnly {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -14,6 +16,8 @@ import (
 
 	"github.com/moldau/moldau/broker"
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/memory"
+	"github.com/moldau/moldau/log"
 )
 
 func serve(args []string) error {
@@ -40,6 +44,9 @@ func serve(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	// Before the configuration, whose default queued.max.request.bytes
+	// derives from the memory limit.
+	setMemoryLimit(logger)
 	cfg, warnings, err := config.Load(*cfgPath, *overrides)
 	if err != nil {
 		return err
@@ -47,15 +54,19 @@ func serve(args []string) error {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.MemoryBudget > 0 {
+		logger.Info("request memory pool derived from the memory budget",
+			"queued.max.request.bytes", cfg.QueuedMaxRequestBytes, "budget", cfg.MemoryBudget, "budget_from", cfg.MemoryBudgetSource)
+	}
 	b, err := broker.New(cfg, broker.Options{Logger: logger})
 	if err != nil {
-		return err
+		return startupError(cfg, err)
 	}
 	b.Start()
 	logger.Info("joining the cluster", "node.id", cfg.NodeID, "process.roles", strings.Join(cfg.ProcessRoles, ","))
 	if err := waitReady(b); err != nil {
 		b.Close()
-		return err
+		return startupError(cfg, err)
 	}
 
 	source := "built-in defaults"
@@ -96,6 +107,33 @@ func serve(args []string) error {
 	return nil
 }
 
+// memoryLimitShare is the share of the cgroup memory limit given to
+// GOMEMLIMIT: the rest is for what the Go runtime does not count (thread
+// stacks outside the heap, cgo, the kernel's socket buffers charged to the
+// cgroup).
+const memoryLimitShare = 0.9
+
+// setMemoryLimit sets the Go memory limit (GOMEMLIMIT) to 90% of the
+// cgroup memory limit when the user has not set GOMEMLIMIT, so that the
+// garbage collector works harder before the cgroup's OOM killer does.
+func setMemoryLimit(logger *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		logger.Info("memory limit from GOMEMLIMIT", "bytes", debug.SetMemoryLimit(-1))
+		return
+	}
+	limit, err := memory.CgroupLimit()
+	if err != nil {
+		logger.Warn("reading the cgroup memory limit failed; GOMEMLIMIT not set", "err", err)
+		return
+	}
+	if limit <= 0 {
+		return
+	}
+	set := int64(float64(limit) * memoryLimitShare)
+	debug.SetMemoryLimit(set)
+	logger.Info("GOMEMLIMIT set from the cgroup memory limit", "cgroup_limit", limit, "gomemlimit", set)
+}
+
 // waitReady waits until the broker serves clients: its metadata quorum has
 // a leader and the controller has unfenced it. A signal meanwhile stops it.
 func waitReady(b *broker.Broker) error {
@@ -112,4 +150,15 @@ func waitReady(b *broker.Broker) error {
 		}
 	}()
 	return b.WaitReady(ctx)
+}
+
+// startupError says what stopped start-up in one line. Running out of
+// file descriptors anywhere (the logs, the metadata log, a listener) is
+// told with what the logs need and the current ulimit -n.
+func startupError(cfg *config.KafkaConfig, err error) error {
+	var fl *log.FileLimitError
+	if log.IsTooManyOpenFiles(err) && !errors.As(err, &fl) {
+		return log.NewFileLimitError(nil, cfg.LogDirs, err)
+	}
+	return err
 }
