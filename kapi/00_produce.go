@@ -20,12 +20,12 @@ package kapi
 //   - v12: no change on the wire (KIP-890 part 2: the producer no longer
 //     sends AddPartitionsToTxn; the partitions of a transactional produce
 //     are added to its transaction here).
+//   - v13: topics are named by topic ID instead of name (KIP-516).
 //
 // Transactional batches are first verified with the producer's
 // transaction coordinator (transaction.partition.verification.enable), or
 // from v12 added to the transaction (Config.VerifyTransactionalProduce);
 // a partition the coordinator refuses gets its error and is not appended.
-//   - v13: topics are named by topic ID instead of name (KIP-516).
 //
 // acks=0 gets no response; if any partition failed, the connection is
 // closed instead, as Kafka does, so the producer learns something is wrong.
