@@ -16,10 +16,11 @@ import (
 // TestKgoConformance runs franz-go's own kgo integration tests (from the
 // module cache, at the version in go.mod, built with -race) against a
 // Moldau broker, and requires every test in testdata/kgo-must-pass.txt to
-// pass with none of its subtests skipped. TestTxnEtl runs a second time with
-// KGO_TEST_UNSAFE=1 (EndAndBeginTransaction's unsafe mode, which begins the
-// next transaction before EndTxn is answered). Tests of the suite that are
-// not on the list run too when KGO_RUN_ALL=1, reported but not required.
+// pass with none of its subtests skipped. TestTxnEtl runs a second time
+// with KGO_TEST_UNSAFE=1 (EndAndBeginTransaction's unsafe mode, which
+// begins the next transaction before EndTxn is answered), and TestGroupETL
+// with KGO_TEST_CHAOS=1. Tests of the suite that are not on the list run
+// too when KGO_RUN_ALL=1, reported but not required.
 func TestKgoConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("conformance suite is not run with -short")
@@ -36,6 +37,13 @@ func TestKgoConformance(t *testing.T) {
 	})
 	t.Run("TestTxnEtl/unsafe", func(t *testing.T) {
 		requireKgoPass(t, runKgo(t, b.Seed(), "^TestTxnEtl$", "KGO_TEST_UNSAFE=1"), []string{"TestTxnEtl"})
+	})
+	// kgo's chaos dialer kills every client connection after 0.5-1.5 s:
+	// the idempotent producer of TestGroupETL retries across them, and
+	// its chain of groups checks that no record is lost or duplicated.
+	// (KGO_TEST_RECORDS=1000000 is the full run.)
+	t.Run("TestGroupETL/chaos", func(t *testing.T) {
+		requireKgoPass(t, runKgo(t, b.Seed(), "^TestGroupETL$", "KGO_TEST_CHAOS=1"), []string{"TestGroupETL"})
 	})
 }
 
