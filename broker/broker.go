@@ -20,6 +20,7 @@ import (
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/group"
+	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
@@ -55,6 +56,9 @@ type Broker struct {
 	logs        *log.Manager
 	replicas    *replica.Manager
 	groups      *group.Service
+	txn         *txn.Service
+	producerIDs *txn.ProducerIDManager
+	interBroker *interBrokerChannel
 	handler     *kapi.Handler
 	ctrlHandler *kapi.ControllerHandler
 	socket      *SocketServer // data plane: the broker listeners
@@ -142,11 +146,15 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if b.groups, err = b.newGroupCoordinator(); err != nil {
 		return nil, err
 	}
+	if b.txn, err = b.newTxnCoordinator(); err != nil {
+		return nil, err
+	}
 	// Publishers, in Kafka's order: dynamic configs first, so that the
 	// replica manager sees the broker defaults they set; the coordinators
 	// after the replica manager, which hosts their partitions.
 	publishers := []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas}
-	for _, p := range append(publishers, b.groupCoordinatorPublishers()...) {
+	publishers = append(publishers, b.groupCoordinatorPublishers()...)
+	for _, p := range append(publishers, b.txnCoordinatorPublisher()) {
 		if err := b.loader.InstallPublisher(p); err != nil {
 			return nil, err
 		}
@@ -171,10 +179,17 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		Replicas:    b.replicas,
 		BrokerEpoch: b.lifecycle.Epoch,
 		Groups:      b.groups,
+		// WriteTxnMarkers for __consumer_offsets: the group coordinator
+		// writes the marker and applies the pending offsets.
+		CompleteGroupTransaction: func(tp replica.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool, timeout time.Duration, done func(error)) {
+			b.groups.CompleteTransaction(tp.Partition, pid, epoch, coordinatorEpoch, commit, timeout, done)
+		},
 		MutationQuotas: quota.NewMutationQuotas(
 			func() map[metadata.QuotaEntity]map[string]float64 { return b.loader.Image().ClientQuotas },
 			int(cfg.GetInt("controller.quota.window.num")),
 			time.Duration(cfg.GetInt("controller.quota.window.size.seconds"))*time.Second, nil),
+		Txn:                        b.txn,
+		VerifyTransactionalProduce: b.verifyProduce,
 	})
 	b.socket.cfg.Handler = b.handler
 	b.registerReconfigurables()
@@ -489,6 +504,17 @@ func (b *Broker) Close() error {
 		}
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())
+		}
+		// The transaction coordinator first, as Kafka shuts it down
+		// before the group coordinator; then what it sends through.
+		if b.txn != nil {
+			b.txn.Close()
+		}
+		if b.producerIDs != nil {
+			b.producerIDs.Close()
+		}
+		if b.interBroker != nil {
+			b.interBroker.Close()
 		}
 		if b.groups != nil {
 			b.groups.Close()

@@ -34,8 +34,9 @@ func (b *Broker) newGroupCoordinator() (*group.Service, error) {
 			}
 			return cfg.OffsetsTopicNumPartitions
 		},
-		Logger:     b.log,
-		Registerer: b.registry,
+		Logger:            b.log,
+		Registerer:        b.registry,
+		VerifyTransaction: b.verifyTransaction,
 		LogEnd: func(topic string, partition int32) (int64, bool) {
 			p := b.replicas.Partition(replica.TopicPartition{Topic: topic, Partition: partition})
 			if p == nil {

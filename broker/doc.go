@@ -29,6 +29,19 @@
 //	controllerChannel how this broker reaches the active controller:
 //	                  in-process when it is this node, else over the
 //	                  active voter's controller listener
+//	coordinators      the group coordinator (__consumer_offsets) and the
+//	                  transaction coordinator (__transaction_state), on the
+//	                  coordinator runtime, writing through the
+//	                  ReplicaManager; producer id blocks come from the
+//	                  controller (AllocateProducerIds)
+//	interBrokerChannel how this broker sends to other brokers (the
+//	                  transaction coordinator's WriteTxnMarkers, the
+//	                  AddPartitionsToTxn of Kafka's AddPartitionsToTxnManager,
+//	                  add_partitions_to_txn.go): to the destination's
+//	                  inter.broker.listener.name endpoint in the metadata,
+//	                  one connection per broker, one request at a time;
+//	                  to this broker through its own request handler, so
+//	                  local and remote partitions take the same path
 //	lifecycleManager  registers the broker (BrokerRegistration) and
 //	                  heartbeats (BrokerHeartbeat); the controller unfences
 //	                  it once its metadata has caught up
@@ -42,8 +55,9 @@
 //
 // Close runs in reverse: a controlled shutdown (the broker asks to shut
 // down; the controller moves its leaderships away and fences it), the data
-// plane drains, the logs close cleanly, then the controller plane, the
-// controller and the quorum.
+// plane drains, the transaction coordinator and then the group coordinator
+// stop, the logs close cleanly, then the controller plane, the controller
+// and the quorum.
 //
 // # Request path
 //

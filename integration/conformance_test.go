@@ -14,10 +14,13 @@ import (
 )
 
 // TestKgoConformance runs franz-go's own kgo integration tests (from the
-// module cache, at the version in go.mod) against a Moldau broker, and
-// requires every test in testdata/kgo-must-pass.txt to pass. Tests of the
-// suite that are not on the list run too when KGO_RUN_ALL=1, reported but
-// not required.
+// module cache, at the version in go.mod, built with -race) against a
+// Moldau broker, and requires every test in testdata/kgo-must-pass.txt to
+// pass with none of its subtests skipped. TestTxnEtl runs a second time
+// with KGO_TEST_UNSAFE=1 (EndAndBeginTransaction's unsafe mode, which
+// begins the next transaction before EndTxn is answered), and TestGroupETL
+// with KGO_TEST_CHAOS=1. Tests of the suite that are not on the list run
+// too when KGO_RUN_ALL=1, reported but not required.
 func TestKgoConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("conformance suite is not run with -short")
@@ -29,23 +32,51 @@ func TestKgoConformance(t *testing.T) {
 	if os.Getenv("KGO_RUN_ALL") == "1" {
 		run = "."
 	}
-	cmd := exec.Command("go", "test", "-json", "-count=1", "-timeout=20m", "-run", run, "github.com/twmb/franz-go/pkg/kgo")
+	t.Run("must-pass", func(t *testing.T) {
+		requireKgoPass(t, runKgo(t, b.Seed(), run), mustPass)
+	})
+	t.Run("TestTxnEtl/unsafe", func(t *testing.T) {
+		requireKgoPass(t, runKgo(t, b.Seed(), "^TestTxnEtl$", "KGO_TEST_UNSAFE=1"), []string{"TestTxnEtl"})
+	})
+	// kgo's chaos dialer kills every client connection after 0.5-1.5 s:
+	// the idempotent producer of TestGroupETL retries across them, and
+	// its chain of groups checks that no record is lost or duplicated.
+	// (KGO_TEST_RECORDS=1000000 is the full run.)
+	t.Run("TestGroupETL/chaos", func(t *testing.T) {
+		requireKgoPass(t, runKgo(t, b.Seed(), "^TestGroupETL$", "KGO_TEST_CHAOS=1"), []string{"TestGroupETL"})
+	})
+}
+
+// kgoResults are the outcomes of one run of the kgo suite.
+type kgoResults struct {
+	result  map[string]string   // top-level test -> pass/fail/skip
+	skipped map[string][]string // top-level test -> its skipped subtests
+	output  map[string]*strings.Builder
+}
+
+// runKgo runs the kgo tests matching run against seed, with env added.
+func runKgo(t *testing.T, seed, run string, env ...string) kgoResults {
+	t.Helper()
+	cmd := exec.Command("go", "test", "-race", "-json", "-count=1", "-timeout=20m", "-run", run, "github.com/twmb/franz-go/pkg/kgo")
 	cmd.Env = append(os.Environ(),
-		"KGO_SEEDS="+b.Seed(),
+		"KGO_SEEDS="+seed,
 		"KGO_TEST_RF=1",
 		// The suite's default of 500,000 records per test is for a
 		// soak; 50,000 exercises the same paths in CI time.
 		"KGO_TEST_RECORDS=50000",
 		"KGO_LOG_LEVEL=none",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	t.Logf("kgo suite ran in %v (exit: %v)", time.Since(start).Round(time.Second), err)
+	t.Logf("kgo suite %s %v ran in %v (exit: %v)", run, env, time.Since(start).Round(time.Second), err)
+	if stderr.Len() > 0 {
+		t.Logf("go test stderr:\n%s", stderr.String())
+	}
 
-	results := map[string]string{} // test -> pass/fail/skip
-	output := map[string]*strings.Builder{}
+	r := kgoResults{result: map[string]string{}, skipped: map[string][]string{}, output: map[string]*strings.Builder{}}
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -59,38 +90,46 @@ func TestKgoConformance(t *testing.T) {
 		switch ev.Action {
 		case "pass", "fail", "skip":
 			if ev.Test == top {
-				results[top] = ev.Action
+				r.result[top] = ev.Action
+			} else if ev.Action == "skip" {
+				r.skipped[top] = append(r.skipped[top], ev.Test)
 			}
 		case "output":
-			if output[top] == nil {
-				output[top] = &strings.Builder{}
+			if r.output[top] == nil {
+				r.output[top] = &strings.Builder{}
 			}
-			if output[top].Len() < 64<<10 {
-				output[top].WriteString(ev.Output)
+			if r.output[top].Len() < 64<<10 {
+				r.output[top].WriteString(ev.Output)
 			}
 		}
 	}
-	if stderr.Len() > 0 {
-		t.Logf("go test stderr:\n%s", stderr.String())
-	}
+	return r
+}
 
+// requireKgoPass fails t unless every test of mustPass passed with no
+// subtest skipped.
+func requireKgoPass(t *testing.T, r kgoResults, mustPass []string) {
+	t.Helper()
 	var passed, failed []string
 	for _, name := range mustPass {
-		switch results[name] {
-		case "pass":
-			passed = append(passed, name)
-		default:
+		out := ""
+		if r.output[name] != nil {
+			out = r.output[name].String()
+		}
+		switch {
+		case r.result[name] != "pass":
 			failed = append(failed, name)
-			out := ""
-			if output[name] != nil {
-				out = output[name].String()
-			}
-			t.Errorf("kgo %s: %s (must pass)\n%s", name, orNone(results[name]), out)
+			t.Errorf("kgo %s: %s (must pass)\n%s", name, orNone(r.result[name]), out)
+		case len(r.skipped[name]) > 0:
+			failed = append(failed, name)
+			t.Errorf("kgo %s passed but skipped %v (must run every subtest)\n%s", name, r.skipped[name], out)
+		default:
+			passed = append(passed, name)
 		}
 	}
 	var extra []string
-	for name, r := range results {
-		if r == "pass" && !slices.Contains(mustPass, name) {
+	for name, res := range r.result {
+		if res == "pass" && !slices.Contains(mustPass, name) {
 			extra = append(extra, name)
 		}
 	}

@@ -255,10 +255,20 @@ func TestFindCoordinator(t *testing.T) {
 			t.Fatalf("coordinator %+v", c)
 		}
 	}
+	// Transactional ids: __transaction_state is created on first use.
 	req.CoordinatorType = 1
 	resp, err = req.RequestWith(ctx, cl)
-	if err != nil || resp.Coordinators[0].ErrorCode != kerr.CoordinatorNotAvailable.Code {
+	if err != nil || len(resp.Coordinators) != 3 {
 		t.Fatalf("transaction coordinator: %+v %v", resp, err)
+	}
+	for _, c := range resp.Coordinators {
+		if c.ErrorCode != 0 || c.NodeID != 1 || c.Port == 0 {
+			t.Fatalf("transaction coordinator %+v", c)
+		}
+	}
+	req.CoordinatorType = 2 // share groups: not served
+	if resp, err = req.RequestWith(ctx, cl); err != nil || resp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("share coordinator: %+v %v", resp, err)
 	}
 	old := kmsg.NewPtrFindCoordinatorRequest()
 	old.Version = 2

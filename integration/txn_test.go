@@ -189,7 +189,9 @@ func consumeValues(t testing.TB, seed, topic string, isolation kgo.IsolationLeve
 // answers carry the LSO, the aborted transactions, ListOffsets latest by
 // isolation, DescribeProducers, and the marker errors of every version.
 func TestTransactionMarkersOverTCP(t *testing.T) {
-	b := startBroker(t, "")
+	// The producers here have no transaction coordinator behind them:
+	// without verification (KIP-890) their batches are taken as they come.
+	b := startBroker(t, "", "transaction.partition.verification.enable=false")
 	ctx := ctxTimeout(t, 60*time.Second)
 	if _, err := newAdmin(t, b.Seed()).CreateTopic(ctx, 1, 1, nil, "txn"); err != nil {
 		t.Fatal(err)

@@ -15,9 +15,17 @@ package kapi
 //     _INVALID_DIFFERENT_RECORD).
 //   - v9: flexible versions (KIP-482).
 //   - v10: the response may carry the current leader (KIP-951).
-//   - v11: no change on the wire (KIP-890 part 1 client support).
-//   - v12: no change on the wire (KIP-890 part 2).
+//   - v11: no change on the wire (KIP-890 part 1 client support:
+//     TRANSACTION_ABORTABLE may be answered).
+//   - v12: no change on the wire (KIP-890 part 2: the producer no longer
+//     sends AddPartitionsToTxn; the partitions of a transactional produce
+//     are added to its transaction here).
 //   - v13: topics are named by topic ID instead of name (KIP-516).
+//
+// Transactional batches are first verified with the producer's
+// transaction coordinator (transaction.partition.verification.enable), or
+// from v12 added to the transaction (Config.VerifyTransactionalProduce);
+// a partition the coordinator refuses gets its error and is not appended.
 //
 // acks=0 gets no response; if any partition failed, the connection is
 // closed instead, as Kafka does, so the producer learns something is wrong.
@@ -107,7 +115,60 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 		return
 	}
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
-	h.cfg.Replicas.AppendRecords(timeout, req.Acks, entries, finish)
+	h.verifyTransactional(req, entries, func(refused map[replica.TopicPartition]error) {
+		if len(refused) == 0 {
+			h.cfg.Replicas.AppendRecords(timeout, req.Acks, entries, finish)
+			return
+		}
+		// Partitions the transaction coordinator refused are
+		// answered with its error; the others are appended.
+		results := make([]replica.ProduceResult, len(entries))
+		var kept []replica.ProduceEntry
+		var at []int
+		for i, e := range entries {
+			results[i] = replica.ProduceResult{TopicPartition: e.TopicPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1, Err: refused[e.TopicPartition]}
+			if results[i].Err == nil {
+				kept = append(kept, e)
+				at = append(at, i)
+			}
+		}
+		if len(kept) == 0 {
+			finish(results)
+			return
+		}
+		h.cfg.Replicas.AppendRecords(timeout, req.Acks, kept, func(rs []replica.ProduceResult) {
+			for j, r := range rs {
+				results[at[j]] = r
+			}
+			finish(results)
+		})
+	})
+}
+
+// verifyTransactional hands the partitions that get transactional batches
+// to Config.VerifyTransactionalProduce (KIP-890) and calls next with the
+// ones refused; next runs at once when there is nothing to verify.
+func (h *Handler) verifyTransactional(req *kmsg.ProduceRequest, entries []replica.ProduceEntry, next func(map[replica.TopicPartition]error)) {
+	if req.TransactionID == nil || h.cfg.VerifyTransactionalProduce == nil {
+		next(nil)
+		return
+	}
+	var tps []replica.TopicPartition
+	var pid int64
+	var epoch int16
+	for _, e := range entries {
+		hdr, err := log.ParseBatchHeader(e.Records)
+		if err != nil || !hdr.IsTransactional() || hdr.ProducerID < 0 {
+			continue // the append answers what is wrong with it
+		}
+		tps = append(tps, e.TopicPartition)
+		pid, epoch = hdr.ProducerID, hdr.ProducerEpoch
+	}
+	if len(tps) == 0 {
+		next(nil)
+		return
+	}
+	h.cfg.VerifyTransactionalProduce(*req.TransactionID, pid, epoch, tps, req.Version, next)
 }
 
 // produceTopic resolves a produce request's topic by name (v3-12) or ID

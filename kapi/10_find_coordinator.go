@@ -15,13 +15,11 @@ package kapi
 // A key's coordinator is the leader of its partition of the internal
 // topic, abs(javaHashCode(key)) % partitions, on this broker or another;
 // no leader, or none reachable on the request's listener, is
-// COORDINATOR_NOT_AVAILABLE. Groups live in
-// __consumer_offsets, which is created on first use through the
-// controller (Kafka answers COORDINATOR_NOT_AVAILABLE while its controller
-// creates the topic and the client retries; Moldau waits for the creation
-// and answers at once).
-// Transactional ids (type 1) are answered COORDINATOR_NOT_AVAILABLE until
-// the transaction coordinator exists (issue 10). Share groups (type 2) are
+// COORDINATOR_NOT_AVAILABLE. Groups live in __consumer_offsets and
+// transactional ids (type 1) in __transaction_state, each created on first
+// use through the controller (Kafka answers COORDINATOR_NOT_AVAILABLE
+// while its controller creates the topic and the client retries; Moldau
+// waits for the creation and answers at once). Share groups (type 2) are
 // INVALID_REQUEST, as Kafka 4.0 answers with share groups disabled. Before
 // v4 an error answers node -1, host "", port -1 with the error's default
 // message, as Kafka does.
@@ -29,6 +27,8 @@ package kapi
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/metadata"
 )
 
 const (
@@ -58,21 +58,26 @@ func (h *Handler) handleFindCoordinator(rc *RequestContext, kreq kmsg.Request) k
 func (h *Handler) findCoordinator(rc *RequestContext, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Host, c.Port = key, -1, "", -1
+	var t *metadata.Topic
+	var err error
+	var p int32
 	switch keyType {
 	case coordinatorTypeGroup:
+		if t, err = h.ensureOffsetsTopic(rc.Context()); err == nil {
+			p = h.cfg.Groups.PartitionFor(key)
+		}
 	case coordinatorTypeTransaction:
-		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return c
+		if t, err = h.ensureTransactionStateTopic(rc.Context()); err == nil {
+			p = h.cfg.Txn.PartitionFor(key)
+		}
 	default:
 		c.ErrorCode = kerr.InvalidRequest.Code
 		return c
 	}
-	t, err := h.ensureOffsetsTopic(rc.Context())
 	if err != nil {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return c
 	}
-	p := h.cfg.Groups.PartitionFor(key)
 	if int(p) >= len(t.Partitions) || t.Partitions[p].Leader < 0 {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return c

@@ -8,7 +8,11 @@ package kapi
 //     header stays v0 for every version, so that a client can always read
 //     the answer); the request carries the client software name and
 //     version (KIP-511); the response adds supported and finalized
-//     features (KIP-584).
+//     features (KIP-584): this software's feature ranges, and the
+//     cluster's finalized levels (metadata.version, transaction.version)
+//     with the metadata offset as their epoch, as Kafka's KRaft brokers
+//     report them; clients read transaction.version 2 as the go-ahead
+//     for KIP-890 part 2.
 //   - v4: no change on the wire; clients use it to know the broker answers
 //     an unknown version with UNSUPPORTED_VERSION and a v0 body.
 //   - v5: no change on the wire (KIP-1102, re-bootstrap).
@@ -17,8 +21,13 @@ package kapi
 // UNSUPPORTED_VERSION in the v0 format, listing our versions (see Handle).
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/metadata"
 )
 
 func (h *Handler) handleApiVersions(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -30,9 +39,31 @@ func (h *Handler) handleApiVersions(rc *RequestContext, kreq kmsg.Request) kmsg.
 	}
 	resp.ApiKeys = apiKeys()
 	if req.Version >= 3 {
-		resp.FinalizedFeaturesEpoch = -1
+		h.features(resp)
 	}
 	return resp
+}
+
+// features fills the supported and finalized features.
+func (h *Handler) features(resp *kmsg.ApiVersionsResponse) {
+	for _, f := range metadata.SupportedFeatures {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.Min, f.Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	im := h.image()
+	resp.FinalizedFeaturesEpoch = -1
+	if len(im.Features) == 0 {
+		return
+	}
+	resp.FinalizedFeaturesEpoch = im.Offset
+	for _, name := range slices.Sorted(maps.Keys(im.Features)) {
+		if lvl := im.Features[name]; lvl > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, lvl, lvl
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+	}
 }
 
 func (h *Handler) apiVersionsUnsupported() *kmsg.ApiVersionsResponse {

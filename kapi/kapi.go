@@ -15,6 +15,7 @@ import (
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/group"
+	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/replica"
 )
 
@@ -48,8 +49,16 @@ type Config struct {
 	// none.
 	MutationQuotas *quota.MutationQuotas
 	// Groups is the group coordinator (FindCoordinator, the group and
-	// offset APIs).
+	// offset APIs, TxnOffsetCommit).
 	Groups *group.Service
+	// Txn is the transaction coordinator (FindCoordinator, InitProducerId
+	// and the transaction APIs).
+	Txn *txn.Service
+	// VerifyTransactionalProduce, if set, is asked before the partitions
+	// of a transactional produce are appended (KIP-890: the transaction
+	// coordinator verifies them, or from Produce v12 adds them); done gets
+	// the partitions that must not be appended, with their errors.
+	VerifyTransactionalProduce func(transactionalID string, producerID int64, producerEpoch int16, tps []replica.TopicPartition, version int16, done func(map[replica.TopicPartition]error))
 
 	// CompleteGroupTransaction, when set, takes the transaction markers
 	// WriteTxnMarkers carries for __consumer_offsets partitions (the
@@ -65,11 +74,10 @@ type Config struct {
 // runs it and encodes the response. It is safe for concurrent use by the
 // handler pool.
 type Handler struct {
-	cfg         Config
-	log         *slog.Logger
-	now         func() time.Time
-	sessions    *fetchSessionCache
-	producerIDs *producerIDManager
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	sessions *fetchSessionCache
 	// g runs the requests that wait on the controller (forwarded), off
 	// the handler pool.
 	g routine.Group
@@ -84,7 +92,6 @@ func New(cfg Config) *Handler {
 	h := &Handler{cfg: cfg, log: cfg.Logger, now: cfg.Now}
 	// max.incremental.fetch.session.cache.slots, Kafka's default.
 	h.sessions = newFetchSessionCache(1000)
-	h.producerIDs = &producerIDManager{allocate: h.allocateProducerIDs}
 	if h.log == nil {
 		h.log = slog.Default()
 	}

@@ -238,12 +238,14 @@ func (l *Log) ActiveProducers() []ProducerState {
 }
 
 // HasOngoingTransaction reports whether the producer has an open
-// transaction on this partition (Kafka's hasOngoingTransaction).
-func (l *Log) HasOngoingTransaction(producerID int64) bool {
+// transaction on this partition at this epoch (Kafka's
+// hasOngoingTransaction): a transactional produce to it needs no
+// verification with the transaction coordinator.
+func (l *Log) HasOngoingTransaction(producerID int64, producerEpoch int16) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.pstate.producers[producerID]
-	return ok && e.currentTxnFirstOffset >= 0
+	return ok && e.currentTxnFirstOffset >= 0 && e.epoch == producerEpoch
 }
 
 // RemoveExpiredProducers forgets producers with no open transaction whose

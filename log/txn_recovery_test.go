@@ -324,8 +324,8 @@ func TestTruncateToReloadsProducerState(t *testing.T) {
 		t.Fatalf("aborted after truncation %+v", got)
 	}
 	hwToEnd(l)
-	if l.LastStableOffset() != 0 || !l.HasOngoingTransaction(9) {
-		t.Fatalf("LSO %d, ongoing %v", l.LastStableOffset(), l.HasOngoingTransaction(9))
+	if l.LastStableOffset() != 0 || !l.HasOngoingTransaction(9, 0) {
+		t.Fatalf("LSO %d, ongoing %v", l.LastStableOffset(), l.HasOngoingTransaction(9, 0))
 	}
 	ps := l.ActiveProducers()
 	if i := slices.IndexFunc(ps, func(s ProducerState) bool { return s.ProducerID == 9 }); i < 0 || ps[i].LastSequence != 1 || ps[i].CurrentTxnStartOffset != 0 {

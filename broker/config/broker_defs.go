@@ -196,6 +196,8 @@ var brokerDefs = []*Def{
 	def("producer.id.expiration.ms", TypeInt, 86400000, Low, "The time in ms that a topic partition leader will wait before expiring producer IDs.", atLeast(1), ClusterWide),
 	def("producer.id.expiration.check.interval.ms", TypeInt, 600000, Low, "The interval at which to remove producer IDs that have expired due to producer.id.expiration.ms passing.", atLeast(1)),
 	def("transaction.partition.verification.enable", TypeBoolean, true, Low, "Enable verification that checks that the partition has been added to the transaction before writing transactional records to the partition.", ClusterWide),
+	def("add.partitions.to.txn.retry.backoff.ms", TypeInt, 20, High, "The server-side retry backoff when the server attempts to add the partition to the transaction.", atLeast(1)),
+	def("add.partitions.to.txn.retry.backoff.max.ms", TypeInt, 100, High, "The maximum allowed timeout for adding partitions to transactions on the server side. It only applies to the actual add partition operations, not the verification. It will not be effective if it is larger than request.timeout.ms.", atLeast(0)),
 
 	// Moldau.
 	def("moldau.metrics.listener", TypeString, "localhost:9404", Medium, "host:port of the HTTP listener serving Prometheus /metrics and /debug/pprof. Empty disables it. The default binds loopback only, since pprof must not be exposed to the network; use :9404 to bind every interface."),

@@ -27,11 +27,19 @@ type FeatureRange struct {
 // MetadataVersionFeature is Kafka's metadata.version feature.
 const MetadataVersionFeature = "metadata.version"
 
+// TransactionVersionFeature is Kafka's transaction.version feature: 1
+// writes flexible __transaction_state values, 2 is KIP-890 part 2 (the
+// epoch bumped at every transaction, partitions added by Produce v12 and
+// TxnOffsetCommit v5 instead of AddPartitionsToTxn and AddOffsetsToTxn).
+const TransactionVersionFeature = "transaction.version"
+
 // SupportedFeatures are the features this software supports, as brokers
 // report them in BrokerRegistration and ApiVersions. metadata.version 25 is
-// Kafka's 4.0-IV3; 7 (3.3-IV3) is the oldest Kafka 4 reads. The
-// coordinators add group.version and transaction.version when the
-// protocols they gate are served.
+// Kafka's 4.0-IV3; 7 (3.3-IV3) is the oldest Kafka 4 reads.
+// transaction.version defaults to 2, as a Kafka 4.0 cluster formatted at
+// 4.0-IV3 finalizes it (TV_2 needs 4.0-IV2). The group coordinator adds
+// group.version when the protocol it gates is served.
 var SupportedFeatures = []FeatureRange{
 	{Name: MetadataVersionFeature, Min: 7, Max: 25, Default: 25},
+	{Name: TransactionVersionFeature, Min: 0, Max: 2, Default: 2},
 }

@@ -66,10 +66,19 @@
 // concurrent use; its callbacks run on shard goroutines and must not
 // block. Metadata (the cluster's topics) must be safe for concurrent use.
 //
+// # Transactions
+//
+// TxnOffsetCommit (txn_offsets.go) writes its offsets as records of the
+// producer's transaction (runtime.WriteTransactional), after the
+// transaction coordinator verified, or added, the group's partition
+// (Options.VerifyTransaction). Replayed with a producer id they are kept
+// pending (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT
+// for them) until the producer's marker: WriteTxnMarkers hands markers
+// for __consumer_offsets to CompleteTransaction, which writes the marker
+// and commits or drops the pending offsets; a later plain commit of the
+// same partition wins, by record offset, as in Kafka.
+//
 // # Not yet
 //
-// TxnOffsetCommit (issue 10): the replay side of transactional offsets
-// (pending until the transaction marker) is here; the request path will
-// call the offset manager with isTransactional set. Share groups' records
-// (types 9-15) are skipped.
+// Share groups' records (types 9-15) are skipped.
 package group

@@ -18,8 +18,7 @@ import (
 // to the pending store, ReplayEndTransactionMarker moves them to the main
 // store on commit (unless a later non-transactional commit superseded
 // them, compared by record offset, as Kafka does) or drops them on abort.
-// The request side (commitTransactionalOffset, validated like a commit
-// with isTransactional set) is the seam issue 10 fills.
+// The request side is commitTransactionalOffset (txn_offsets.go).
 
 // offsets is group -> topic -> partition -> offset.
 type offsets map[string]map[string]map[int32]OffsetAndMetadata

@@ -46,6 +46,11 @@ type Options struct {
 	// LogEnd, if set, returns a partition's high watermark, for the
 	// consumer lag gauge.
 	LogEnd func(topic string, partition int32) (int64, bool)
+	// VerifyTransaction, if set, checks (or, from TxnOffsetCommit v5,
+	// makes) the group's partition part of the producer's transaction
+	// before a TxnOffsetCommit writes there
+	// (transaction.partition.verification.enable).
+	VerifyTransaction TxnVerifier
 }
 
 // Service is Kafka's GroupCoordinatorService: it routes each group to the

@@ -60,12 +60,15 @@ func (w waiter) finish(err error) {
 // openBatch collects the records of the operations run in one drain of the
 // queue.
 type openBatch struct {
-	builder   *log.BatchBuilder
-	base      int64
-	size      int
-	waiters   []waiter
-	nrecords  int
-	lastWrite string // name of the last operation, for logs
+	builder *log.BatchBuilder
+	// producerID is the producer of a transactional batch (-1: none);
+	// such a batch holds one operation's records and is sent at once.
+	producerID int64
+	base       int64
+	size       int
+	waiters    []waiter
+	nrecords   int
+	lastWrite  string // name of the last operation, for logs
 }
 
 // sentBatch is a batch handed to the log, waiting for its commit.
@@ -316,6 +319,15 @@ func (c *shardContext[S]) loaded(gen uint64, shard S, timer *shardTimer[S], end,
 // open batch; w completes once the batch is committed. Records that cannot
 // fit in one batch fail the operation before anything is replayed.
 func (c *shardContext[S]) write(name string, records []Record, replay bool, w waiter) {
+	c.writeAs(name, -1, -1, records, replay, w)
+}
+
+// writeAs is write for a producer: producerID -1 adds the records to the
+// open batch; a producer's records (a transactional write, Kafka's
+// scheduleTransactionalWriteOperation) go in a batch of their own, with
+// the producer's id and epoch and the transactional attribute, appended
+// at once after the batch open before it, so that they are atomic.
+func (c *shardContext[S]) writeAs(name string, producerID int64, producerEpoch int16, records []Record, replay bool, w waiter) {
 	if len(records) == 0 {
 		c.deferUntilCommitted(w)
 		return
@@ -329,18 +341,23 @@ func (c *shardContext[S]) write(name string, records []Record, replay bool, w wa
 			len(records), size, name, c.rt.cfg.MaxBatchBytes, c.tp))
 		return
 	}
-	if c.batch != nil && c.batch.size+size > c.rt.cfg.MaxBatchBytes {
+	if c.batch != nil && (c.batch.size+size > c.rt.cfg.MaxBatchBytes || producerID >= 0 || c.batch.producerID >= 0) {
 		c.flush()
 	}
 	if c.batch == nil {
 		b := log.NewBatchBuilder(0)
-		c.batch = &openBatch{builder: b, base: c.nextOffset}
+		if producerID >= 0 {
+			// Kafka's coordinators write base sequence 0; the log
+			// checks sequences only for clients' batches.
+			b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Transactional = producerID, producerEpoch, 0, true
+		}
+		c.batch = &openBatch{builder: b, base: c.nextOffset, producerID: producerID}
 	}
 	b := c.batch
 	now := c.rt.now().UnixMilli()
 	for _, r := range records {
 		if replay {
-			if err := c.replayOne(c.nextOffset, r); err != nil {
+			if err := c.replayOne(c.nextOffset, producerID, producerEpoch, r); err != nil {
 				// The shard may hold part of the operation: rebuild
 				// it from the log (a panic already did), which fails
 				// the open batch too.
@@ -359,12 +376,45 @@ func (c *shardContext[S]) write(name string, records []Record, replay bool, w wa
 	b.nrecords += len(records)
 	b.lastWrite = name
 	b.waiters = append(b.waiters, w)
+	if producerID >= 0 {
+		c.flush()
+	}
 }
 
-func (c *shardContext[S]) replayOne(offset int64, r Record) error {
+func (c *shardContext[S]) replayOne(offset, producerID int64, producerEpoch int16, r Record) error {
 	return c.guard("replay", func() error {
-		return c.shard.Replay(offset, -1, -1, r.Key, r.Value)
+		return c.shard.Replay(offset, producerID, producerEpoch, r.Key, r.Value)
 	})
+}
+
+// completeTransaction replays a producer's COMMIT or ABORT marker into the
+// shard and appends it as a control batch of its own, after the batch open
+// before it (Kafka's CoordinatorRuntime.completeTransaction); w completes
+// once the marker is committed. A marker the log refuses (a stale producer
+// or coordinator epoch) fails w and, since the shard applied it, reloads
+// the shard from the log.
+func (c *shardContext[S]) completeTransaction(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, w waiter) {
+	if c.batch != nil {
+		c.flush()
+	}
+	err := c.guard("replay-end-transaction-marker", func() error {
+		return c.shard.ReplayEndTransactionMarker(producerID, producerEpoch, commit)
+	})
+	if err != nil {
+		if c.state == StateActive {
+			c.reload(fmt.Sprintf("replaying the transaction marker of producer %d failed: %v", producerID, err))
+		}
+		w.finish(err)
+		return
+	}
+	typ := log.ControlAbort
+	if commit {
+		typ = log.ControlCommit
+	}
+	buf := log.BuildControlBatch(0, c.rt.now().UnixMilli(), producerID, producerEpoch, c.epoch, typ, coordinatorEpoch)
+	base := c.nextOffset
+	c.nextOffset++
+	c.send(buf, base, 1, []waiter{w})
 }
 
 // deferUntilCommitted completes w once every record written before it is
@@ -402,11 +452,17 @@ func (c *shardContext[S]) flush() {
 		c.reload("building a batch failed")
 		return
 	}
+	c.send(buf, b.base, b.nrecords, b.waiters)
+}
+
+// send hands one built batch of nrecords records, predicted to land at
+// base, to the log; its waiters complete when the log reports the commit.
+func (c *shardContext[S]) send(buf []byte, base int64, nrecords int, waiters []waiter) {
 	c.seq++
-	sent := &sentBatch{seq: c.seq, base: b.base, waiters: b.waiters}
+	sent := &sentBatch{seq: c.seq, base: base, waiters: waiters}
 	c.inflight = append(c.inflight, sent)
 	if m := c.rt.cfg.Metrics; m != nil {
-		m.BatchFlushed(b.nrecords, len(buf))
+		m.BatchFlushed(nrecords, len(buf))
 	}
 	seq := c.seq
 	c.rt.cfg.Log.AppendAsCoordinator(c.tp, buf, c.rt.cfg.CommitTimeout, func(base int64, err error) {

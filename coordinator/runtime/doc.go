@@ -59,10 +59,14 @@
 // records are; a nil value is a tombstone, so a compacted topic keeps the
 // latest record of every key, as Kafka's coordinators rely on.
 //
-// Transactional writes (the group coordinator's TxnOffsetCommit, issue 10)
-// will add a producer id and epoch to a batch; the loader already replays
-// transactional records with their producer id and control batches through
-// ReplayEndTransactionMarker.
+// Transactional writes (WriteTransactional, for the group coordinator's
+// TxnOffsetCommit) go in a batch of their own with the producer's id and
+// epoch, the transactional attribute and base sequence 0 (the log checks
+// sequences of clients' batches only), sent at once after the batch open
+// before them; their records are replayed with the producer's id.
+// CompleteTransaction writes a COMMIT or ABORT marker as a control batch
+// of its own (the coordinator epoch in its value), replayed through
+// ReplayEndTransactionMarker, as the loader replays control batches.
 //
 // # Goroutines and ordering
 //

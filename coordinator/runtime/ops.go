@@ -27,7 +27,46 @@ func Write[S Shard, T any](rt *Runtime[S], name string, partition int32, op func
 	}
 }
 
+// WriteTransactional is Write for an operation whose records belong to a
+// producer's transaction (Kafka's scheduleTransactionalWriteOperation, for
+// TxnOffsetCommit): they are replayed with producerID and appended in a
+// transactional batch of their own with the producer's id and epoch, which
+// a later CompleteTransaction commits or aborts. Result.NoReplay is not
+// honoured: transactional records are always replayed.
+func WriteTransactional[S Shard, T any](rt *Runtime[S], name string, partition int32, producerID int64, producerEpoch int16, op func(S) (Result[T], error), done func(T, error)) {
+	var zero T
+	c := rt.context(partition)
+	if c == nil || !c.enqueue(func() { runWriteAs(c, name, producerID, producerEpoch, op, done) }) {
+		done(zero, notCoordinator(rt.tp(partition)))
+	}
+}
+
+// CompleteTransaction writes a producer's COMMIT (commit) or ABORT marker to
+// partition (Kafka's scheduleTransactionCompletion, which WriteTxnMarkers
+// calls for the coordinators' own partitions): the shard replays it
+// (Shard.ReplayEndTransactionMarker) and done gets nil once the marker is
+// committed, or an error: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+// or the log's (a stale producer epoch, TRANSACTION_COORDINATOR_FENCED).
+// done runs on the shard's goroutine (or the caller's) and must not block.
+func CompleteTransaction[S Shard](rt *Runtime[S], partition int32, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, done func(error)) {
+	c := rt.context(partition)
+	run := func() {
+		if err := c.activeErr(); err != nil {
+			done(err)
+			return
+		}
+		c.completeTransaction(producerID, producerEpoch, coordinatorEpoch, commit, waiter{complete: done})
+	}
+	if c == nil || !c.enqueue(run) {
+		done(notCoordinator(rt.tp(partition)))
+	}
+}
+
 func runWrite[S Shard, T any](c *shardContext[S], name string, op func(S) (Result[T], error), done func(T, error)) {
+	runWriteAs(c, name, -1, -1, op, done)
+}
+
+func runWriteAs[S Shard, T any](c *shardContext[S], name string, producerID int64, producerEpoch int16, op func(S) (Result[T], error), done func(T, error)) {
 	var zero T
 	if err := c.activeErr(); err != nil {
 		done(zero, err)
@@ -43,7 +82,7 @@ func runWrite[S Shard, T any](c *shardContext[S], name string, op func(S) (Resul
 		done(zero, err)
 		return
 	}
-	c.write(name, res.Records, !res.NoReplay, waiter{
+	c.writeAs(name, producerID, producerEpoch, res.Records, !res.NoReplay || producerID >= 0, waiter{
 		onWritten: res.OnWritten,
 		complete: func(err error) {
 			if err != nil {

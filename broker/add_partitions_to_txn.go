@@ -1,0 +1,238 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/log"
+)
+
+// Kafka's AddPartitionsToTxnManager: before a partition leader writes a
+// transactional batch (a Produce, or the group coordinator's
+// TxnOffsetCommit) it asks the producer's transaction coordinator whether
+// the partition is part of the ongoing transaction (KIP-890 part 1,
+// transaction.partition.verification.enable), or, from Produce v12 and
+// TxnOffsetCommit v5 (KIP-890 part 2, transaction.version 2), to add it.
+// The coordinator is asked in-process when this broker coordinates the
+// transaction, else with AddPartitionsToTxn v4 (verify_only) or v5 over
+// the inter-broker channel. A partition whose log already has the
+// producer's transaction open at this epoch needs nothing. An add that
+// meets a transaction still writing its markers
+// (CONCURRENT_TRANSACTIONS) is retried here, every
+// add.partitions.to.txn.retry.backoff.ms for at most
+// add.partitions.to.txn.retry.backoff.max.ms, as Kafka 4 does
+// (KAFKA-18654), instead of failing the produce.
+//
+// Moldau checks the log's open transaction when the request arrives;
+// Kafka also carries a VerificationGuard into the append, so that an
+// abort landing in between fails it. Under transaction version 2 a
+// coordinator's abort bumps the epoch, which fails such an append anyway.
+
+// addOrVerifyTxn asks the transaction coordinator of transactionalID about
+// tps (see above) and calls done once with the error of each partition
+// that may not be written (nil or empty: all may).
+func (b *Broker) addOrVerifyTxn(transactionalID string, producerID int64, producerEpoch int16, tps []log.TopicPartition, add bool, done func(map[log.TopicPartition]error)) {
+	var ask []log.TopicPartition
+	for _, tp := range tps {
+		if p := b.replicas.Partition(tp); p != nil && p.Log.HasOngoingTransaction(producerID, producerEpoch) {
+			continue
+		}
+		ask = append(ask, tp)
+	}
+	if len(ask) == 0 {
+		done(nil)
+		return
+	}
+	deadline := time.Now().Add(time.Duration(b.cfg.GetInt("add.partitions.to.txn.retry.backoff.max.ms")) * time.Millisecond)
+	backoff := time.Duration(b.cfg.GetInt("add.partitions.to.txn.retry.backoff.ms")) * time.Millisecond
+	var attempt func()
+	attempt = func() {
+		b.askTxnCoordinator(transactionalID, producerID, producerEpoch, ask, add, func(errs map[log.TopicPartition]error) {
+			if add && allConcurrent(errs, ask) && time.Now().Add(backoff).Before(deadline) {
+				if b.g.Go(func(stop <-chan struct{}) {
+					t := time.NewTimer(backoff)
+					defer t.Stop()
+					select {
+					case <-t.C:
+						attempt()
+					case <-stop:
+						done(errs)
+					}
+				}) {
+					return
+				}
+			}
+			done(errs)
+		})
+	}
+	attempt()
+}
+
+func allConcurrent(errs map[log.TopicPartition]error, tps []log.TopicPartition) bool {
+	for _, tp := range tps {
+		if apierr.CodeOf(errs[tp]) != kerr.ConcurrentTransactions {
+			return false
+		}
+	}
+	return len(tps) > 0
+}
+
+// askTxnCoordinator sends one question to the coordinator and maps its
+// answer to an error per partition, nil for the partitions that are fine.
+func (b *Broker) askTxnCoordinator(transactionalID string, producerID int64, producerEpoch int16, tps []log.TopicPartition, add bool, done func(map[log.TopicPartition]error)) {
+	all := func(err error) {
+		errs := make(map[log.TopicPartition]error, len(tps))
+		for _, tp := range tps {
+			errs[tp] = err
+		}
+		done(errs)
+	}
+	coordinator, ok := b.partitionLeader(log.TopicPartition{Topic: metadata.TransactionStateTopic, Partition: b.txn.PartitionFor(transactionalID)})
+	switch {
+	case !ok || coordinator < 0:
+		all(apierr.Errorf(kerr.CoordinatorNotAvailable, "The transaction coordinator of %s is not available.", transactionalID))
+	case coordinator == b.cfg.NodeID:
+		reply := func(errs map[log.TopicPartition]error, err error) {
+			if errs == nil {
+				all(err)
+				return
+			}
+			done(errs)
+		}
+		if add {
+			b.txn.AddPartitions(transactionalID, producerID, producerEpoch, tps, 5, reply)
+		} else {
+			b.txn.VerifyPartitions(transactionalID, producerID, producerEpoch, tps, reply)
+		}
+	default:
+		if !b.g.Go(func(stop <-chan struct{}) {
+			done(b.askRemotely(stop, coordinator, transactionalID, producerID, producerEpoch, tps, add))
+		}) {
+			all(apierr.Errorf(kerr.CoordinatorNotAvailable, "The broker is shutting down."))
+		}
+	}
+}
+
+// askRemotely sends one AddPartitionsToTxn v4 (verify_only) or v5 (add) to
+// the transaction coordinator's broker.
+func (b *Broker) askRemotely(stop <-chan struct{}, coordinator int32, transactionalID string, producerID int64, producerEpoch int16, tps []log.TopicPartition, add bool) map[log.TopicPartition]error {
+	errs := make(map[log.TopicPartition]error, len(tps))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(b.cfg.GetInt("request.timeout.ms"))*time.Millisecond)
+	defer cancel()
+	go func() { // ends with ctx, at the latest when this returns
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	if add {
+		req.Version = 5
+	}
+	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = transactionalID, producerID, producerEpoch, !add
+	for _, tp := range tps {
+		if n := len(t.Topics); n == 0 || t.Topics[n-1].Topic != tp.Topic {
+			t.Topics = append(t.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: tp.Topic})
+		}
+		last := &t.Topics[len(t.Topics)-1]
+		last.Partitions = append(last.Partitions, tp.Partition)
+	}
+	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{t}
+	r, err := b.interBroker.Send(ctx, coordinator, req)
+	var top error
+	switch {
+	case err != nil:
+		top = apierr.Errorf(kerr.NetworkException, "Asking transaction coordinator %d failed: %v", coordinator, err)
+	case r.(*kmsg.AddPartitionsToTxnResponse).ErrorCode != 0:
+		top = kerr.ErrorForCode(r.(*kmsg.AddPartitionsToTxnResponse).ErrorCode)
+	}
+	if top != nil {
+		for _, tp := range tps {
+			errs[tp] = top
+		}
+		return errs
+	}
+	answered := map[log.TopicPartition]bool{}
+	for _, rt := range r.(*kmsg.AddPartitionsToTxnResponse).Transactions {
+		for _, topic := range rt.Topics {
+			for _, p := range topic.Partitions {
+				tp := log.TopicPartition{Topic: topic.Topic, Partition: p.Partition}
+				answered[tp] = true
+				if p.ErrorCode != 0 {
+					errs[tp] = kerr.ErrorForCode(p.ErrorCode)
+				}
+			}
+		}
+	}
+	for _, tp := range tps {
+		if !answered[tp] {
+			errs[tp] = apierr.Errorf(kerr.NetworkException, "Transaction coordinator %d did not answer for %s.", coordinator, tp)
+		}
+	}
+	return errs
+}
+
+// txnErrorFor maps a coordinator's answer to what the writer answers
+// (Kafka's AddPartitionsToTxnManager and ReplicaManager): a coordinator
+// that cannot answer now is NOT_ENOUGH_REPLICAS, which every producer
+// retries; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH; and
+// TRANSACTION_ABORTABLE is INVALID_TXN_STATE ("Partition was not added to
+// the transaction") for clients older than abortableFrom.
+func txnErrorFor(err error, version, abortableFrom int16) error {
+	switch apierr.CodeOf(err) {
+	case nil:
+		return nil
+	case kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator, kerr.ConcurrentTransactions, kerr.NetworkException:
+		return apierr.Errorf(kerr.NotEnoughReplicas, "The transaction could not be verified now: %v", err)
+	case kerr.ProducerFenced:
+		return apierr.Errorf(kerr.InvalidProducerEpoch, "%v", err)
+	case kerr.TransactionAbortable:
+		if version < abortableFrom {
+			return apierr.Errorf(kerr.InvalidTxnState, "Partition was not added to the transaction")
+		}
+	}
+	return err
+}
+
+// verifyTransaction is the group coordinator's TxnVerifier: TxnOffsetCommit
+// v5+ adds the group's partition of __consumer_offsets, older versions
+// verify it (when transaction.partition.verification.enable is on).
+func (b *Broker) verifyTransaction(transactionalID string, producerID int64, producerEpoch int16, partition int32, version int16, done func(error)) {
+	add := version >= 5
+	if !add && !b.cfg.GetBool("transaction.partition.verification.enable") {
+		done(nil)
+		return
+	}
+	tp := log.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: partition}
+	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, []log.TopicPartition{tp}, add, func(errs map[log.TopicPartition]error) {
+		done(txnErrorFor(errs[tp], version, 4))
+	})
+}
+
+// verifyProduce is kapi's hook for transactional produce requests: Produce
+// v12+ adds the partitions to the transaction, older versions verify them
+// (when transaction.partition.verification.enable is on).
+func (b *Broker) verifyProduce(transactionalID string, producerID int64, producerEpoch int16, tps []log.TopicPartition, version int16, done func(map[log.TopicPartition]error)) {
+	add := version >= 12
+	if !add && !b.cfg.GetBool("transaction.partition.verification.enable") {
+		done(nil)
+		return
+	}
+	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, tps, add, func(errs map[log.TopicPartition]error) {
+		out := map[log.TopicPartition]error{}
+		for tp, err := range errs {
+			if err := txnErrorFor(err, version, 11); err != nil {
+				out[tp] = err
+			}
+		}
+		done(out)
+	})
+}

@@ -1,0 +1,173 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/kapi"
+)
+
+// interBrokerChannel sends requests from this broker to brokers, the way
+// Kafka's coordinators do through their inter-broker NetworkClients (the
+// TransactionMarkerChannelManager's WriteTxnMarkers, the
+// AddPartitionsToTxnManager's AddPartitionsToTxn): to the destination's
+// endpoint on inter.broker.listener.name, as the metadata image has it,
+// over one connection per destination with one request at a time, framed
+// with kmsg.RequestFormatter. When the destination is this broker the
+// request is encoded all the same and handed to the request handler
+// (kapi.Handler.Handle) as if it had come over that listener, so that a
+// local partition takes exactly the path a remote one does. Errors are
+// the caller's to retry.
+type interBrokerChannel struct {
+	nodeID   int32
+	listener string
+	log      *slog.Logger
+	image    func() *metadata.Image
+	// local is the request handler of this broker (set once it exists).
+	local func() RequestHandler
+
+	formatter *kmsg.RequestFormatter
+	clientID  string
+
+	mu     sync.Mutex
+	conns  map[int32]*controllerConn // by broker id; addr checked on use
+	closed bool
+	corrID int32 // for in-process requests
+}
+
+func newInterBrokerChannel(nodeID int32, listener string, logger *slog.Logger, image func() *metadata.Image, local func() RequestHandler) *interBrokerChannel {
+	clientID := fmt.Sprintf("broker-%d-inter-broker", nodeID)
+	return &interBrokerChannel{
+		nodeID: nodeID, listener: listener, log: logger, image: image, local: local,
+		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
+		clientID:  clientID,
+		conns:     map[int32]*controllerConn{},
+	}
+}
+
+// SendWriteTxnMarkers implements txn.MarkerSender.
+func (c *interBrokerChannel) SendWriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	resp, err := c.Send(ctx, broker, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+}
+
+// Send sends req to broker and returns its response.
+func (c *interBrokerChannel) Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+	if broker == c.nodeID {
+		return c.dispatchLocal(ctx, req)
+	}
+	addr, err := c.endpoint(broker)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errConnClosed
+	}
+	cc := c.conns[broker]
+	if cc == nil || cc.addr != addr {
+		if cc != nil {
+			cc.close()
+		}
+		cc = &controllerConn{addr: addr}
+		c.conns[broker] = cc
+	}
+	c.mu.Unlock()
+	return cc.roundTrip(ctx, c.formatter, req)
+}
+
+// endpoint is broker's address on the inter-broker listener.
+func (c *interBrokerChannel) endpoint(broker int32) (string, error) {
+	b := c.image().Brokers[broker]
+	if b == nil || b.Fenced {
+		return "", fmt.Errorf("%w: broker %d is not registered and unfenced", errConnClosed, broker)
+	}
+	ep, ok := b.Endpoint(c.listener)
+	if !ok {
+		return "", fmt.Errorf("%w: broker %d has no %s endpoint", errConnClosed, broker, c.listener)
+	}
+	return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), nil
+}
+
+// dispatchLocal serves req with this broker's request handler, encoded and
+// decoded as on the wire.
+func (c *interBrokerChannel) dispatchLocal(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	h := c.local()
+	if h == nil {
+		return nil, fmt.Errorf("%w: this broker's request handler is not ready", errConnClosed)
+	}
+	c.mu.Lock()
+	c.corrID++
+	corr := c.corrID
+	c.mu.Unlock()
+	body := req.AppendTo(nil)
+	r := &kapi.Request{
+		APIKey: req.Key(), APIVersion: req.GetVersion(), CorrelationID: corr, ClientID: c.clientID,
+		Body: body, Size: len(body), Listener: c.listener, ConnID: "in-process", Received: time.Now(),
+	}
+	ch := make(chan *kapi.Response, 1)
+	h.Handle(ctx, r, func(resp *kapi.Response) { ch <- resp })
+	var resp *kapi.Response
+	select {
+	case resp = <-ch:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if resp.Release != nil {
+		defer resp.Release()
+	}
+	switch {
+	case resp.Close:
+		return nil, fmt.Errorf("%w: %s", errConnClosed, resp.CloseReason)
+	case resp.NoResponse || len(resp.Regions) > 0 || len(resp.Buf) < 8:
+		return nil, fmt.Errorf("%w: no response to %s", errConnClosed, kmsg.NameForKey(req.Key()))
+	}
+	if got := int32(binary.BigEndian.Uint32(resp.Buf[4:])); got != corr {
+		return nil, fmt.Errorf("%w: correlation id %d, want %d", errConnClosed, got, corr)
+	}
+	return decodeResponseBody(req, resp.Buf[8:])
+}
+
+// decodeResponseBody decodes a response body (after the size and the
+// correlation id) for req: a flexible response header's tagged fields
+// come first, except for ApiVersions.
+func decodeResponseBody(req kmsg.Request, body []byte) (kmsg.Response, error) {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != 18 {
+		n, k := binary.Uvarint(body)
+		if k <= 0 || n != 0 {
+			return nil, fmt.Errorf("%w: unexpected response header tags", errConnClosed)
+		}
+		body = body[k:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: %s response: %v", errConnClosed, kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// Close closes the connections. Idempotent.
+func (c *interBrokerChannel) Close() {
+	c.mu.Lock()
+	c.closed = true
+	conns := c.conns
+	c.conns = map[int32]*controllerConn{}
+	c.mu.Unlock()
+	for _, cc := range conns {
+		cc.close()
+	}
+}
