@@ -3,6 +3,8 @@ package log
 import (
 	"sync"
 	"time"
+
+	"github.com/moldau/moldau/broker/routine"
 )
 
 // deleteQueue holds file deletions due after file.delete.delay.ms (Kafka
@@ -16,6 +18,9 @@ type deleteTask struct {
 	due time.Time
 	fn  func()
 }
+
+// bulkDeletes is how many deletions due at once run in the background.
+const bulkDeletes = 100
 
 func (q *deleteQueue) add(due time.Time, fn func()) {
 	q.mu.Lock()
@@ -37,8 +42,17 @@ func (q *deleteQueue) runDue(now time.Time, all bool) int {
 	}
 	q.tasks = keep
 	q.mu.Unlock()
-	for _, fn := range run {
-		fn()
+	runAll := func() {
+		for _, fn := range run {
+			fn()
+		}
+	}
+	// Thousands of deletions at once (a deleted topic's logs, due
+	// together) run at a low CPU priority, as their creation did.
+	if len(run) >= bulkDeletes {
+		routine.Background(runAll)
+	} else {
+		runAll()
 	}
 	return len(run)
 }

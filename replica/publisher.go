@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/routine"
 )
 
 // Name implements metadata.Publisher.
@@ -26,8 +27,34 @@ func (m *Manager) Name() string { return "ReplicaManager" }
 // map update: partitions are published one at a time (a sync.Map), logs
 // are created without fsync and deleted in one batch per delta (one
 // checkpoint per log dir), and the work is summarised in one INFO line
-// per delta, not one per partition.
+// per delta, not one per partition. A delta that creates or deletes many
+// logs (bulkDelta) is applied at a low CPU priority (routine.Background):
+// those are mostly system calls, and on a busy machine they would
+// otherwise take the CPU that produce and fetch requests wait for.
 func (m *Manager) OnMetadataUpdate(d *metadata.Delta, im *metadata.Image) {
+	if bulkDelta(d) {
+		routine.Background(func() { m.applyDelta(d, im) })
+		return
+	}
+	m.applyDelta(d, im)
+}
+
+// bulkPartitions is how many partitions a delta must create, change or
+// delete to be applied in the background.
+const bulkPartitions = 100
+
+func bulkDelta(d *metadata.Delta) bool {
+	n := 0
+	for _, t := range d.DeletedTopics() {
+		n += len(t.Partitions)
+	}
+	for _, parts := range d.ChangedPartitions() {
+		n += len(parts)
+	}
+	return n >= bulkPartitions
+}
+
+func (m *Manager) applyDelta(d *metadata.Delta, im *metadata.Image) {
 	m.stateMu.Lock()
 	defer m.stateMu.Unlock()
 	start := time.Now()
