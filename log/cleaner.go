@@ -164,8 +164,15 @@ func (lc *LogCleaner) shutdown() {
 	lc.group.StopAndWait()
 }
 
+// cleanerNice is the nice value of the cleaner threads' OS threads.
+const cleanerNice = 19
+
 func (t *cleanerThread) run(done <-chan struct{}) {
-	lowerThreadPriority(t.lc.logger)
+	// The cleaner takes the CPU the request path leaves instead of
+	// half of it.
+	if err := routine.LowerThreadPriority(cleanerNice); err != nil {
+		t.lc.logger.Warn("could not lower the log cleaner thread's CPU priority", "err", err)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -2,6 +2,11 @@
 
 package routine
 
-// lowerThreadPriority does nothing where threads have no priority of
-// their own that Moldau can set.
-func lowerThreadPriority() {}
+import "runtime"
+
+// LowerThreadPriority locks the calling goroutine to its OS thread; on
+// this system the nice value is per process, so the priority stays.
+func LowerThreadPriority(int) error {
+	runtime.LockOSThread()
+	return nil
+}
