@@ -67,7 +67,14 @@ func (b *Broker) addOrVerifyTxn(transactionalID string, producerID int64, produc
 					return
 				}
 			}
-			done(errs)
+			// The answer may come on the coordinator's shard
+			// goroutine, which must not do the caller's work (the
+			// append of the produce that waited): as Kafka's
+			// wrapAsyncCallback hands it back to a request handler
+			// thread, it goes to a goroutine of its own.
+			if !b.g.Go(func(<-chan struct{}) { done(errs) }) {
+				done(errs)
+			}
 		})
 	}
 	attempt()
