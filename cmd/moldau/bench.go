@@ -90,6 +90,7 @@ type kafkaBenchConfig struct {
 	maxBatchBytes     int32
 	producers         int
 	consumers         int
+	txnRecords        int // records per transaction; 0: not transactional
 	createTopic       bool
 	deleteTopic       bool
 	deleteTopicSet    bool
@@ -112,6 +113,9 @@ p99 latency of that second, errors); at the end a summary on stdout, or with
   latency_ms {count, mean, p50, p95, p99, p999, max} (milliseconds, to the
     microsecond; histogram quantiles within 0.4%, max exact),
   ack_latency_ms (e2e only, else null: the producers' Produce-to-ack latency),
+  transaction_records, transactions (produce with --transaction-records:
+    records per transaction and transactions committed; records counts
+    what was acknowledged, committed or not),
   produced (e2e: records acknowledged to the producers, else 0),
   lost (e2e: produced but not received before the drain timeout),
   errors, error_counts [{error, count}] (most frequent first, at most 5),
@@ -141,6 +145,7 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 	fs.DurationVar(&c.linger, "linger", 0, "producer linger (kgo.ProducerLinger); unset: kgo's default (10ms)")
 	fs.Int32Var(&c.maxBatchBytes, "max-batch-bytes", 1<<20, "largest record batch a producer builds (kgo.ProducerBatchMaxBytes)")
 	fs.IntVar(&c.producers, "producers", 1, "producer clients")
+	fs.IntVar(&c.txnRecords, "transaction-records", 0, "produce: commit a transaction every N records per producer (transactional producers, ids moldau-bench-PID-N); 0: idempotent or plain")
 	fs.IntVar(&c.consumers, "consumers", 1, "consumer clients, splitting the partitions between them")
 	fs.BoolVar(&c.createTopic, "create-topic", true, "create the topic if it is missing (produce, e2e)")
 	fs.BoolVar(&c.deleteTopic, "delete-topic", false, "delete the topic at the end (default: only if this run created it)")
@@ -190,6 +195,12 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 		return nil, errors.New("--max-batch-bytes: must be positive")
 	case c.producers < 1 || c.consumers < 1:
 		return nil, errors.New("--producers and --consumers: must be at least 1")
+	case c.txnRecords < 0:
+		return nil, errors.New("--transaction-records: must not be negative")
+	case c.txnRecords > 0 && mode != "produce":
+		return nil, errors.New("--transaction-records: only for bench produce")
+	case c.txnRecords > 0 && c.acks != "all" && c.acks != "-1":
+		return nil, errors.New("--transaction-records: transactions need --acks all")
 	}
 	if c.acks == "-1" {
 		c.acks = "all"
@@ -247,6 +258,8 @@ type benchSummary struct {
 	LatencyKind            string          `json:"latency_kind"`
 	Latency                *latencySummary `json:"latency_ms"`
 	AckLatency             *latencySummary `json:"ack_latency_ms"`
+	TransactionRecords     int             `json:"transaction_records"`
+	Transactions           int64           `json:"transactions"`
 	Produced               int64           `json:"produced"`
 	Lost                   int64           `json:"lost"`
 	Errors                 int64           `json:"errors"`
@@ -300,6 +313,9 @@ func (s *benchSummary) write(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(&b, " received of %d produced (%d lost)", s.Produced, s.Lost)
 	}
 	fmt.Fprintf(&b, ", %d errors, %d aborted\n", s.Errors, s.Aborted)
+	if s.TransactionRecords > 0 {
+		fmt.Fprintf(&b, "  committed   %d transactions of up to %d records\n", s.Transactions, s.TransactionRecords)
+	}
 	fmt.Fprintf(&b, "  bytes       %d (%.2f MiB)\n", s.Bytes, float64(s.Bytes)/mib)
 	fmt.Fprintf(&b, "  elapsed     %.3f s\n", s.ElapsedSeconds)
 	fmt.Fprintf(&b, "  throughput  %.1f records/s, %.2f MiB/s\n", s.RecordsPerSec, s.MiBPerSec)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -174,7 +175,8 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: expected none, gzip, snappy, lz4 or zstd", name)
 }
 
-func (c *kafkaBenchConfig) producerOpts() []kgo.Opt {
+// producerOpts are the options of producer i.
+func (c *kafkaBenchConfig) producerOpts(i int) []kgo.Opt {
 	codec, _ := compressionCodec(c.compression) // checked when parsing
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.brokers...),
@@ -192,6 +194,9 @@ func (c *kafkaBenchConfig) producerOpts() []kgo.Opt {
 	}
 	if c.lingerSet {
 		opts = append(opts, kgo.ProducerLinger(c.linger))
+	}
+	if c.txnRecords > 0 {
+		opts = append(opts, kgo.TransactionalID(fmt.Sprintf("moldau-bench-%d-%d", os.Getpid(), i)))
 	}
 	return opts
 }
@@ -218,8 +223,8 @@ func produceLoad(intr, runCtx context.Context, c *kafkaBenchConfig, stats *bench
 			cl.Close()
 		}
 	}()
-	for range c.producers {
-		cl, err := kgo.NewClient(c.producerOpts()...)
+	for i := range c.producers {
+		cl, err := kgo.NewClient(c.producerOpts(i)...)
 		if err != nil {
 			return err
 		}
@@ -231,11 +236,16 @@ func produceLoad(intr, runCtx context.Context, c *kafkaBenchConfig, stats *bench
 	var wg sync.WaitGroup
 	for _, cl := range clients {
 		wg.Go(func() {
+			txn := benchTxn{cl: cl, intr: intr, every: c.txnRecords, stats: stats}
+			defer txn.commit()
 			for {
 				if err := p.Wait(runCtx); err != nil {
 					return
 				}
 				if c.records > 0 && issued.Add(1) > c.records {
+					return
+				}
+				if !txn.before() {
 					return
 				}
 				value := payload
@@ -255,6 +265,7 @@ func produceLoad(intr, runCtx context.Context, c *kafkaBenchConfig, stats *bench
 						stats.failed(err)
 					}
 				})
+				txn.after()
 			}
 		})
 	}
@@ -265,6 +276,56 @@ func produceLoad(intr, runCtx context.Context, c *kafkaBenchConfig, stats *bench
 		_ = cl.Flush(intr)
 	}
 	return nil
+}
+
+// benchTxn makes a producer commit a transaction every `every` records
+// (none when every is 0): before the first record of each it begins one,
+// after the last it flushes and commits.
+type benchTxn struct {
+	cl    *kgo.Client
+	intr  context.Context
+	every int
+	stats *benchStats
+	n     int // records in the open transaction
+}
+
+// before begins a transaction if none is open; false if that failed.
+func (t *benchTxn) before() bool {
+	if t.every == 0 || t.n > 0 {
+		return true
+	}
+	if err := t.cl.BeginTransaction(); err != nil {
+		t.stats.failed(err)
+		return false
+	}
+	return true
+}
+
+// after counts a record and commits once the transaction has every.
+func (t *benchTxn) after() {
+	if t.every == 0 {
+		return
+	}
+	if t.n++; t.n == t.every {
+		t.commit()
+	}
+}
+
+// commit flushes and commits the open transaction, if any.
+func (t *benchTxn) commit() {
+	if t.every == 0 || t.n == 0 {
+		return
+	}
+	t.n = 0
+	if err := t.cl.Flush(t.intr); err != nil {
+		t.stats.failed(err)
+	}
+	switch err := t.cl.EndTransaction(t.intr, kgo.TryCommit); {
+	case err == nil:
+		t.stats.transactions.Add(1)
+	case t.intr.Err() == nil:
+		t.stats.failed(err)
+	}
 }
 
 func benchProduce(ctx context.Context, c *kafkaBenchConfig, sum *benchSummary, stderr io.Writer) error {
@@ -282,6 +343,7 @@ func benchProduce(ctx context.Context, c *kafkaBenchConfig, sum *benchSummary, s
 	}
 	sum.LatencyKind = "produce"
 	sum.fill(stats, time.Since(start))
+	sum.TransactionRecords, sum.Transactions = c.txnRecords, stats.transactions.Load()
 	return nil
 }
 

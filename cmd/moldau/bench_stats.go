@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,9 @@ type benchStats struct {
 	// intervalRecords, intervalBytes and intervalErrors are reset by
 	// takeInterval.
 	intervalRecords, intervalBytes, intervalErrors int64
+	// transactions counts the transactions committed (produce with
+	// --transaction-records).
+	transactions atomic.Int64
 }
 
 func newBenchStats() *benchStats { return &benchStats{errCount: make(map[string]int64)} }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/moldau/moldau/broker"
 	"github.com/moldau/moldau/broker/config"
 )
@@ -370,6 +372,49 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	if time.Since(start) > 20*time.Second || !strings.Contains(stdout.String(), "(interrupted)") || !strings.Contains(stdout.String(), "throughput") {
 		t.Errorf("interrupted run took %v and printed:\n%s", time.Since(start), stdout.String())
+	}
+}
+
+// TestBenchTransactions: with --transaction-records each producer commits
+// every N records; a read_committed consumer then sees every record.
+func TestBenchTransactions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	seed, metrics := startBenchBroker(t)
+	ctx := context.Background()
+	s := runBenchJSON[benchSummary](t, ctx, "produce", "--brokers", seed, "--topic", "bench-txn", "--metrics-url", metrics,
+		"--records", "2050", "--producers", "2", "--transaction-records", "100", "--record-size", "100", "--delete-topic=false")
+	checkSummary(t, s, true)
+	// 2,050 records split between two producers in whole transactions
+	// of 100 but the last of each: 21 or 22 commits.
+	if s.Records != 2050 || s.TransactionRecords != 100 || s.Transactions < 21 || s.Transactions > 22 {
+		t.Errorf("records %d, transactions %d of %d, want 2050 in 21 or 22 of 100", s.Records, s.Transactions, s.TransactionRecords)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumeTopics("bench-txn"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n := 0
+	for n < 2050 && cctx.Err() == nil {
+		n += cl.PollFetches(cctx).NumRecords()
+	}
+	if n != 2050 {
+		t.Errorf("read_committed consumer read %d records, want 2050", n)
+	}
+
+	for _, bad := range [][]string{
+		{"consume", "--transaction-records", "10"},
+		{"produce", "--transaction-records", "10", "--acks", "1"},
+		{"produce", "--transaction-records", "-1"},
+	} {
+		if err := runBench(ctx, append(bad, "--brokers", seed), &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--transaction-records") {
+			t.Errorf("%v: %v, want an error naming --transaction-records", bad, err)
+		}
 	}
 }
 
