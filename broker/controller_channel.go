@@ -199,20 +199,7 @@ func (cc *controllerConn) exchange(frame []byte, req kmsg.Request) (kmsg.Respons
 	if _, err := io.ReadFull(cc.r, body); err != nil {
 		return nil, err
 	}
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != 18 {
-		// Skip the response header's tagged fields.
-		n, k := binary.Uvarint(body)
-		if k <= 0 || n != 0 {
-			return nil, fmt.Errorf("%w: unexpected response header tags", errConnClosed)
-		}
-		body = body[k:]
-	}
-	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: %s response: %v", errConnClosed, kmsg.NameForKey(req.Key()), err)
-	}
-	return resp, nil
+	return decodeResponseBody(req, body)
 }
 
 func (cc *controllerConn) close() {
