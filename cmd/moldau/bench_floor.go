@@ -216,14 +216,40 @@ func runFloor(ctx context.Context, c *floorConfig, stdout, stderr io.Writer) (er
 		return err
 	}
 	defer conn.Close()
+	frames, elapsed, writeErr, readerErr := floorSend(ctx, conn.(*net.TCPConn), frame, payload, c, start)
+	wg.Wait()
+	user1, sys1 := processCPU()
+	for _, e := range []error{writeErr, serverErr, readerErr} {
+		if e != nil {
+			return fmt.Errorf("bench floor: %w", e)
+		}
+	}
 
-	// Client: a writer keeps up to inFlight frames unacknowledged; a reader
-	// takes the acknowledgements.
+	s := floorSummary{
+		Mode: "floor", RecordSize: c.recordSize, BatchBytes: payload, InFlight: c.inFlight,
+		Frames: frames, Records: frames * int64(perFrame), Bytes: frames * int64(payload),
+		ElapsedSeconds: elapsed.Seconds(),
+		UserCPUSeconds: (user1 - user0).Seconds(), SysCPUSeconds: (sys1 - sys0).Seconds(),
+		Interrupted: ctx.Err() != nil,
+	}
+	s.fillRates(elapsed, serverCPU, serverOK)
+	if c.json {
+		return json.NewEncoder(stdout).Encode(s)
+	}
+	printFloorSummary(stdout, s, perFrame)
+	return nil
+}
+
+// floorSend is the client: a writer keeps up to c.inFlight frames
+// unacknowledged while a reader takes the acknowledgements, until c.bytes
+// are sent or the run ends; then it waits for the frames in flight and
+// closes its side (the server sees EOF and returns). It returns the frames
+// acknowledged and the time from start to the last acknowledgement.
+func floorSend(ctx context.Context, conn *net.TCPConn, frame []byte, payload int, c *floorConfig, start time.Time) (acked int64, elapsed time.Duration, writeErr, readerErr error) {
 	slots := make(chan struct{}, c.inFlight)
 	readerDone := make(chan struct{})
-	var acked atomic.Int64
-	var readerErr error
-	wg.Go(func() {
+	var n atomic.Int64
+	go func() {
 		defer close(readerDone)
 		var ack [4]byte
 		r := bufio.NewReader(conn)
@@ -234,15 +260,14 @@ func runFloor(ctx context.Context, c *floorConfig, stdout, stderr io.Writer) (er
 				}
 				return
 			}
-			acked.Add(1)
+			n.Add(1)
 			<-slots
 		}
-	})
+	}()
 
 	runCtx, cancel := context.WithTimeout(ctx, c.duration)
 	defer cancel()
 	var sent int64
-	var writeErr error
 send:
 	for sent*int64(payload) < int64(c.bytes) {
 		select {
@@ -257,8 +282,7 @@ send:
 		}
 		sent++
 	}
-	// Wait for the frames in flight (all slots free again), then close our
-	// side: the server sees EOF and returns, and so does the reader.
+	// Wait for the frames in flight (all slots free again).
 drain:
 	for range c.inFlight {
 		select {
@@ -267,24 +291,14 @@ drain:
 			break drain
 		}
 	}
-	elapsed := time.Since(start)
-	conn.(*net.TCPConn).CloseWrite()
-	wg.Wait()
-	user1, sys1 := processCPU()
-	for _, e := range []error{writeErr, serverErr, readerErr} {
-		if e != nil {
-			return fmt.Errorf("bench floor: %w", e)
-		}
-	}
+	elapsed = time.Since(start)
+	conn.CloseWrite()
+	<-readerDone
+	return n.Load(), elapsed, writeErr, readerErr
+}
 
-	frames := acked.Load()
-	s := floorSummary{
-		Mode: "floor", RecordSize: c.recordSize, BatchBytes: payload, InFlight: c.inFlight,
-		Frames: frames, Records: frames * int64(perFrame), Bytes: frames * int64(payload),
-		ElapsedSeconds: elapsed.Seconds(),
-		UserCPUSeconds: (user1 - user0).Seconds(), SysCPUSeconds: (sys1 - sys0).Seconds(),
-		Interrupted: ctx.Err() != nil,
-	}
+// fillRates sets the rates and the CPU per GiB from the totals.
+func (s *floorSummary) fillRates(elapsed, serverCPU time.Duration, serverOK bool) {
 	s.CPUSeconds = s.UserCPUSeconds + s.SysCPUSeconds
 	gibs := float64(s.Bytes) / gib
 	if secs := elapsed.Seconds(); secs > 0 {
@@ -302,11 +316,6 @@ drain:
 			s.ServerCPUSecondsPerGiB = &per
 		}
 	}
-	if c.json {
-		return json.NewEncoder(stdout).Encode(s)
-	}
-	printFloorSummary(stdout, s, perFrame)
-	return nil
 }
 
 // floorFile creates the file the server appends to, in dir or (dir
