@@ -212,8 +212,13 @@ func validateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 		return rebuild(&v, data, nextOffset, leaderEpoch, targetCodec, cfg)
 	}
 
-	// In place: Kafka's assignOffsetsNonCompressed, or the in-place branch
-	// of validateMessagesAndAssignOffsetsCompressed.
+	return assignInPlace(batch, h, &v, srcCodec, nextOffset, leaderEpoch), nil
+}
+
+// assignInPlace sets the offsets, leader epoch and timestamps of a batch
+// kept as the producer encoded it: Kafka's assignOffsetsNonCompressed, or
+// the in-place branch of validateMessagesAndAssignOffsetsCompressed.
+func assignInPlace(batch []byte, h BatchHeader, v *recordValidator, srcCodec int, nextOffset int64, leaderEpoch int32) ValidationResult {
 	count := int64(h.NumRecords)
 	last := nextOffset + count - 1
 	SetBaseOffset(batch, nextOffset)
@@ -225,11 +230,11 @@ func validateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 		LogAppendTime: -1,
 		NumRecords:    int(count),
 	}
-	if logAppendTime {
-		SetLogAppendTime(batch, nowMs)
-		res.MaxTimestamp = nowMs
+	if v.logAppendTime {
+		SetLogAppendTime(batch, v.nowMs)
+		res.MaxTimestamp = v.nowMs
 		res.OffsetOfMaxTimestamp = last
-		res.LogAppendTime = nowMs
+		res.LogAppendTime = v.nowMs
 	} else {
 		setMaxTimestampCreateTime(batch, h, v.maxTimestamp)
 		res.MaxTimestamp = v.maxTimestamp
@@ -253,7 +258,7 @@ func validateAndAssignOffsets(records []byte, nextOffset int64, leaderEpoch int3
 		Transactional: h.IsTransactional(),
 		Control:       h.IsControl(),
 	}}
-	return res, nil
+	return res
 }
 
 // shallowValidate walks the batches of records as Kafka's
