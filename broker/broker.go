@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,10 @@ type Options struct {
 	// Registry receives every metric of this broker; nil: a new registry
 	// per broker, so several brokers run in one process.
 	Registry *prometheus.Registry
+	// MetadataLogFS is the file system of the metadata log
+	// (__cluster_metadata-0, quorum-state, snapshots); nil: the OS. Tests
+	// inject faults with a log.FaultFS.
+	MetadataLogFS log.FS
 }
 
 // Broker is one Moldau node: a broker and, with process.roles including
@@ -44,6 +49,7 @@ type Options struct {
 // ControllerServer).
 type Broker struct {
 	cfg       *config.KafkaConfig
+	opts      Options
 	log       *slog.Logger
 	registry  *prometheus.Registry
 	clusterID string
@@ -72,9 +78,14 @@ type Broker struct {
 	// unregister removes the broker's Reconfigurables from cfg.
 	unregister []func()
 
-	g         routine.Group
-	ready     chan struct{} // closed once serving clients
-	startErr  error         // why start-up failed; read after ready or Close
+	g        routine.Group
+	ready    chan struct{} // closed once serving clients
+	startErr error         // why start-up failed; read after ready or Close
+	// fatal is closed, and fatalErr set, when a fatal error stops the
+	// broker (see fatal.go); halting skips the controlled shutdown.
+	fatal     chan struct{}
+	fatalErr  atomic.Pointer[FatalError]
+	halting   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -83,7 +94,7 @@ type Broker struct {
 // loads the logs (running recovery after an unclean shutdown), opens the
 // metadata log and binds the listeners, but serves nothing until Start.
 func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
-	b := &Broker{cfg: cfg, log: opts.Logger, registry: opts.Registry, ready: make(chan struct{})}
+	b := &Broker{cfg: cfg, opts: opts, log: opts.Logger, registry: opts.Registry, ready: make(chan struct{}), fatal: make(chan struct{})}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -131,6 +142,9 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading logs: %w", err)
+	}
+	if e := b.logDirsFatal(b.logs.OnlineDirs(), b.logs.OfflineDirs()); e != nil {
+		return nil, fmt.Errorf("loading logs: %w", e)
 	}
 	b.replicas, err = replica.NewManager(replica.Config{
 		NodeID:     cfg.NodeID,
@@ -225,6 +239,7 @@ func (b *Broker) newMetadataQuorum() error {
 		Logger:   b.log,
 		Registry: b.registry,
 		Config:   cfg,
+		FS:       b.opts.MetadataLogFS,
 	}, b.loader, b.controller)
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
@@ -354,6 +369,13 @@ func rack(s string) *string {
 // initial catch-up. Ready tells when clients are served.
 func (b *Broker) Start() {
 	b.logs.Start()
+	// A dir that fails from now on is reported; one that failed since
+	// New is checked here.
+	b.logs.OnDirOffline(b.onLogDirOffline)
+	if e := b.logDirsFatal(b.logs.OnlineDirs(), b.logs.OfflineDirs()); e != nil {
+		b.halt(e)
+		return
+	}
 	if b.ctrlSocket != nil {
 		b.ctrlSocket.Start()
 		for _, l := range b.cfg.ControllerListeners {
@@ -365,6 +387,7 @@ func (b *Broker) Start() {
 		b.failStart(fmt.Errorf("starting the metadata quorum: %w", err))
 		return
 	}
+	b.g.Go(b.watchQuorum)
 	b.lifecycle.Start()
 	b.g.Go(func(done <-chan struct{}) {
 		select {
@@ -401,11 +424,17 @@ func (b *Broker) failStart(err error) {
 // start-up failed (then WaitReady returns the error).
 func (b *Broker) Ready() <-chan struct{} { return b.ready }
 
-// WaitReady waits until the broker serves clients.
+// WaitReady waits until the broker serves clients; it fails if start-up
+// failed or a fatal error stopped the broker.
 func (b *Broker) WaitReady(ctx context.Context) error {
 	select {
 	case <-b.ready:
+		if err := b.FatalErr(); err != nil {
+			return err
+		}
 		return b.startErr
+	case <-b.fatal:
+		return b.FatalErr()
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the broker to join the cluster: %w", ctx.Err())
 	}
@@ -487,7 +516,17 @@ func (b *Broker) Close() error {
 		if b.socket != nil {
 			b.socket.StopAccepting()
 		}
-		if b.lifecycle != nil {
+		if b.halting.Load() {
+			// Halted: no controlled shutdown, and requests waiting for
+			// a controller that may be gone (this node's, if the
+			// metadata quorum failed) are answered now.
+			if b.lifecycle != nil {
+				b.lifecycle.Close()
+			}
+			if b.channel != nil {
+				b.channel.Close()
+			}
+		} else if b.lifecycle != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), controlledShutdownTimeout)
 			b.lifecycle.ControlledShutdown(ctx)
 			cancel()

@@ -41,6 +41,8 @@ type controllerChannel struct {
 	mu     sync.Mutex
 	conns  map[int32]*controllerConn
 	closed bool
+	// done is closed by Close: retries stop.
+	done chan struct{}
 }
 
 func newControllerChannel(nodeID int32, logger *slog.Logger, voters map[int32]string, leader func() int32, local *kapi.ControllerHandler) *controllerChannel {
@@ -48,6 +50,7 @@ func newControllerChannel(nodeID int32, logger *slog.Logger, voters map[int32]st
 		nodeID: nodeID, log: logger, leader: leader, local: local, voters: voters,
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("moldau-broker-%d-to-controller", nodeID))),
 		conns:     map[int32]*controllerConn{},
+		done:      make(chan struct{}),
 	}
 }
 
@@ -67,6 +70,8 @@ func (c *controllerChannel) Send(ctx context.Context, req kmsg.Request) (kmsg.Re
 					return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
 				}
 				return nil, ctx.Err()
+			case <-c.done:
+				return nil, fmt.Errorf("the broker is shutting down (last error: %v)", lastErr)
 			case <-time.After(controllerRetryBackoff):
 			}
 		}
@@ -128,6 +133,9 @@ func (c *controllerChannel) sendRemote(ctx context.Context, id int32, req kmsg.R
 // Close closes the connections. Idempotent.
 func (c *controllerChannel) Close() {
 	c.mu.Lock()
+	if !c.closed {
+		close(c.done)
+	}
 	c.closed = true
 	conns := c.conns
 	c.conns = map[int32]*controllerConn{}

@@ -246,6 +246,20 @@
 // RequestHandler.Handle is recovered by the handler pool, logged with its
 // stack, and answered with a Close response: the broker keeps serving.
 //
+// A log dir that fails goes offline and the others serve (the log and
+// replica packages). Three storage failures are fatal, as Kafka halts its
+// process on them (fatal.go): every log dir failed ("all log dirs in ...
+// have failed"), the log dir holding the metadata log (metadata.log.dir)
+// failed, or the metadata quorum stopped on an I/O error of its log,
+// snapshots or quorum-state. The broker then logs one ERROR line ("fatal
+// error: shutting down the broker", with the reason and the cause, which
+// names the file), closes Fatal() (FatalErr says why; WaitReady returns
+// it) and closes itself at once, without a controlled shutdown: requests
+// waiting for a controller are answered, the listeners close. `moldau
+// serve` waits on Fatal() beside SIGINT and SIGTERM and exits 1; a test
+// process that owns in-process brokers lives on. At start-up, dirs that
+// fail to load in those ways make New fail.
+//
 // # Shutdown
 //
 // SocketServer.Close: (1) stops accepting (StopAccepting) and waits for the

@@ -13,6 +13,7 @@ import (
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/raft"
+	"github.com/moldau/moldau/log"
 )
 
 // quorum joins the metadata quorum (broker/raft) to what follows it: the
@@ -36,6 +37,7 @@ type quorumConfig struct {
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
 	Config   *config.KafkaConfig
+	FS       log.FS // nil: the OS
 }
 
 // inProcessAddr stands for the address of a single voter, which never
@@ -59,6 +61,7 @@ func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.Quorum
 		MaxBytesBetweenSnapshots: c.Config.MetadataSnapshotMaxNewRecordBytes,
 		MaxRetentionBytes:        c.Config.MetadataMaxRetentionBytes,
 		SegmentBytes:             c.Config.MetadataLogSegmentBytes,
+		FS:                       c.FS,
 	}, q)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -129,6 +130,18 @@ func topicID(t *testing.T, cl *kgo.Client, topic string) uuid.UUID {
 // returns the partition's error.
 func produceRaw(t *testing.T, cl *kgo.Client, topic string, id uuid.UUID, partition int32, n, size int) error {
 	t.Helper()
+	req := produceRequestN(t, topic, id, partition, n, size)
+	resp, err := req.RequestWith(ctxTimeout(t, 15*time.Second), cl.Broker(1))
+	if err != nil {
+		t.Fatalf("produce to %s-%d: %v", topic, partition, err)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// produceRequestN is an acks=all Produce request of n records of size
+// bytes to one partition.
+func produceRequestN(t *testing.T, topic string, id uuid.UUID, partition int32, n, size int) *kmsg.ProduceRequest {
+	t.Helper()
 	bb := log.NewBatchBuilder(0)
 	for i := 0; i < n; i++ {
 		bb.Add(time.Now().UnixMilli(), nil, []byte(strings.Repeat("x", size)))
@@ -145,11 +158,7 @@ func produceRaw(t *testing.T, cl *kgo.Client, topic string, id uuid.UUID, partit
 	rp.Partition, rp.Records = partition, records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxTimeout(t, 15*time.Second), cl.Broker(1))
-	if err != nil {
-		t.Fatalf("produce to %s-%d: %v", topic, partition, err)
-	}
-	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	return req
 }
 
 // fetchRaw fetches one partition from offset and returns its error and
@@ -311,7 +320,10 @@ func TestFailingLogDir(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	port, mport := freePort(t), freePort(t)
 	maddr := fmt.Sprintf("127.0.0.1:%d", mport)
-	p := startProcess(t, dirA+","+dirB, port, "moldau.metrics.listener="+maddr)
+	// dirA, which fails, is the second log dir: the first holds the
+	// metadata log, whose dir failing stops the broker (see
+	// TestMetadataLogDirFailedStopsTheBroker).
+	p := startProcess(t, dirB+","+dirA, port, "moldau.metrics.listener="+maddr)
 	cl := rawClient(t, p.Addr)
 	adm := kadm.NewClient(cl)
 	ctx := ctxTimeout(t, 2*time.Minute)
@@ -386,6 +398,21 @@ func TestFailingLogDir(t *testing.T) {
 			t.Fatalf("fetch from disk-%d in the good dir: %v", part, err)
 		}
 	}
+	// Metadata lists the broker in the offline_replicas of the partitions
+	// in the failed dir; as in Kafka, their leader stays (alive) and their
+	// error NONE: produce and fetch say KAFKA_STORAGE_ERROR.
+	md, err := kadm.NewClient(newClient(t, p.Addr)).Metadata(ctx, "disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pd := range md.Topics["disk"].Partitions.Sorted() {
+		wantOffline := slices.Contains(inA, pd.Partition)
+		if pd.Err != nil || pd.Leader != 1 || slices.Equal(pd.OfflineReplicas, []int32{1}) != wantOffline ||
+			!wantOffline && len(pd.OfflineReplicas) != 0 {
+			t.Errorf("Metadata disk-%d: err %v leader %d offline_replicas %v, want offline %v",
+				pd.Partition, pd.Err, pd.Leader, pd.OfflineReplicas, wantOffline)
+		}
+	}
 	// DescribeLogDirs, the metrics, the controller.
 	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
 	if err != nil {
@@ -432,7 +459,7 @@ func TestFailingLogDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := startProcess(t, dirA+","+dirB, port)
+	q := startProcess(t, dirB+","+dirA, port)
 	ends := endOffsets(t, newClient(t, q.Addr), "disk")
 	for part, n := range acked {
 		if ends[part] != n {

@@ -29,8 +29,25 @@ package kapi
 // controller when it is such a broker (combined mode), else this broker
 // (Kafka in KRaft mode names a random live broker, which forwards). A
 // partition without a leader is LEADER_NOT_AVAILABLE; one whose leader has
-// no endpoint on the listener LISTENER_NOT_FOUND (v6+); offline_replicas
-// are the replicas on fenced or unknown brokers.
+// no endpoint on the listener LISTENER_NOT_FOUND (v6+). offline_replicas
+// are the replicas on fenced or unknown brokers, and this broker's own
+// replicas that are offline (their log dir failed, or their log could not
+// be created; Kafka's KRaftMetadataCache.getOfflineReplicas also counts a
+// replica whose assigned directory its broker reports offline). As in
+// Kafka, an offline replica does not change the partition's error: a
+// partition whose leader is alive answers NONE with its leader (clients
+// then get KAFKA_STORAGE_ERROR from it), one without a leader
+// LEADER_NOT_AVAILABLE.
+//
+// Differences from Kafka: Kafka's controller learns which directory holds
+// each replica (AssignReplicasToDirs, PartitionRecord.Directories, KIP-858)
+// and, when a broker's heartbeat reports that directory offline, removes
+// the broker from the ISR and the leadership of those partitions
+// (ReplicationControlManager.handleDirectoriesOffline): a single replica
+// is then LEADER_NOT_AVAILABLE with leader -1 on every broker. Moldau's
+// metadata has no directory assignments yet, so the leadership stays and
+// only the broker hosting an offline replica lists it in
+// offline_replicas.
 //
 // Auto-creation (auto.create.topics.enable and the request allowing it, not
 // for a request for all topics): a missing topic with a valid name is
@@ -52,6 +69,7 @@ import (
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/uuid"
+	"github.com/moldau/moldau/replica"
 )
 
 func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -80,7 +98,7 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 	allowAuto = allowAuto && h.cfg.Broker.AutoCreateTopicsEnable && !allTopics
 
 	describe := func(t *metadata.Topic) kmsg.MetadataResponseTopic {
-		return metadataTopic(v, im, t, endpoints)
+		return metadataTopic(v, im, t, endpoints, h.cfg.NodeID, h.offlineHere)
 	}
 	if allTopics {
 		for _, t := range im.Topics() {
@@ -153,8 +171,16 @@ func (h *Handler) controllerIDFor(endpoints map[int32]metadata.BrokerEndpoint) i
 	return h.cfg.NodeID
 }
 
-// metadataTopic describes an existing topic.
-func metadataTopic(v int16, im *metadata.Image, t *metadata.Topic, endpoints map[int32]metadata.BrokerEndpoint) kmsg.MetadataResponseTopic {
+// offlineHere reports whether this broker's replica of a partition is
+// offline.
+func (h *Handler) offlineHere(topic string, partition int32) bool {
+	return h.cfg.Replicas != nil && h.cfg.Replicas.IsOffline(replica.TopicPartition{Topic: topic, Partition: partition})
+}
+
+// metadataTopic describes an existing topic; offlineHere tells whether
+// the replica of node self (this broker) is offline.
+func metadataTopic(v int16, im *metadata.Image, t *metadata.Topic, endpoints map[int32]metadata.BrokerEndpoint,
+	self int32, offlineHere func(topic string, partition int32) bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -169,7 +195,7 @@ func metadataTopic(v int16, im *metadata.Image, t *metadata.Topic, endpoints map
 		mp.ISR = append([]int32{}, p.ISR...)
 		mp.OfflineReplicas = []int32{}
 		for _, r := range p.Replicas {
-			if b := im.Brokers[r]; b == nil || b.Fenced {
+			if b := im.Brokers[r]; b == nil || b.Fenced || r == self && offlineHere(t.Name, p.Index) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
 		}

@@ -256,6 +256,9 @@ func (m *Manager) handleLogDirFailure(d *logDir) {
 		}
 	}
 	m.mu.Unlock()
+	if fn := m.onDirOffline.Load(); fn != nil {
+		defer (*fn)(d.path, m.OnlineDirs())
+	}
 	if len(logs) == 0 {
 		return
 	}
@@ -281,6 +284,28 @@ func (m *Manager) handleLogDirFailure(d *logDir) {
 // the replica manager answers the requests waiting on them.
 func (m *Manager) OnDirFailure(fn func(dir string, partitions []TopicPartition)) {
 	m.onDirFailure.Store(&fn)
+}
+
+// OnDirOffline sets fn to be called (on a goroutine of the Manager's)
+// once for each log dir that fails, after its logs are closed and the
+// replica manager was told (OnDirFailure), with the dirs still online. The
+// broker stops when none is left, or when the failed dir holds the
+// metadata log (Kafka's LogManager.handleLogDirFailure and
+// ReplicaManager.handleLogDirFailure halt the process then). A dir that
+// failed before fn was set is not reported: see OfflineDirs.
+func (m *Manager) OnDirOffline(fn func(dir string, online []string)) {
+	m.onDirOffline.Store(&fn)
+}
+
+// OnlineDirs returns the log dirs that are online.
+func (m *Manager) OnlineDirs() []string {
+	var out []string
+	for _, d := range m.dirs {
+		if d.failed() == nil {
+			out = append(out, d.path)
+		}
+	}
+	return out
 }
 
 // OfflineDirs returns the log dirs that are offline.

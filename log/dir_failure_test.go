@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -439,5 +440,69 @@ func TestStartupWithAFailingDir(t *testing.T) {
 	}
 	if ffs.OpenFiles() != 0 {
 		t.Fatalf("%d files left open", ffs.OpenFiles())
+	}
+}
+
+// OnDirOffline is told of each failed dir once, with the dirs still
+// online, also for a dir that held no log; after the last one fails none
+// is online (the broker stops then).
+func TestOnDirOfflineReportsTheOnlineDirs(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	ffs := NewFaultFS(nil)
+	m, err := dfManager(t, dirs, ffs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	type report struct {
+		dir    string
+		online []string
+	}
+	reports := make(chan report, 10)
+	m.OnDirOffline(func(dir string, online []string) { reports <- report{dir, online} })
+	byDir := dfFill(t, m, 2) // dirs[2] holds no log
+	ts := newLtClock().Now().UnixMilli()
+	fail := func(d string) {
+		ffs.Inject(Fault{Op: OpWrite, PathContains: d, Sticky: true, Err: syscall.EIO})
+		ffs.Inject(Fault{Op: OpOpen, PathContains: d, Sticky: true, Err: syscall.EIO})
+	}
+	next := func() report {
+		select {
+		case r := <-reports:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("no report")
+			return report{}
+		}
+	}
+	fail(dirs[0])
+	if _, err := byDir[dirs[0]][0].Append(ltBatch(t, ltBatchSpec{n: 1, ts: ts}), 0); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("append: %v", err)
+	}
+	if r := next(); r.dir != dirs[0] || !slices.Equal(r.online, dirs[1:]) {
+		t.Fatalf("report %+v", r)
+	}
+	// The empty dir fails when a log is created there.
+	fail(dirs[2])
+	fail(dirs[1])
+	for p := 10; len(m.OnlineDirs()) > 0 && p < 20; p++ {
+		m.GetOrCreateLog(TopicPartition{"t", int32(p)}, [16]byte{1}, ltConfig())
+		if l := byDir[dirs[1]]; len(l) > 0 {
+			l[0].Append(ltBatch(t, ltBatchSpec{n: 1, ts: ts}), 0)
+		}
+	}
+	seen := map[string]bool{}
+	var last report
+	for range 2 {
+		last = next()
+		seen[last.dir] = true
+	}
+	if !seen[dirs[1]] || !seen[dirs[2]] || len(last.online) != 0 {
+		t.Fatalf("reports for %v, the last with online %v", seen, last.online)
+	}
+	select {
+	case r := <-reports:
+		t.Fatalf("a dir reported twice: %+v", r)
+	default:
 	}
 }

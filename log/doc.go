@@ -227,6 +227,10 @@
 // (its data is in the offline one); nor is any new log while a dir whose
 // partitions could not even be listed is offline.
 //
+// OnDirOffline tells the broker of each failed dir with the dirs still
+// online: with none left, or when the failed dir holds the metadata log,
+// the broker stops (Kafka's LogManager and ReplicaManager halt then).
+//
 // At start-up a dir that cannot be loaded is offline with its partitions;
 // if every dir is, NewManager fails, naming each dir's cause. Too many open
 // files fails it at once with a *FileLimitError giving the segments (one

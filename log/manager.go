@@ -146,6 +146,8 @@ type Manager struct {
 	loads     []DirLoadResult
 	// onDirFailure is told of the partitions of a failed dir.
 	onDirFailure atomic.Pointer[func(dir string, partitions []TopicPartition)]
+	// onDirOffline is told of every failed dir and the dirs still online.
+	onDirOffline atomic.Pointer[func(dir string, online []string)]
 }
 
 type logDir struct {

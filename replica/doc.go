@@ -56,7 +56,8 @@
 // Config.RetryInterval until it succeeds (offline.go), logged once per
 // metadata update and once when partitions come back;
 // kafka_server_replicamanager_offlinereplicacount counts the offline
-// partitions. Metadata updates and retries are serialised by stateMu
+// partitions, and IsOffline tells Metadata to list this broker in their
+// offline_replicas. Metadata updates and retries are serialised by stateMu
 // (Kafka's replicaStateChangeLock); produce and fetch never take it.
 //
 // A fetch never returns a batch the log scrubber found corrupt: it stops

@@ -203,6 +203,17 @@ func (m *Manager) OfflinePartitions() []TopicPartition {
 	return out
 }
 
+// IsOffline reports whether tp is hosted here and offline: its log could
+// not be created, or its log dir failed. Metadata lists this broker in
+// the partition's offline_replicas then. It takes no lock.
+func (m *Manager) IsOffline(tp TopicPartition) bool {
+	if v, ok := m.partitions.Load(tp); ok {
+		return v.(*Partition).Log.Offline() != nil
+	}
+	_, ok := m.offline.Load(tp)
+	return ok
+}
+
 func newOfflineReplicaGauge(m *Manager) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "kafka_server_replicamanager_offlinereplicacount",

@@ -132,6 +132,9 @@ func TestLogCreationFailureIsRetried(t *testing.T) {
 	if got := offlineGauge(t, reg); got != 2 {
 		t.Fatalf("offlinereplicacount = %v", got)
 	}
+	if !m.IsOffline(bad) || m.IsOffline(good) {
+		t.Fatalf("IsOffline: %v for %s, %v for %s", m.IsOffline(bad), bad, m.IsOffline(good), good)
+	}
 	// A metadata change (a new leader epoch) reaches the offline
 	// partition; it stays offline.
 	tm.apply(&metadata.PartitionChangeRecord{TopicID: tm.ids["t"], PartitionID: 1, Leader: 1, LeaderRecoveryState: -1})
@@ -261,6 +264,16 @@ func TestLogDirFailureAnswersStorageError(t *testing.T) {
 	}
 	if got := offlineGauge(t, reg); got != float64(len(bad)) {
 		t.Fatalf("offlinereplicacount = %v, want %d", got, len(bad))
+	}
+	for _, tp := range bad {
+		if !m.IsOffline(tp) {
+			t.Fatalf("IsOffline(%s) = false in the failed dir", tp)
+		}
+	}
+	for _, tp := range good {
+		if m.IsOffline(tp) {
+			t.Fatalf("IsOffline(%s) = true in the good dir", tp)
+		}
 	}
 	if infos := m.DescribeLogDirs(); len(infos) != 2 {
 		t.Fatalf("%d dirs", len(infos))

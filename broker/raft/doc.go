@@ -124,10 +124,17 @@
 //     listener saw every batch up to and including the epoch's
 //     LeaderChange batch, so the state is complete before the first
 //     append of the epoch.
-//   - An I/O error (write, fsync, rename, read) stops the node: Done is
-//     closed, Err says why, pending calls fail with it; nothing panics
-//     (etcd raft panics on storage errors; the raft goroutine recovers
-//     and reports the storage error).
+//   - An I/O error (write, fsync, rename, read, a new segment, a snapshot,
+//     quorum-state) stops the node: Done is closed, Err says why and names
+//     the file, one ERROR line is logged, pending calls fail with it;
+//     nothing panics out of the node. etcd raft panics when a
+//     raft.Storage method reports a failed read (it can only return
+//     raft's sentinel errors): the raft goroutine, and the election at
+//     Open, recover and report the storage error noted by the storage
+//     (no stack is logged); a noted error raft did not panic on stops the
+//     node at the next Ready. etcd raft's invariant panics (bugs, not
+//     I/O) are reported as internal errors with their stack. The broker
+//     treats any such stop as fatal (Kafka's raft fault handler halts).
 //
 // # Goroutines and locks
 //

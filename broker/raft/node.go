@@ -182,7 +182,7 @@ func Open(cfg Config, sm StateMachine) (*Node, error) {
 	}
 	n.tr = newTransport(n)
 	if len(cfg.Voters) == 1 {
-		if err := n.rn.Campaign(); err != nil {
+		if err := n.campaign(); err != nil {
 			n.closeLog()
 			return nil, fmt.Errorf("raft: campaigning: %w", err)
 		}
@@ -358,6 +358,17 @@ func (n *Node) run(done <-chan struct{}) {
 	}
 }
 
+// campaign starts an election (a single voter's, at Open), with a panic
+// of etcd raft turned into an error as run does.
+func (n *Node) campaign() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = n.panicErr(r)
+		}
+	}()
+	return n.rn.Campaign()
+}
+
 // panicErr turns a panic of etcd raft (which panics on storage errors and
 // broken invariants) into the node's error.
 func (n *Node) panicErr(r any) error {
@@ -394,8 +405,13 @@ func (n *Node) propose(p *proposal) {
 	n.pending = append(n.pending, p)
 }
 
-// handleReady handles every Ready the RawNode has.
+// handleReady handles every Ready the RawNode has. A storage error that
+// a raft.Storage method could only report as one of raft's sentinel errors
+// (and that raft did not panic on) stops the node here.
 func (n *Node) handleReady() error {
+	if err := n.ml.storageErr; err != nil {
+		return fmt.Errorf("raft: storage failed: %w", err)
+	}
 	for n.rn.HasReady() {
 		rd := n.rn.Ready()
 		if err := n.persist(&rd); err != nil {

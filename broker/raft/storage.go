@@ -135,7 +135,8 @@ func (s *metadataLog) Snapshot() (*pb.Snapshot, error) {
 	if s.snapData == nil {
 		data, err := readWholeFile(s.fsys, filepath.Join(s.dir, snapshotFileName(s.snap)))
 		if err != nil {
-			s.logger.Warn("reading snapshot for a follower failed", "snapshot", s.snap.String(), "err", err)
+			// raft retries; the node stops on the error (handleReady).
+			s.noteStorageErr(fmt.Errorf("reading snapshot %s for a follower: %w", s.snap, err))
 			return nil, raft.ErrSnapshotTemporarilyUnavailable
 		}
 		s.snapData = data

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +42,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "moldau: unknown command %q\n\n", cmd)
 		usage(os.Stderr)
 		os.Exit(2)
+	}
+	if errors.Is(err, errFatal) {
+		os.Exit(1) // the broker logged why
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "moldau:", err)

@@ -66,6 +66,9 @@ func serve(args []string) error {
 	logger.Info("joining the cluster", "node.id", cfg.NodeID, "process.roles", strings.Join(cfg.ProcessRoles, ","))
 	if err := waitReady(b); err != nil {
 		b.Close()
+		if b.FatalErr() != nil {
+			return errFatal
+		}
 		return startupError(cfg, err)
 	}
 
@@ -97,8 +100,16 @@ func serve(args []string) error {
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
+	defer signal.Stop(sig)
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+	case <-b.Fatal():
+		// The broker logged why and is shutting itself down (Kafka
+		// halts the process): exit 1 once it has.
+		b.Close()
+		return errFatal
+	}
 	signal.Stop(sig)
 	if err := b.Close(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -106,6 +117,10 @@ func serve(args []string) error {
 	logger.Info("shut down cleanly")
 	return nil
 }
+
+// errFatal is serve's error after a fatal error stopped the broker, which
+// has logged the reason: main exits 1 without another line.
+var errFatal = errors.New("the broker stopped on a fatal error")
 
 // memoryLimitShare is the share of the cgroup memory limit given to
 // GOMEMLIMIT: the rest is for what the Go runtime does not count (thread
