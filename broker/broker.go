@@ -112,39 +112,9 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	}
 	b.loader = metadata.NewLoader(b.log)
 	b.requestMemory = memory.NewPool(cfg.QueuedMaxRequestBytes)
-	logConfig := func(overrides map[string]string) log.Config {
-		lc := cfg.LogConfig(overrides)
-		if b.requestMemory.Bounded() {
-			lc.Memory = b.requestMemory
-		}
-		return lc
-	}
-	configFor := func(t *metadata.Topic) log.Config { return logConfig(t.Configs) }
-	b.logs, err = log.NewManager(log.ManagerConfig{
-		Dirs:   cfg.LogDirs,
-		Logger: b.log,
-		ConfigFor: func(topic string) log.Config {
-			if t, ok := b.loader.Image().Topic(topic); ok {
-				return configFor(t)
-			}
-			return logConfig(nil)
-		},
-		RecoveryThreadsPerDataDir:          cfg.NumRecoveryThreadsPerDataDir,
-		RetentionCheckInterval:             cfg.LogRetentionCheckInterval,
-		FlushSchedulerInterval:             cfg.LogFlushSchedulerInterval,
-		FlushOffsetCheckpointInterval:      cfg.LogFlushOffsetCheckpointInterval,
-		FlushStartOffsetCheckpointInterval: cfg.LogFlushStartOffsetCheckpointInterval,
-		ProducerIDExpirationMs:             func() int64 { return int64(cfg.GetInt("producer.id.expiration.ms")) },
-		ProducerIDExpirationCheckInterval:  cfg.ProducerIDExpirationCheckInterval,
-		Registerer:                         b.registry,
-		Cleaner:                            cfg.CleanerConfig(),
-		Scrub:                              cfg.ScrubConfig(),
-	})
+	configFor, err := b.newLogManager()
 	if err != nil {
-		return nil, fmt.Errorf("loading logs: %w", err)
-	}
-	if e := b.logDirsFatal(b.logs.OnlineDirs(), b.logs.OfflineDirs()); e != nil {
-		return nil, fmt.Errorf("loading logs: %w", e)
+		return nil, err
 	}
 	b.replicas, err = replica.NewManager(replica.Config{
 		NodeID:     cfg.NodeID,
@@ -183,7 +153,65 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
 		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
 	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
-	b.handler = kapi.New(kapi.Config{
+	b.handler = b.newRequestHandler()
+	b.socket.cfg.Handler = b.handler
+	b.registerReconfigurables()
+	if cfg.MetricsListener != "" {
+		if b.httpSrv, err = ServeMetrics(cfg.MetricsListener, b.registry, b.log); err != nil {
+			return nil, fmt.Errorf("metrics listener %s: %w", cfg.MetricsListener, err)
+		}
+	}
+	return b, nil
+}
+
+// newLogManager loads the log dirs (Kafka's LogManager) and returns the
+// log config of a topic: the broker's defaults, the topic's overrides and
+// the request memory budget.
+func (b *Broker) newLogManager() (func(*metadata.Topic) log.Config, error) {
+	cfg := b.cfg
+	logConfig := func(overrides map[string]string) log.Config {
+		lc := cfg.LogConfig(overrides)
+		if b.requestMemory.Bounded() {
+			lc.Memory = b.requestMemory
+		}
+		return lc
+	}
+	configFor := func(t *metadata.Topic) log.Config { return logConfig(t.Configs) }
+	var err error
+	b.logs, err = log.NewManager(log.ManagerConfig{
+		Dirs:   cfg.LogDirs,
+		Logger: b.log,
+		ConfigFor: func(topic string) log.Config {
+			if t, ok := b.loader.Image().Topic(topic); ok {
+				return configFor(t)
+			}
+			return logConfig(nil)
+		},
+		RecoveryThreadsPerDataDir:          cfg.NumRecoveryThreadsPerDataDir,
+		RetentionCheckInterval:             cfg.LogRetentionCheckInterval,
+		FlushSchedulerInterval:             cfg.LogFlushSchedulerInterval,
+		FlushOffsetCheckpointInterval:      cfg.LogFlushOffsetCheckpointInterval,
+		FlushStartOffsetCheckpointInterval: cfg.LogFlushStartOffsetCheckpointInterval,
+		ProducerIDExpirationMs:             func() int64 { return int64(cfg.GetInt("producer.id.expiration.ms")) },
+		ProducerIDExpirationCheckInterval:  cfg.ProducerIDExpirationCheckInterval,
+		Registerer:                         b.registry,
+		Cleaner:                            cfg.CleanerConfig(),
+		Scrub:                              cfg.ScrubConfig(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading logs: %w", err)
+	}
+	if e := b.logDirsFatal(b.logs.OnlineDirs(), b.logs.OfflineDirs()); e != nil {
+		return nil, fmt.Errorf("loading logs: %w", e)
+	}
+	return configFor, nil
+}
+
+// newRequestHandler is kapi's handler (KafkaApis) wired to the broker's
+// parts.
+func (b *Broker) newRequestHandler() *kapi.Handler {
+	cfg := b.cfg
+	return kapi.New(kapi.Config{
 		NodeID:      cfg.NodeID,
 		ClusterID:   b.clusterID,
 		Logger:      b.log,
@@ -205,14 +233,6 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		Txn:                        b.txn,
 		VerifyTransactionalProduce: b.verifyProduce,
 	})
-	b.socket.cfg.Handler = b.handler
-	b.registerReconfigurables()
-	if cfg.MetricsListener != "" {
-		if b.httpSrv, err = ServeMetrics(cfg.MetricsListener, b.registry, b.log); err != nil {
-			return nil, fmt.Errorf("metrics listener %s: %w", cfg.MetricsListener, err)
-		}
-	}
-	return b, nil
 }
 
 // newMetadataQuorum opens the metadata log and, for a node with the
