@@ -305,8 +305,10 @@
 //
 // Metrics (NewMetrics) registers the collectors on a caller's
 // prometheus.Registerer, never the global one, with the names Kafka's usual
-// JMX Prometheus exporter produces. ServeMetrics serves /metrics and
-// /debug/pprof/ on its own mux.
+// JMX Prometheus exporter produces. The six request-time percentiles
+// (RequestMetrics' *TimeMs) are broker/summary Vecs, a few atomic adds per
+// observation. ServeMetrics serves /metrics and /debug/pprof/ on its own
+// mux.
 //
 // # Thread-safety
 //

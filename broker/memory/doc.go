@@ -2,7 +2,8 @@
 // that request frames reserve before they are read (Kafka's MemoryPool
 // and SimpleMemoryPool, sized by queued.max.request.bytes), and the
 // figures the budget is derived from (the Go memory limit, the cgroup
-// limit, the machine's memory).
+// limit, the machine's memory); and GCFloor, a floor under the garbage
+// collector's heap goal while the live heap is small.
 //
 // # Pool
 //
@@ -30,7 +31,15 @@
 // else the machine's memory (MemTotal). DefaultQueuedMaxRequestBytes is a
 // quarter of it, at least 16 MiB.
 //
+// # GC floor
+//
+// GCFloor sets GOGC after every collection so that the next heap goal is
+// at least its floor (see gc.go). GOGC is process-wide: GCFloor is for the
+// process's owner (moldau serve), not for a Broker, several of which may
+// share a test process.
+//
 // # Thread-safety
 //
-// A Pool is safe for concurrent use. Nothing here keeps global state.
+// A Pool is safe for concurrent use. Nothing here keeps global state,
+// except that a running GCFloor sets the process's GOGC.
 package memory

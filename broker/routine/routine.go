@@ -5,6 +5,11 @@
 // all of them have returned.
 //
 // A Group is safe for concurrent use; its zero value is ready to use.
+//
+// Background and LowerThreadPriority run work that must not compete with
+// the request path (bulk log creation and deletion, the log cleaner) on
+// an OS thread of its own with a higher nice value, so that the kernel
+// gives the CPU to everyone else first.
 package routine
 
 import (
