@@ -19,9 +19,10 @@ import (
 //
 // After every collection it sets GOGC so that the next goal is the larger
 // of floor and live*(1+GOGC/100) (live being the heap that survived the
-// collection, runtime/metrics' /gc/heap/live:bytes), capped at 10 times
-// the live heap. It runs in the finalizer of an object it allocates anew
-// each cycle, as uber-go's GC tuner does. Stop restores GOGC.
+// collection, runtime/metrics' /gc/heap/live:bytes, taken as at least
+// 1 MiB, so also before the first collection). It runs in the finalizer
+// of an object it allocates anew each cycle, as uber-go's GC tuner does.
+// Stop restores GOGC.
 type GCFloor struct {
 	floor   uint64
 	base    int // GOGC when started
@@ -31,9 +32,9 @@ type GCFloor struct {
 	sample  []metrics.Sample
 }
 
-// maxGCPercent caps what GCFloor sets: a goal of at most 10 times the
-// live heap.
-const maxGCPercent = 900
+// minLive is the smallest live heap GCFloor assumes: with 1 MiB and a
+// floor of 128 MiB it sets GOGC to at most 12,700.
+const minLive = 1 << 20
 
 // StartGCFloor starts a GCFloor of floor bytes. It does nothing (returns
 // nil) when floor is not positive or GOGC is off.
@@ -85,14 +86,15 @@ func (g *GCFloor) tune() {
 // percentFor is the GOGC that puts the goal at the floor, for a live
 // heap of live bytes.
 func (g *GCFloor) percentFor(live uint64) int {
-	if live == 0 || live*uint64(100+g.base)/100 >= g.floor {
+	live = max(live, minLive)
+	if live*uint64(100+g.base)/100 >= g.floor {
 		return g.base
 	}
 	p := int(g.floor*100/live) - 100
 	// Round to a step of 10%, so that small changes of the live heap
 	// do not reset the pacer every cycle.
 	p = (p + 9) / 10 * 10
-	return min(max(p, g.base), maxGCPercent)
+	return max(p, g.base)
 }
 
 // Stop stops tuning and restores GOGC. Nil-safe.
