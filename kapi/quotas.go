@@ -53,6 +53,19 @@ func takeQuota(q *quota.Quota, n int, name func(i int) string, permits func(i in
 	return refused
 }
 
+// splitRefused splits items into those to forward and those refused
+// (refused[i]), each in request order.
+func splitRefused[T any](items []T, refused []bool) (kept, out []T) {
+	for i, it := range items {
+		if refused[i] {
+			out = append(out, it)
+		} else {
+			kept = append(kept, it)
+		}
+	}
+	return kept, out
+}
+
 func throttleMillis(q *quota.Quota, cur int32) int32 {
 	if q == nil {
 		return cur
@@ -78,15 +91,8 @@ func (h *Handler) createTopicsQuota(rc *RequestContext, req *kmsg.CreateTopicsRe
 		return float64(h.cfg.Broker.NumPartitions)
 	})
 	fwd := *req
-	fwd.Topics = nil
 	var out []kmsg.CreateTopicsRequestTopic
-	for i, rt := range req.Topics {
-		if refused[i] {
-			out = append(out, rt)
-		} else {
-			fwd.Topics = append(fwd.Topics, rt)
-		}
-	}
+	fwd.Topics, out = splitRefused(req.Topics, refused)
 	return &fwd, out, q
 }
 
@@ -106,15 +112,8 @@ func (h *Handler) createPartitionsQuota(rc *RequestContext, req *kmsg.CreatePart
 		return float64(max(0, int(req.Topics[i].Count)-cur))
 	})
 	fwd := *req
-	fwd.Topics = nil
 	var out []kmsg.CreatePartitionsRequestTopic
-	for i, rt := range req.Topics {
-		if refused[i] {
-			out = append(out, rt)
-		} else {
-			fwd.Topics = append(fwd.Topics, rt)
-		}
-	}
+	fwd.Topics, out = splitRefused(req.Topics, refused)
 	return &fwd, out, q
 }
 
@@ -134,15 +133,8 @@ func (h *Handler) deleteTopicsQuota(rc *RequestContext, req *kmsg.DeleteTopicsRe
 			}
 			return 0
 		})
-		fwd.TopicNames = nil
 		var out []string
-		for i, n := range req.TopicNames {
-			if refused[i] {
-				out = append(out, n)
-			} else {
-				fwd.TopicNames = append(fwd.TopicNames, n)
-			}
-		}
+		fwd.TopicNames, out = splitRefused(req.TopicNames, refused)
 		return &fwd, nil, out, q
 	}
 	key := func(t kmsg.DeleteTopicsRequestTopic) string {
@@ -162,14 +154,7 @@ func (h *Handler) deleteTopicsQuota(rc *RequestContext, req *kmsg.DeleteTopicsRe
 		}
 		return 0
 	})
-	fwd.Topics = nil
 	var out []kmsg.DeleteTopicsRequestTopic
-	for i, t := range req.Topics {
-		if refused[i] {
-			out = append(out, t)
-		} else {
-			fwd.Topics = append(fwd.Topics, t)
-		}
-	}
+	fwd.Topics, out = splitRefused(req.Topics, refused)
 	return &fwd, out, nil, q
 }
