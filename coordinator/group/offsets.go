@@ -154,9 +154,45 @@ func (s *Shard) replayEndTransactionMarker(producerID int64, commit bool) {
 
 // OffsetCommitPartition is one partition of a commit that passed the
 // service's topic checks.
-type offsetCommitTopic struct {
+type offsetCommitTopic = commitTopic[kmsg.OffsetCommitRequestTopicPartition]
+
+// commitTopic is a topic of an offset commit (OffsetCommit or
+// TxnOffsetCommit) that exists, with those of its partitions that exist.
+type commitTopic[P any] struct {
 	name       string
-	partitions []kmsg.OffsetCommitRequestTopicPartition
+	partitions []P
+}
+
+// resolveCommitTopic checks a topic of an offset commit against the
+// metadata, as KafkaApis does before asking the coordinator: by id when
+// byID (UNKNOWN_TOPIC_ID if unknown), else by name
+// (UNKNOWN_TOPIC_OR_PARTITION); a partition out of range is
+// UNKNOWN_TOPIC_OR_PARTITION. codes[j] is partition j's error, -1 for the
+// partitions that go to the coordinator (in the returned topic).
+func resolveCommitTopic[P any](md Metadata, byID bool, id [16]byte, name string, parts []P, index func(P) int32) (commitTopic[P], []int16) {
+	var info TopicInfo
+	var ok bool
+	unknown := kerr.UnknownTopicOrPartition.Code
+	if byID {
+		info, ok = md.TopicByID(id)
+		name, unknown = info.Name, kerr.UnknownTopicID.Code
+	} else {
+		info, ok = md.TopicByName(name)
+	}
+	t := commitTopic[P]{name: name}
+	codes := make([]int16, len(parts))
+	for j, p := range parts {
+		switch i := index(p); {
+		case !ok:
+			codes[j] = unknown
+		case i < 0 || i >= info.Partitions:
+			codes[j] = kerr.UnknownTopicOrPartition.Code
+		default:
+			codes[j] = -1 // to the coordinator
+			t.partitions = append(t.partitions, p)
+		}
+	}
+	return t, codes
 }
 
 // commitOffset is OffsetMetadataManager.commitOffset: validate the member

@@ -22,31 +22,10 @@ func (s *Service) OffsetCommit(rc RequestContext, req *kmsg.OffsetCommitRequest,
 	var valid []offsetCommitTopic
 	names := make([]string, len(req.Topics))
 	for i, t := range req.Topics {
-		pre[i] = make([]int16, len(t.Partitions))
-		name := t.Topic
-		var info TopicInfo
-		var ok bool
-		unknown := kerr.UnknownTopicOrPartition.Code
-		if req.Version >= 10 {
-			info, ok = s.opts.Metadata.TopicByID(t.TopicID)
-			name = info.Name
-			unknown = kerr.UnknownTopicID.Code
-		} else {
-			info, ok = s.opts.Metadata.TopicByName(t.Topic)
-		}
-		names[i] = name
-		vt := offsetCommitTopic{name: name}
-		for j, p := range t.Partitions {
-			switch {
-			case !ok:
-				pre[i][j] = unknown
-			case p.Partition < 0 || p.Partition >= info.Partitions:
-				pre[i][j] = kerr.UnknownTopicOrPartition.Code
-			default:
-				pre[i][j] = -1 // to the coordinator
-				vt.partitions = append(vt.partitions, p)
-			}
-		}
+		var vt offsetCommitTopic
+		vt, pre[i] = resolveCommitTopic(s.opts.Metadata, req.Version >= 10, t.TopicID, t.Topic, t.Partitions,
+			func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
+		names[i] = vt.name
 		if len(vt.partitions) > 0 {
 			valid = append(valid, vt)
 		}

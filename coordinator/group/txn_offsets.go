@@ -39,29 +39,10 @@ func (s *Service) TxnOffsetCommit(rc RequestContext, req *kmsg.TxnOffsetCommitRe
 	names := make([]string, len(req.Topics))
 	var valid []txnOffsetCommitTopic
 	for i, t := range req.Topics {
-		pre[i] = make([]int16, len(t.Partitions))
-		name, unknown := t.Topic, kerr.UnknownTopicOrPartition.Code
-		var info TopicInfo
-		var ok bool
-		if req.Version >= 6 {
-			info, ok = s.opts.Metadata.TopicByID(t.TopicID)
-			name, unknown = info.Name, kerr.UnknownTopicID.Code
-		} else {
-			info, ok = s.opts.Metadata.TopicByName(t.Topic)
-		}
-		names[i] = name
-		vt := txnOffsetCommitTopic{name: name}
-		for j, p := range t.Partitions {
-			switch {
-			case !ok:
-				pre[i][j] = unknown
-			case p.Partition < 0 || p.Partition >= info.Partitions:
-				pre[i][j] = kerr.UnknownTopicOrPartition.Code
-			default:
-				pre[i][j] = -1 // to the coordinator
-				vt.partitions = append(vt.partitions, p)
-			}
-		}
+		var vt txnOffsetCommitTopic
+		vt, pre[i] = resolveCommitTopic(s.opts.Metadata, req.Version >= 6, t.TopicID, t.Topic, t.Partitions,
+			func(p kmsg.TxnOffsetCommitRequestTopicPartition) int32 { return p.Partition })
+		names[i] = vt.name
 		if len(vt.partitions) > 0 {
 			valid = append(valid, vt)
 		}
@@ -121,10 +102,7 @@ func (s *Service) TxnOffsetCommit(rc RequestContext, req *kmsg.TxnOffsetCommitRe
 	})
 }
 
-type txnOffsetCommitTopic struct {
-	name       string
-	partitions []kmsg.TxnOffsetCommitRequestTopicPartition
-}
+type txnOffsetCommitTopic = commitTopic[kmsg.TxnOffsetCommitRequestTopicPartition]
 
 // commitTransactionalOffset is OffsetMetadataManager.commitTransactionalOffset:
 // validate the member and generation (or epoch), then one record per
