@@ -24,6 +24,11 @@ type Loader struct {
 	log *slog.Logger
 
 	image atomic.Pointer[Image]
+	// published is the newest image every publisher has been given:
+	// WaitFor looks at it, so that a request answered after WaitFor sees
+	// the publishers' effects (a dynamic config installed, a log created),
+	// not just the image.
+	published atomic.Pointer[Image]
 
 	mu         sync.Mutex // serializes updates and publisher changes
 	publishers []Publisher
@@ -45,10 +50,12 @@ func NewLoader(logger *slog.Logger) *Loader {
 	}
 	l := &Loader{log: logger.With("component", "metadata-loader")}
 	l.image.Store(Empty)
+	l.published.Store(Empty)
 	return l
 }
 
-// Image returns the newest published image. Safe for concurrent use, and
+// Image returns the newest image, which the publishers may still be
+// applying (WaitFor waits for them). Safe for concurrent use, and
 // lock-free: the produce and fetch paths call it.
 func (l *Loader) Image() *Image { return l.image.Load() }
 
@@ -173,6 +180,7 @@ func (l *Loader) publish(d *Delta) {
 	for _, p := range l.publishers {
 		p.OnMetadataUpdate(d, im)
 	}
+	l.published.Store(im)
 	l.wake(im)
 }
 
@@ -188,18 +196,19 @@ func (l *Loader) WaitForOffset(ctx context.Context, offset int64) error {
 	return l.WaitFor(ctx, func(im *Image) bool { return im.Offset >= offset })
 }
 
-// WaitFor blocks until cond holds for the published image (or ctx ends):
-// a broker answering a topic creation waits until its own metadata shows
-// the topic, so that the client's next request here finds it.
+// WaitFor blocks until cond holds for an image that every publisher has
+// been given (or ctx ends): a broker answering a topic creation waits until
+// its own metadata shows the topic and its logs exist, so that the client's
+// next request here finds it.
 func (l *Loader) WaitFor(ctx context.Context, cond func(*Image) bool) error {
-	if cond(l.image.Load()) {
+	if cond(l.published.Load()) {
 		return nil
 	}
 	w := imageWaiter{cond: cond, ch: make(chan struct{})}
 	l.waitMu.Lock()
 	l.waiters = append(l.waiters, w)
 	l.waitMu.Unlock()
-	l.wake(l.image.Load()) // published between the check and the append
+	l.wake(l.published.Load()) // published between the check and the append
 	select {
 	case <-w.ch:
 		return nil
