@@ -9,6 +9,7 @@ import (
 
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
 )
 
@@ -28,22 +29,18 @@ import (
 // add.partitions.to.txn.retry.backoff.max.ms, as Kafka 4 does
 // (KAFKA-18654), instead of failing the produce.
 //
-// Moldau checks the log's open transaction when the request arrives;
-// Kafka also carries a VerificationGuard into the append, so that an
-// abort landing in between fails it. Under transaction version 2 a
-// coordinator's abort bumps the epoch, which fails such an append anyway.
+// The partition's log hands out a VerificationGuard when a produce's
+// verification starts, and the append must bring it back: a marker that
+// ends the transaction in between retires the guard, so the late append
+// fails with INVALID_TXN_STATE instead of opening a transaction the
+// coordinator does not know (log/verification.go). The group
+// coordinator's TxnOffsetCommit checks the open transaction when it
+// arrives, without a guard.
 
 // addOrVerifyTxn asks the transaction coordinator of transactionalID about
-// tps (see above) and calls done once with the error of each partition
-// that may not be written (nil or empty: all may).
-func (b *Broker) addOrVerifyTxn(transactionalID string, producerID int64, producerEpoch int16, tps []log.TopicPartition, add bool, done func(map[log.TopicPartition]error)) {
-	var ask []log.TopicPartition
-	for _, tp := range tps {
-		if p := b.replicas.Partition(tp); p != nil && p.Log.HasOngoingTransaction(producerID, producerEpoch) {
-			continue
-		}
-		ask = append(ask, tp)
-	}
+// the partitions in ask (see above) and calls done once with the error of
+// each partition that may not be written (nil or empty: all may).
+func (b *Broker) addOrVerifyTxn(transactionalID string, producerID int64, producerEpoch int16, ask []log.TopicPartition, add bool, done func(map[log.TopicPartition]error)) {
 	if len(ask) == 0 {
 		done(nil)
 		return
@@ -219,27 +216,76 @@ func (b *Broker) verifyTransaction(transactionalID string, producerID int64, pro
 		return
 	}
 	tp := log.TopicPartition{Topic: metadata.ConsumerOffsetsTopic, Partition: partition}
-	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, []log.TopicPartition{tp}, add, func(errs map[log.TopicPartition]error) {
+	var ask []log.TopicPartition
+	if p := b.replicas.Partition(tp); p == nil || !p.Log.HasOngoingTransaction(producerID, producerEpoch) {
+		ask = append(ask, tp)
+	}
+	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, ask, add, func(errs map[log.TopicPartition]error) {
 		done(txnErrorFor(errs[tp], version, 4))
 	})
 }
 
 // verifyProduce is kapi's hook for transactional produce requests: Produce
 // v12+ adds the partitions to the transaction, older versions verify them
-// (when transaction.partition.verification.enable is on).
-func (b *Broker) verifyProduce(transactionalID string, producerID int64, producerEpoch int16, tps []log.TopicPartition, version int16, done func(map[log.TopicPartition]error)) {
+// (when transaction.partition.verification.enable is on). Each partition's
+// log gives the guard its append brings; where the producer's
+// transaction is open already, nothing is asked.
+func (b *Broker) verifyProduce(transactionalID string, producerID int64, producerEpoch int16, parts []kapi.TxnPartition, version int16, done func(kapi.TxnVerification)) {
 	add := version >= 12
 	if !add && !b.cfg.GetBool("transaction.partition.verification.enable") {
-		done(nil)
+		done(kapi.TxnVerification{})
 		return
 	}
-	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, tps, add, func(errs map[log.TopicPartition]error) {
-		out := map[log.TopicPartition]error{}
-		for tp, err := range errs {
-			if err := txnErrorFor(err, version, 11); err != nil {
-				out[tp] = err
+	v := kapi.TxnVerification{Guards: make(map[log.TopicPartition]log.VerificationGuard, len(parts)), Refused: map[log.TopicPartition]error{}}
+	b.verifyProduceAttempt(transactionalID, producerID, producerEpoch, parts, version, v, true, done)
+}
+
+// verifyProduceAttempt takes the guards of parts and asks the coordinator.
+// An add the coordinator held back until the previous transaction's
+// markers were written comes back with its guard retired by those
+// markers; its "yes" may predate them, so with again the partitions whose
+// guard was retired are asked once more under fresh guards (Kafka's
+// broker retries such an add after CONCURRENT_TRANSACTIONS, with a new
+// guard). Under transaction version 2 the epoch tells transactions apart:
+// if the marker ended the very transaction the produce belongs to, the
+// second answer is a fenced epoch. The classic protocol's verify-only
+// check is not repeated: there the client adds its partitions after the
+// previous markers, so a retired guard means the transaction ended.
+func (b *Broker) verifyProduceAttempt(transactionalID string, producerID int64, producerEpoch int16, parts []kapi.TxnPartition, version int16, v kapi.TxnVerification, again bool, done func(kapi.TxnVerification)) {
+	add := version >= 12
+	var ask []log.TopicPartition
+	asked := make(map[log.TopicPartition]kapi.TxnPartition, len(parts))
+	for _, p := range parts {
+		g, err := b.replicas.MaybeStartTransactionVerification(p.TopicPartition, producerID, p.FirstSequence, producerEpoch)
+		if err != nil {
+			delete(v.Guards, p.TopicPartition)
+			continue // not the leader, or offline: the append says so
+		}
+		v.Guards[p.TopicPartition] = g
+		if g != log.SentinelGuard {
+			ask = append(ask, p.TopicPartition)
+			asked[p.TopicPartition] = p
+		}
+	}
+	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, ask, add, func(errs map[log.TopicPartition]error) {
+		var retry []kapi.TxnPartition
+		for _, tp := range ask {
+			err := txnErrorFor(errs[tp], version, 11)
+			switch {
+			case err != nil:
+				v.Refused[tp] = err
+				if code := apierr.CodeOf(err); code == nil || !code.Retriable {
+					b.replicas.AbandonTransactionVerification(tp, producerID, v.Guards[tp])
+				}
+				delete(v.Guards, tp)
+			case add && again && !b.replicas.TransactionVerificationCurrent(tp, producerID, v.Guards[tp]):
+				retry = append(retry, asked[tp])
 			}
 		}
-		done(out)
+		if len(retry) > 0 {
+			b.verifyProduceAttempt(transactionalID, producerID, producerEpoch, retry, version, v, false, done)
+			return
+		}
+		done(v)
 	})
 }

@@ -145,15 +145,32 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 	})
 }
 
+// TxnPartition is a partition a transactional Produce writes, with the
+// first sequence of its batch.
+type TxnPartition struct {
+	replica.TopicPartition
+	FirstSequence int32
+}
+
+// TxnVerification is Config.VerifyTransactionalProduce's answer: the
+// partitions verified, with the guard each append brings
+// (log.SentinelGuard where the transaction was open already), and those
+// refused. Both empty: verification is off for the request.
+type TxnVerification struct {
+	Guards  map[replica.TopicPartition]log.VerificationGuard
+	Refused map[replica.TopicPartition]error
+}
+
 // verifyTransactional hands the partitions that get transactional batches
-// to Config.VerifyTransactionalProduce (KIP-890) and calls next with the
-// ones refused; next runs at once when there is nothing to verify.
+// to Config.VerifyTransactionalProduce (KIP-890), marks the entries it
+// verified with their guards, and calls next with the ones refused; next
+// runs at once when there is nothing to verify.
 func (h *Handler) verifyTransactional(req *kmsg.ProduceRequest, entries []replica.ProduceEntry, next func(map[replica.TopicPartition]error)) {
 	if req.TransactionID == nil || h.cfg.VerifyTransactionalProduce == nil {
 		next(nil)
 		return
 	}
-	var tps []replica.TopicPartition
+	var parts []TxnPartition
 	var pid int64
 	var epoch int16
 	for _, e := range entries {
@@ -161,14 +178,21 @@ func (h *Handler) verifyTransactional(req *kmsg.ProduceRequest, entries []replic
 		if err != nil || !hdr.IsTransactional() || hdr.ProducerID < 0 {
 			continue // the append answers what is wrong with it
 		}
-		tps = append(tps, e.TopicPartition)
+		parts = append(parts, TxnPartition{TopicPartition: e.TopicPartition, FirstSequence: hdr.BaseSequence})
 		pid, epoch = hdr.ProducerID, hdr.ProducerEpoch
 	}
-	if len(tps) == 0 {
+	if len(parts) == 0 {
 		next(nil)
 		return
 	}
-	h.cfg.VerifyTransactionalProduce(*req.TransactionID, pid, epoch, tps, req.Version, next)
+	h.cfg.VerifyTransactionalProduce(*req.TransactionID, pid, epoch, parts, req.Version, func(v TxnVerification) {
+		for i := range entries {
+			if g, ok := v.Guards[entries[i].TopicPartition]; ok {
+				entries[i].VerifyTransaction, entries[i].VerificationGuard = true, g
+			}
+		}
+		next(v.Refused)
+	})
 }
 
 // produceTopic resolves a produce request's topic by name (v3-12) or ID

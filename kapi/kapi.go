@@ -56,9 +56,10 @@ type Config struct {
 	Txn *txn.Service
 	// VerifyTransactionalProduce, if set, is asked before the partitions
 	// of a transactional produce are appended (KIP-890: the transaction
-	// coordinator verifies them, or from Produce v12 adds them); done gets
-	// the partitions that must not be appended, with their errors.
-	VerifyTransactionalProduce func(transactionalID string, producerID int64, producerEpoch int16, tps []replica.TopicPartition, version int16, done func(map[replica.TopicPartition]error))
+	// coordinator verifies them, or from Produce v12 adds them); done
+	// gets the guards the appends must bring and the partitions that
+	// must not be appended, with their errors.
+	VerifyTransactionalProduce func(transactionalID string, producerID int64, producerEpoch int16, parts []TxnPartition, version int16, done func(TxnVerification))
 
 	// CompleteGroupTransaction, when set, takes the transaction markers
 	// WriteTxnMarkers carries for __consumer_offsets partitions (the

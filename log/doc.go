@@ -115,10 +115,14 @@
 // even after a clean shutdown (Kafka skips that scan, assuming an
 // upgrade).
 //
-// Not implemented yet: KIP-890 transaction verification
-// (transaction.partition.verification.enable, VerificationGuard), which
-// needs the transaction coordinator; a transactional batch of a producer
-// with no open transaction starts one, as in Kafka with verification off.
+// Transaction verification (KIP-890, verification.go): a leader that
+// asked the transaction coordinator before a producer's first
+// transactional batch on the log brings the VerificationGuard the log gave
+// when it asked; a marker written in between retires the guard and the
+// append fails with INVALID_TXN_STATE, so a late batch never opens a
+// transaction the coordinator does not know (a hanging transaction).
+// Appends that were not verified (transaction.partition.verification.enable
+// off, Produce before v12) are not checked.
 //
 // # Concurrency and lock order
 //

@@ -105,7 +105,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	if _, _, err := l.pstate.prepare(pbs, AppendOriginReplication, 0); err != nil {
+	if _, _, err := l.pstate.prepare(pbs, AppendOriginReplication, 0, false, SentinelGuard); err != nil {
 		l.pstate.abandon()
 		return AppendInfo{}, err
 	}

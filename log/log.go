@@ -252,6 +252,13 @@ type AppendOptions struct {
 	// (WriteTxnMarkers v2, KIP-1228): from 2 a marker must carry an epoch
 	// newer than the producer's. 0 for the classic protocol.
 	TransactionVersion int16
+	// VerifyTransaction: the append's transactional batches were verified
+	// with the transaction coordinator, and one that opens a transaction
+	// must bring VerificationGuard, the guard that
+	// MaybeStartTransactionVerification gave (Kafka's
+	// requestVerificationGuard; verification.go).
+	VerifyTransaction bool
+	VerificationGuard VerificationGuard
 }
 
 // AppendAsLeader validates records, assigns offsets and appends them as
@@ -298,7 +305,7 @@ func (l *Log) appendLocked(records []byte, leaderEpoch int32, opts AppendOptions
 	if err != nil {
 		return AppendInfo{}, false, err
 	}
-	if dup, ok, err := l.pstate.prepare(pbs, opts.Origin, opts.TransactionVersion); err != nil {
+	if dup, ok, err := l.pstate.prepare(pbs, opts.Origin, opts.TransactionVersion, opts.VerifyTransaction, opts.VerificationGuard); err != nil {
 		l.pstate.abandon()
 		return AppendInfo{}, false, err
 	} else if ok {

@@ -362,7 +362,7 @@ func (l *Log) replaySegment(s *Segment, start int64, rebuild bool, buf []byte) (
 					l.logger.Warn("ignoring undecodable control batch", "partition", l.tp.String(), "offset", h.BaseOffset, "err", err)
 				}
 			}
-			if _, _, err := l.pstate.prepare([]producerBatch{pb}, AppendOriginReplication, 0); err != nil {
+			if _, _, err := l.pstate.prepare([]producerBatch{pb}, AppendOriginReplication, 0, false, SentinelGuard); err != nil {
 				l.pstate.abandon()
 				l.logger.Warn("producer state refuses a batch in the log; skipped", "partition", l.tp.String(), "offset", h.BaseOffset, "err", err)
 			} else if err := l.completeTxns(s, l.pstate.commit(), rebuild); err != nil {

@@ -165,6 +165,9 @@ type pendingProducer struct {
 	pid       int64
 	entry     producerEntry
 	origEpoch int16 // the committed entry's epoch (-1 for a new producer)
+	// wroteTxn: a transactional batch or a marker of the producer is in
+	// the append, which retires its verification guard.
+	wroteTxn bool
 }
 
 // producerStateManager is Kafka's ProducerStateManager, in memory (the
@@ -174,6 +177,9 @@ type producerStateManager struct {
 	// ongoing are the open transactions sorted by first offset
 	// (Kafka's ongoingTxns). A producer has at most one.
 	ongoing []txnStart
+	// verifications are the transaction verifications in progress, by
+	// producer id (Kafka's verificationStates; verification.go).
+	verifications map[int64]*verificationState
 
 	// What the last prepare found, applied by commit: the updated
 	// entries and the transactions started and completed, in order.
@@ -220,8 +226,10 @@ func decrementSequence(seq, dec int32) int32 {
 // protocol). Errors wrap Kafka's codes: INVALID_PRODUCER_EPOCH,
 // OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE,
 // TRANSACTION_COORDINATOR_FENCED; a replication append never fails on
-// epochs, only on a non-transactional batch inside a transaction.
-func (m *producerStateManager) prepare(batches []producerBatch, origin AppendOrigin, tv int16) (batchMeta, bool, error) {
+// epochs, only on a non-transactional batch inside a transaction. With
+// verify, a transactional batch that opens a transaction must bring the
+// guard of its verification (verification.go).
+func (m *producerStateManager) prepare(batches []producerBatch, origin AppendOrigin, tv int16, verify bool, guard VerificationGuard) (batchMeta, bool, error) {
 	m.pending, m.events = m.pending[:0], m.events[:0]
 	for i := range batches {
 		b := &batches[i]
@@ -236,6 +244,12 @@ func (m *producerStateManager) prepare(batches []producerBatch, origin AppendOri
 			}
 		}
 		p := m.pendingFor(b.pid)
+		if verify {
+			if err := m.checkVerification(p, b, guard); err != nil {
+				return batchMeta{}, false, err
+			}
+		}
+		p.wroteTxn = p.wroteTxn || b.transactional
 		var err error
 		if b.control {
 			err = m.appendEndTxnMarker(p, b, origin, tv)
@@ -294,6 +308,9 @@ func (m *producerStateManager) appendDataBatch(p *pendingProducer, b *producerBa
 		return err
 	}
 	if origin == AppendOriginClient {
+		if err := m.checkVerificationSequence(b); err != nil {
+			return err
+		}
 		if err := checkSequence(p, b.epoch, b.firstSeq, b.firstOffset); err != nil {
 			return err
 		}
@@ -356,6 +373,11 @@ func (m *producerStateManager) commit() []txnEvent {
 			e := p.entry
 			m.producers[p.pid] = &e
 		}
+		if p.wroteTxn {
+			// Its transaction is open (a first offset) or ended:
+			// the guard has served (Kafka's updateProducers).
+			delete(m.verifications, p.pid)
+		}
 	}
 	m.pending = m.pending[:0]
 	return m.events
@@ -414,6 +436,7 @@ func isExpired(e *producerEntry, nowMs, expirationMs int64) bool {
 
 // removeExpired forgets expired producers and returns how many.
 func (m *producerStateManager) removeExpired(nowMs, expirationMs int64) int {
+	m.removeExpiredVerifications(nowMs, expirationMs)
 	n := 0
 	for pid, e := range m.producers {
 		if isExpired(e, nowMs, expirationMs) {

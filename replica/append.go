@@ -15,6 +15,11 @@ import (
 type ProduceEntry struct {
 	TopicPartition
 	Records []byte
+	// VerifyTransaction and VerificationGuard: the entry's transactional
+	// batch was verified with the transaction coordinator under this
+	// guard (see MaybeStartTransactionVerification).
+	VerifyTransaction bool
+	VerificationGuard log.VerificationGuard
 }
 
 // ProduceResult is one partition's outcome.
@@ -115,6 +120,7 @@ func (m *Manager) appendToLocalLog(e ProduceEntry, opts log.AppendOptions) (Prod
 		res.Err = err
 		return res, -1
 	}
+	opts.VerifyTransaction, opts.VerificationGuard = e.VerifyTransaction, e.VerificationGuard
 	info, err := p.Log.AppendAsLeader(e.Records, p.LeaderEpoch(), opts)
 	if err != nil {
 		res.Err = err
@@ -157,4 +163,33 @@ func isExpectedAppendError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// MaybeStartTransactionVerification starts (or joins) the verification of
+// a producer's transaction on a partition this broker leads and returns
+// the guard its append must bring; log.SentinelGuard when the transaction
+// is already open there and needs no verification (Kafka's
+// ReplicaManager.maybeStartTransactionVerificationForPartition).
+func (m *Manager) MaybeStartTransactionVerification(tp TopicPartition, producerID int64, sequence int32, epoch int16) (log.VerificationGuard, error) {
+	p, err := m.getPartition(tp)
+	if err != nil {
+		return log.SentinelGuard, err
+	}
+	return p.Log.MaybeStartTransactionVerification(producerID, sequence, epoch), nil
+}
+
+// TransactionVerificationCurrent reports whether guard is still the
+// producer's verification guard on the partition (see
+// log.Log.TransactionVerificationCurrent).
+func (m *Manager) TransactionVerificationCurrent(tp TopicPartition, producerID int64, guard log.VerificationGuard) bool {
+	p := m.Partition(tp)
+	return p != nil && p.Log.TransactionVerificationCurrent(producerID, guard)
+}
+
+// AbandonTransactionVerification drops a verification the coordinator
+// refused (see log.Log.AbandonTransactionVerification).
+func (m *Manager) AbandonTransactionVerification(tp TopicPartition, producerID int64, guard log.VerificationGuard) {
+	if p := m.Partition(tp); p != nil {
+		p.Log.AbandonTransactionVerification(producerID, guard)
+	}
 }
