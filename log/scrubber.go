@@ -139,14 +139,22 @@ func (s *scrubber) scrubLog(l *Log, done <-chan struct{}) bool {
 	known = slices.DeleteFunc(known, func(c CorruptBatch) bool { return !slices.Contains(segs, c.seg) })
 	for i, seg := range segs {
 		found, ok := s.scrubSegment(l, seg, sizes[i], nexts[i], done)
+		var fresh []CorruptBatch
 		for _, c := range found {
-			if slices.ContainsFunc(known, func(k CorruptBatch) bool { return k.seg == c.seg && k.Position == c.Position }) {
-				continue
+			if !slices.ContainsFunc(known, func(k CorruptBatch) bool { return k.seg == c.seg && k.Position == c.Position }) {
+				fresh = append(fresh, c)
 			}
-			known = append(known, c)
-			s.corrupt.Inc()
+		}
+		if len(fresh) > 0 {
+			// The log knows a corrupt batch (fetches stop before
+			// it) before anyone is told of it.
+			known = append(known, fresh...)
+			l.setCorrupt(slices.Clone(known))
+		}
+		for _, c := range fresh {
 			s.logger.Error("corrupt batch found by the log scrubber: the data is damaged on disk; fetches stop before it (CORRUPT_MESSAGE)",
 				"partition", l.tp.String(), "segment", c.Segment, "offset", c.Offset, "position", c.Position, "size", c.Size, "reason", c.Reason)
+			s.corrupt.Inc()
 		}
 		if !ok {
 			l.setCorrupt(known)
