@@ -253,8 +253,8 @@ func (b *Broker) verifyProduce(transactionalID string, producerID int64, produce
 // previous markers, so a retired guard means the transaction ended.
 func (b *Broker) verifyProduceAttempt(transactionalID string, producerID int64, producerEpoch int16, parts []kapi.TxnPartition, version int16, v kapi.TxnVerification, again bool, done func(kapi.TxnVerification)) {
 	add := version >= 12
-	var ask []log.TopicPartition
-	asked := make(map[log.TopicPartition]kapi.TxnPartition, len(parts))
+	var ask []log.TopicPartition  // the partitions whose guard is not the sentinel
+	var asked []kapi.TxnPartition // the same, as given
 	for _, p := range parts {
 		g, err := b.replicas.MaybeStartTransactionVerification(p.TopicPartition, producerID, p.FirstSequence, producerEpoch)
 		if err != nil {
@@ -263,13 +263,12 @@ func (b *Broker) verifyProduceAttempt(transactionalID string, producerID int64, 
 		}
 		v.Guards[p.TopicPartition] = g
 		if g != log.SentinelGuard {
-			ask = append(ask, p.TopicPartition)
-			asked[p.TopicPartition] = p
+			ask, asked = append(ask, p.TopicPartition), append(asked, p)
 		}
 	}
 	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, ask, add, func(errs map[log.TopicPartition]error) {
 		var retry []kapi.TxnPartition
-		for _, tp := range ask {
+		for i, tp := range ask {
 			err := txnErrorFor(errs[tp], version, 11)
 			switch {
 			case err != nil:
@@ -279,7 +278,7 @@ func (b *Broker) verifyProduceAttempt(transactionalID string, producerID int64, 
 				}
 				delete(v.Guards, tp)
 			case add && again && !b.replicas.TransactionVerificationCurrent(tp, producerID, v.Guards[tp]):
-				retry = append(retry, asked[tp])
+				retry = append(retry, asked[i])
 			}
 		}
 		if len(retry) > 0 {

@@ -244,8 +244,7 @@ func (l *Log) ActiveProducers() []ProducerState {
 func (l *Log) HasOngoingTransaction(producerID int64, producerEpoch int16) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.pstate.producers[producerID]
-	return ok && e.currentTxnFirstOffset >= 0 && e.epoch == producerEpoch
+	return l.pstate.hasOngoingTransaction(producerID, producerEpoch)
 }
 
 // RemoveExpiredProducers forgets producers with no open transaction whose

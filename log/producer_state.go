@@ -456,6 +456,13 @@ func (m *producerStateManager) loadEntry(pid int64, e producerEntry) {
 	}
 }
 
+// hasOngoingTransaction reports whether the producer has an open
+// transaction at epoch.
+func (m *producerStateManager) hasOngoingTransaction(pid int64, epoch int16) bool {
+	e, ok := m.producers[pid]
+	return ok && e.currentTxnFirstOffset >= 0 && e.epoch == epoch
+}
+
 // numProducers is the number of producers tracked.
 func (m *producerStateManager) numProducers() int { return len(m.producers) }
 

@@ -63,10 +63,10 @@ func (v *verificationState) maybeUpdateLowestSequenceAndEpoch(seq int32, epoch i
 func (l *Log) MaybeStartTransactionVerification(producerID int64, sequence int32, epoch int16) VerificationGuard {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.pstate.producers[producerID]; ok && e.currentTxnFirstOffset >= 0 && e.epoch == epoch {
+	m := &l.pstate
+	if m.hasOngoingTransaction(producerID, epoch) {
 		return SentinelGuard
 	}
-	m := &l.pstate
 	if m.verifications == nil {
 		m.verifications = make(map[int64]*verificationState)
 	}
