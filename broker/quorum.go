@@ -28,6 +28,9 @@ type quorum struct {
 	ctrl   *controller.QuorumController
 	log    *slog.Logger
 	leader atomic.Int32
+	// opened is node once Open has returned: the listener, called from
+	// inside Open too, reads the high watermark through it.
+	opened atomic.Pointer[raft.Node]
 }
 
 type quorumConfig struct {
@@ -51,23 +54,43 @@ func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.Quorum
 	}
 	q := &quorum{loader: loader, ctrl: ctrl, log: c.Logger}
 	q.leader.Store(-1)
+	// The loader publishes nothing until it has replayed what was
+	// committed before this start (see maybeCaughtUp).
+	loader.HoldUntilCaughtUp()
 	node, err := raft.Open(raft.Config{
-		NodeID:                   c.NodeID,
-		Voters:                   voters,
-		Dir:                      c.Dir,
-		Logger:                   c.Logger,
-		Registerer:               c.Registry,
-		ElectionTimeout:          c.Config.QuorumElectionTimeout,
-		MaxBytesBetweenSnapshots: c.Config.MetadataSnapshotMaxNewRecordBytes,
-		MaxRetentionBytes:        c.Config.MetadataMaxRetentionBytes,
-		SegmentBytes:             c.Config.MetadataLogSegmentBytes,
-		FS:                       c.FS,
+		NodeID:                      c.NodeID,
+		Voters:                      voters,
+		Dir:                         c.Dir,
+		Logger:                      c.Logger,
+		Registerer:                  c.Registry,
+		ElectionTimeout:             c.Config.QuorumElectionTimeout,
+		MaxBytesBetweenSnapshots:    c.Config.MetadataSnapshotMaxNewRecordBytes,
+		MaxIntervalBetweenSnapshots: c.Config.MetadataSnapshotMaxInterval,
+		MaxRetentionBytes:           c.Config.MetadataMaxRetentionBytes,
+		SegmentBytes:                c.Config.MetadataLogSegmentBytes,
+		FS:                          c.FS,
 	}, q)
 	if err != nil {
 		return nil, err
 	}
 	q.node = node
+	q.opened.Store(node)
+	q.maybeCaughtUp()
 	return q, nil
+}
+
+// maybeCaughtUp lets the loader publish once it has replayed every batch
+// below the quorum's high watermark, known only once this node has learned
+// a commit since it opened (as leader, or from the leader). Called after
+// each thing the listener hands over, and once Open returns.
+func (q *quorum) maybeCaughtUp() {
+	n := q.opened.Load()
+	if n == nil || !q.loader.CatchingUp() {
+		return
+	}
+	if hw, ok := n.KnownHighWatermark(); ok {
+		q.loader.CaughtUpTo(hw)
+	}
 }
 
 // Start is a no-op: the node runs from Open; it is here so the wiring reads
@@ -98,6 +121,7 @@ func (q *quorum) HandleCommit(batches []raft.Batch) {
 		}
 		q.ctrl.HandleCommit(controller.Batch{BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Epoch: b.Epoch, AppendTimeMs: b.AppendTimestamp, Records: b.Records})
 	}
+	q.maybeCaughtUp()
 }
 
 // HandleLoadSnapshot implements raft.Listener.
@@ -119,12 +143,14 @@ func (q *quorum) HandleLoadSnapshot(r *raft.SnapshotReader) {
 		return
 	}
 	q.ctrl.HandleSnapshot(offset, epoch, records)
+	q.maybeCaughtUp()
 }
 
 // HandleLeaderChange implements raft.Listener.
 func (q *quorum) HandleLeaderChange(l raft.LeaderAndEpoch) {
 	q.leader.Store(l.LeaderID)
 	q.ctrl.HandleLeaderChange(l.LeaderID, l.Epoch)
+	q.maybeCaughtUp()
 }
 
 // WriteSnapshot implements raft.StateMachine: the records of the image the

@@ -77,11 +77,12 @@ type KafkaConfig struct {
 	MetadataLogSegmentBytes int32            // metadata.log.segment.bytes
 	// metadata.log.max.record.bytes.between.snapshots
 	MetadataSnapshotMaxNewRecordBytes int64
-	MetadataMaxRetentionBytes         int64  // metadata.max.retention.bytes
-	InterBrokerListenerName           string // inter.broker.listener.name (resolved)
-	SocketListenBacklogSize           int    // socket.listen.backlog.size, 50
-	MaxConnections                    int    // max.connections
-	MaxConnectionsPerIP               int    // max.connections.per.ip
+	MetadataSnapshotMaxInterval       time.Duration // metadata.log.max.snapshot.interval.ms, 1h
+	MetadataMaxRetentionBytes         int64         // metadata.max.retention.bytes
+	InterBrokerListenerName           string        // inter.broker.listener.name (resolved)
+	SocketListenBacklogSize           int           // socket.listen.backlog.size, 50
+	MaxConnections                    int           // max.connections
+	MaxConnectionsPerIP               int           // max.connections.per.ip
 	// QueuedMaxRequestBytes is queued.max.request.bytes in effect: -1
 	// unbounded, else the request memory pool's size (derived from the
 	// memory budget when unset).
@@ -499,6 +500,7 @@ func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
 	c.QuorumElectionTimeout = ms("controller.quorum.election.timeout.ms")
 	c.MetadataLogSegmentBytes = c.staticValue("metadata.log.segment.bytes").(int32)
 	c.MetadataSnapshotMaxNewRecordBytes = c.staticValue("metadata.log.max.record.bytes.between.snapshots").(int64)
+	c.MetadataSnapshotMaxInterval = time.Duration(c.staticValue("metadata.log.max.snapshot.interval.ms").(int64)) * time.Millisecond
 	c.MetadataMaxRetentionBytes = c.staticValue("metadata.max.retention.bytes").(int64)
 	if v := c.staticValue("controller.quorum.bootstrap.servers").([]string); len(v) > 0 {
 		return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: strings.Join(v, ","), Expected: "unset: dynamic quorums (KIP-853) are not supported yet; use controller.quorum.voters"}

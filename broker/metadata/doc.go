@@ -34,7 +34,13 @@
 //
 // The Loader applies each committed batch as one delta and calls every
 // Publisher with it, in order, from the quorum's listener goroutine, then
-// stores the image where Image() reads it without locks. A publisher
+// stores the image where Image() reads it without locks. At start-up it
+// first catches up (HoldUntilCaughtUp, CaughtUpTo; Kafka's MetadataLoader
+// does the same): the batches committed before this start are replayed
+// into an image that is published once, as one delta, when the quorum's
+// high watermark is reached, so publishers act on the present only, never
+// on states a later batch undid (a topic deleted and created again under
+// the same name, a leadership revoked again). A publisher
 // installed late first gets the whole current image as one delta from the
 // empty image. A snapshot (a follower that fell too far behind) becomes a
 // delta that deletes what the snapshot lacks. WaitForOffset lets a request

@@ -33,6 +33,11 @@ type Loader struct {
 	mu         sync.Mutex // serializes updates and publisher changes
 	publishers []Publisher
 	failed     error
+	// catchingUp holds publishing back (HoldUntilCaughtUp): the batches
+	// and snapshots handed over build working, which the publishers get
+	// as one delta at CaughtUp.
+	catchingUp bool
+	working    *Image
 
 	waitMu  sync.Mutex
 	waiters []imageWaiter
@@ -59,6 +64,80 @@ func NewLoader(logger *slog.Logger) *Loader {
 // lock-free: the produce and fetch paths call it.
 func (l *Loader) Image() *Image { return l.image.Load() }
 
+// HoldUntilCaughtUp makes the loader build images without publishing them
+// until CaughtUpTo, as Kafka's MetadataLoader publishes nothing before it
+// has caught up with the high watermark. At start-up the log replays every
+// earlier change: published one batch at a time, a publisher would act on
+// states long gone (recreate the log of a topic that was deleted and
+// created again, with the old topic id, and take the newer log for a
+// stray; load coordinators for leader epochs that later batches revoke).
+// Held back, the publishers get the present state as one delta. Image and
+// WaitFor see only what was published.
+func (l *Loader) HoldUntilCaughtUp() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.catchingUp {
+		l.catchingUp, l.working = true, l.image.Load()
+	}
+}
+
+// CatchingUp reports whether publishing is held back.
+func (l *Loader) CatchingUp() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.catchingUp
+}
+
+// CaughtUpTo ends HoldUntilCaughtUp once the batches replayed reach
+// highWatermark (the offset after the last committed batch): everything
+// replayed since is then published as one delta from the image the
+// publishers last had. It reports whether the loader is publishing.
+func (l *Loader) CaughtUpTo(highWatermark int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.catchingUp {
+		return true
+	}
+	if l.failed != nil || l.working.Offset+1 < highWatermark {
+		return false
+	}
+	l.catchingUp = false
+	target := l.working
+	l.working = nil
+	if target == l.image.Load() {
+		return true
+	}
+	d, err := deltaBetween(l.image.Load(), target)
+	if err != nil {
+		l.fail(err)
+		return false
+	}
+	l.log.Info("caught up with the metadata log; publishing", "offset", target.Offset)
+	l.publishImage(d, target)
+	return true
+}
+
+// deltaBetween is the delta that takes base to target, for publishers
+// that last saw base; target is what it applies to.
+func deltaBetween(base, target *Image) (*Delta, error) {
+	if base == Empty {
+		return fromEmpty(target)
+	}
+	return snapshotDelta(base, target)
+}
+
+// fromEmpty replays im into a delta over the empty image.
+func fromEmpty(im *Image) (*Delta, error) {
+	d := NewDelta(Empty)
+	for _, r := range im.Records() {
+		if err := d.Replay(r); err != nil {
+			return nil, fmt.Errorf("metadata: replaying the image: %w", err)
+		}
+	}
+	d.SetProvenance(im.Offset, im.Epoch)
+	return d, nil
+}
+
 // InstallPublisher adds a publisher; it first receives the current image
 // as a delta from the empty image, so it sees everything that exists.
 func (l *Loader) InstallPublisher(p Publisher) error {
@@ -68,13 +147,10 @@ func (l *Loader) InstallPublisher(p Publisher) error {
 		return l.failed
 	}
 	im := l.image.Load()
-	d := NewDelta(Empty)
-	for _, r := range im.Records() {
-		if err := d.Replay(r); err != nil {
-			return fmt.Errorf("metadata: replaying the image for %s: %w", p.Name(), err)
-		}
+	d, err := fromEmpty(im)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
-	d.SetProvenance(im.Offset, im.Epoch)
 	// The publisher gets the real image (the delta's own would be an
 	// equal copy).
 	p.OnMetadataUpdate(d, im)
@@ -92,7 +168,7 @@ func (l *Loader) HandleCommit(lastOffset int64, epoch int32, records [][]byte) e
 	if l.failed != nil {
 		return l.failed
 	}
-	d := NewDelta(l.image.Load())
+	d := NewDelta(l.current())
 	for _, raw := range records {
 		rec, err := Decode(raw)
 		if err == nil {
@@ -105,6 +181,15 @@ func (l *Loader) HandleCommit(lastOffset int64, epoch int32, records [][]byte) e
 	d.SetProvenance(lastOffset, epoch)
 	l.publish(d)
 	return nil
+}
+
+// current is the image the next batch applies to: the working image
+// while catching up, else the published one. mu held.
+func (l *Loader) current() *Image {
+	if l.catchingUp {
+		return l.working
+	}
+	return l.image.Load()
 }
 
 // HandleSnapshot replaces the image with a snapshot's, publishing the
@@ -126,6 +211,10 @@ func (l *Loader) HandleSnapshot(offset int64, epoch int32, records [][]byte) err
 		}
 	}
 	fresh.SetProvenance(offset, epoch)
+	if l.catchingUp {
+		l.working = fresh.Apply()
+		return nil
+	}
 	d, err := snapshotDelta(l.image.Load(), fresh.Apply())
 	if err != nil {
 		return l.fail(err)
@@ -174,8 +263,17 @@ func snapshotDelta(base, snap *Image) (*Delta, error) {
 	return d, nil
 }
 
+// publish applies d and hands the result to the publishers, or, while
+// catching up, only makes it the working image. mu held.
 func (l *Loader) publish(d *Delta) {
-	im := d.Apply()
+	if l.catchingUp {
+		l.working = d.Apply()
+		return
+	}
+	l.publishImage(d, d.Apply())
+}
+
+func (l *Loader) publishImage(d *Delta, im *Image) {
 	l.image.Store(im)
 	for _, p := range l.publishers {
 		p.OnMetadataUpdate(d, im)

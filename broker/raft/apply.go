@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/moldau/moldau/log"
 )
@@ -63,8 +64,9 @@ type applier struct {
 	lastIndex  uint64 // raft index of the last batch delivered (one batch, one index)
 	lastEpoch  int32
 	lastTs     int64
-	sinceSnap  int64 // bytes delivered since the last snapshot
-	snapOffset int64 // end offset of the last snapshot loaded or written
+	sinceSnap  int64     // bytes delivered since the last snapshot
+	snapOffset int64     // end offset of the last snapshot loaded or written
+	snapAt     time.Time // when the last snapshot was loaded or written (or the node opened)
 }
 
 type pendingLeader struct {
@@ -73,7 +75,7 @@ type pendingLeader struct {
 }
 
 func newApplier(n *Node, sm StateMachine, snap *loadedSnapshot) *applier {
-	a := &applier{n: n, sm: sm, wake: make(chan struct{}, 1), snap: snap, next: n.ml.l.LogStartOffset()}
+	a := &applier{n: n, sm: sm, wake: make(chan struct{}, 1), snap: snap, next: n.ml.l.LogStartOffset(), snapAt: n.cfg.Now()}
 	if snap != nil {
 		a.hw, a.hwIdx = snap.id.Offset, snap.hdr.LastContainedRaftIndex
 		a.wake <- struct{}{}
@@ -154,7 +156,7 @@ func (a *applier) step() (bool, error) {
 			return false, err
 		}
 		a.sm.HandleLoadSnapshot(r)
-		a.next, a.snapOffset, a.sinceSnap = snap.id.Offset, snap.id.Offset, 0
+		a.next, a.snapOffset, a.sinceSnap, a.snapAt = snap.id.Offset, snap.id.Offset, 0, a.n.cfg.Now()
 		a.lastIndex = snap.hdr.LastContainedRaftIndex
 		a.lastEpoch, a.lastTs = snap.id.Epoch, snap.hdr.LastContainedLogTimestamp
 		return true, nil
@@ -172,7 +174,7 @@ func (a *applier) step() (bool, error) {
 		if a.next == hw && a.lastIndex != hwIdx {
 			return false, fmt.Errorf("raft: delivered %d batches to offset %d, the leader counts %d", a.lastIndex, hw, hwIdx)
 		}
-		if a.sinceSnap >= a.n.cfg.MaxBytesBetweenSnapshots {
+		if a.snapshotDue() {
 			return true, a.writeSnapshot()
 		}
 		return true, nil
@@ -229,6 +231,18 @@ func (a *applier) deliver(hw int64) error {
 	return nil
 }
 
+// snapshotDue reports whether enough was committed since the last
+// snapshot to take one: MaxBytesBetweenSnapshots of batches, or anything
+// once MaxIntervalBetweenSnapshots has passed (Kafka's SnapshotGenerator
+// checks both the same way).
+func (a *applier) snapshotDue() bool {
+	if a.sinceSnap >= a.n.cfg.MaxBytesBetweenSnapshots {
+		return true
+	}
+	iv := a.n.cfg.MaxIntervalBetweenSnapshots
+	return iv > 0 && a.sinceSnap > 0 && a.n.cfg.Now().Sub(a.snapAt) >= iv
+}
+
 // writeSnapshot asks the state machine for a snapshot at the current
 // offset, writes it durably and tells the raft goroutine.
 func (a *applier) writeSnapshot() error {
@@ -248,7 +262,7 @@ func (a *applier) writeSnapshot() error {
 		return fmt.Errorf("raft: writing snapshot %s: %w", id, err)
 	}
 	a.n.logger.Info("wrote snapshot", "snapshot", id.String(), "index", index, "bytes", size)
-	a.sinceSnap, a.snapOffset = 0, id.Offset
+	a.sinceSnap, a.snapOffset, a.snapAt = 0, id.Offset, a.n.cfg.Now()
 	a.n.snapshotCreated(id, index)
 	return nil
 }

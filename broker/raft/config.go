@@ -63,6 +63,12 @@ type Config struct {
 	// a snapshot is taken once this many bytes of batches were committed
 	// since the last one.
 	MaxBytesBetweenSnapshots int64
+	// MaxIntervalBetweenSnapshots is metadata.log.max.snapshot.interval.ms
+	// (Kafka's default one hour; 0: by size only): a snapshot is also
+	// taken once this long has passed since the last one (or since the
+	// node opened) and anything was committed since, so that a node
+	// restarted often does not replay every earlier start.
+	MaxIntervalBetweenSnapshots time.Duration
 	// MaxRetentionBytes is metadata.max.retention.bytes (default 100 MiB):
 	// once the log is larger, its segments wholly before the newest
 	// snapshot are deleted. Negative: never.

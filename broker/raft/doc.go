@@ -82,11 +82,15 @@
 // commit index is knowledge about the quorum, not state of this node;
 // entries a majority stored stay committed whatever one node forgets, and
 // the state machine is rebuilt from the snapshot at every start, so
-// nothing is applied twice.
+// nothing is applied twice. KnownHighWatermark tells whether the node has
+// learned a commit since it opened: the broker's metadata loader publishes
+// nothing before it has replayed up to it.
 //
 // Snapshots: the listener goroutine asks the state machine for one once
 // metadata.log.max.record.bytes.between.snapshots (20 MiB) of batches were
-// committed since the last. When it is durable, older snapshots are
+// committed since the last, or once metadata.log.max.snapshot.interval.ms
+// (an hour) has passed since the last (or since the node opened) and any
+// batch was committed since (Kafka's SnapshotGenerator). When it is durable, older snapshots are
 // deleted, and if the log is over metadata.max.retention.bytes (100 MiB)
 // its segments wholly before the snapshot are deleted (Kafka's
 // KafkaMetadataLog.maybeClean; the time limit, metadata.max.retention.ms,

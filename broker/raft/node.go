@@ -93,11 +93,14 @@ type Node struct {
 
 // status is what other goroutines read (under Node.mu).
 type status struct {
-	leader    int32
-	epoch     int32
-	vote      int32
-	role      raft.StateType
-	hw        int64 // offset after the last committed batch
+	leader int32
+	epoch  int32
+	vote   int32
+	role   raft.StateType
+	hw     int64 // offset after the last committed batch
+	// hwKnown: a commit was learned since the node opened (as leader of
+	// its term, or from the leader); until then hw is only the snapshot's.
+	hwKnown   bool
 	leo       int64
 	logStart  int64
 	voters    []ReplicaState // leader only
@@ -267,6 +270,16 @@ func (n *Node) HighWatermark() int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.st.hw
+}
+
+// KnownHighWatermark is HighWatermark once it is known: false until this
+// node has learned a commit since it opened (the commit index is not
+// persisted, so at start-up only the snapshot's is certain), as Kafka's
+// RaftClient.highWatermark is empty until the leader has told it.
+func (n *Node) KnownHighWatermark() (int64, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.st.hw, n.st.hwKnown
 }
 
 // NodeID is this node's id.
@@ -517,10 +530,12 @@ func (n *Node) afterReady(rd *raft.Ready) {
 		ci := rd.CommittedEntries[k-1].GetIndex()
 		hw := n.ml.offsetOf(ci + 1)
 		n.ml.l.UpdateHighWatermark(hw)
-		n.app.commitTo(hw, ci)
+		// Known before the applier can deliver up to it, so that its
+		// listener, asking after the last batch, finds it caught up.
 		n.mu.Lock()
-		n.st.hw = hw
+		n.st.hw, n.st.hwKnown = hw, true
 		n.mu.Unlock()
+		n.app.commitTo(hw, ci)
 		n.completeInflight(hw)
 	}
 	lead, term := st.Lead, st.GetTerm()
