@@ -415,7 +415,7 @@ func (b *Broker) Start() {
 		case <-done:
 			return
 		}
-		b.replicas.DeleteStrayLogs(b.loader.Image())
+		b.replicas.DeleteStrayLogs()
 		if b.loader.Image().Features[metadata.MetadataVersionFeature] > 0 {
 			// The bootstrap batch, with any JSON-store upgrade in it,
 			// is committed: the old file has served.

@@ -10,7 +10,15 @@
 // (UNKNOWN_TOPIC_OR_PARTITION if the cluster has no such partition).
 // Deleted topics and partitions moved away lose their logs; logs the
 // metadata does not know are deleted once the broker has caught up
-// (DeleteStrayLogs).
+// (DeleteStrayLogs). Every such decision is taken from the image the
+// update brings, which is the present: at start-up the metadata loader
+// publishes the replayed log as one update (metadata.Loader.
+// HoldUntilCaughtUp), so the manager never sees an older topic of a name
+// that was deleted and created again, and a log whose partition.metadata
+// names the image's topic id is never deleted. A delete renames the
+// partition's dir aside ("-delete", with a unique suffix) at once and
+// removes it after file.delete.delay.ms, never touching a newer dir of
+// the same name.
 //
 // Partition data is not copied between brokers yet, so the ISR is the
 // leader alone and the high watermark moves to the log end offset right

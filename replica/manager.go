@@ -81,6 +81,10 @@ type Manager struct {
 	// updates and the retries of failed log creations (Kafka's
 	// replicaStateChangeLock). Produce and fetch never take it.
 	stateMu sync.Mutex
+	// applied is the image of the last metadata update applied
+	// (stateMu): DeleteStrayLogs decides from it, never from an image
+	// read before the lock, which a newer update may have overtaken.
+	applied *metadata.Image
 	// offline maps TopicPartition to *offlinePartition: partitions
 	// assigned here whose log could not be created (offline.go).
 	offline       sync.Map

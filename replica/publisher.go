@@ -9,6 +9,7 @@ import (
 
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/routine"
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // Name implements metadata.Publisher.
@@ -57,6 +58,7 @@ func bulkDelta(d *metadata.Delta) bool {
 func (m *Manager) applyDelta(d *metadata.Delta, im *metadata.Image) {
 	m.stateMu.Lock()
 	defer m.stateMu.Unlock()
+	m.applied = im
 	start := time.Now()
 	var touched, gone []TopicPartition
 	for _, t := range d.DeletedTopics() {
@@ -139,9 +141,18 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 		isNew = true
 		l, err := m.cfg.Logs.GetOrCreateLog(tp, t.ID, m.cfg.ConfigFor(t))
 		if errors.Is(err, kerr.InconsistentTopicID) {
-			// A log of an older topic of that name (deleted and
-			// created again while this broker was away): a stray.
-			m.log.Info("deleting stray log of an older topic of the same name", "partition", tp.String(), "topic_id", t.ID.String())
+			// The log on disk names another topic id than the image,
+			// which is the present (the loader publishes nothing
+			// older; see metadata.Loader.HoldUntilCaughtUp): it is of
+			// an older topic of that name, deleted and created again
+			// while this broker was away, a stray. DeleteLog renames
+			// it aside at once and removes it later.
+			var stray uuid.UUID
+			if old := m.cfg.Logs.GetLog(tp); old != nil {
+				stray = old.TopicID()
+			}
+			m.log.Info("deleting stray log of an older topic of the same name", "partition", tp.String(),
+				"stray_topic_id", stray.String(), "topic_id", t.ID.String())
 			if err = m.cfg.Logs.DeleteLog(tp); err == nil {
 				l, err = m.cfg.Logs.GetOrCreateLog(tp, t.ID, m.cfg.ConfigFor(t))
 			}
@@ -227,9 +238,16 @@ func (m *Manager) applyConfigs(d *metadata.Delta, im *metadata.Image) {
 // DeleteStrayLogs deletes the logs of partitions the metadata does not
 // assign to this broker (topics deleted while it was down, or moved away),
 // as Kafka's KRaft broker does once it has caught up with the metadata log.
-func (m *Manager) DeleteStrayLogs(im *metadata.Image) {
+// It decides from the last image applied, so a log created by a newer
+// update than the caller saw is never taken for a stray; a log whose topic
+// id is the image's is never deleted.
+func (m *Manager) DeleteStrayLogs() {
 	m.stateMu.Lock()
 	defer m.stateMu.Unlock()
+	im := m.applied
+	if im == nil {
+		return // nothing applied yet: nothing to decide from
+	}
 	for _, l := range m.cfg.Logs.Logs() {
 		tp := l.TopicPartition()
 		t, ok := im.Topic(tp.Topic)
