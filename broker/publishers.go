@@ -67,10 +67,14 @@ func (p *coordinatorPublisher) OnMetadataUpdate(d *metadata.Delta, im *metadata.
 		for _, i := range parts {
 			now := t.Partitions[i]
 			wasLeader := old != nil && int(i) < len(old.Partitions) && old.Partitions[i].Leader == p.nodeID
+			// Elections are told whenever the image has this broker
+			// as the leader (the coordinator ignores an epoch it has
+			// loaded or is loading, and retries a failed load), so
+			// none is lost to what an earlier update said.
 			switch {
-			case now.Leader == p.nodeID && (!wasLeader || old.Partitions[i].LeaderEpoch != now.LeaderEpoch):
+			case now.Leader == p.nodeID:
 				p.onElection(i, now.LeaderEpoch)
-			case now.Leader != p.nodeID && wasLeader:
+			case wasLeader:
 				p.onResignation(i, now.LeaderEpoch)
 			}
 		}

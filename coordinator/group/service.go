@@ -269,7 +269,7 @@ func (s *Service) OnTopicsDeleted(topics []string) {
 	for _, t := range topics {
 		set[t] = true
 	}
-	runtime.WriteAll(s.rt, "on-partitions-deleted", func(sh *Shard) (runtime.Result[runtime.Void], error) {
+	runtime.WriteAllWhenLoaded(s.rt, "on-partitions-deleted", func(sh *Shard) (runtime.Result[runtime.Void], error) {
 		return runtime.Result[runtime.Void]{Records: sh.onTopicsDeleted(set)}, nil
 	}, func(rs []runtime.PartitionResult[runtime.Void]) {
 		for _, r := range rs {

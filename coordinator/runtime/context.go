@@ -10,6 +10,7 @@ import (
 
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/purgatory"
 )
 
 // shardContext is one partition's shard and its goroutine (Kafka's
@@ -37,6 +38,8 @@ type shardContext[S Shard] struct {
 	timer      *shardTimer[S]
 	loadGen    uint64       // bumped by every load, so a stale load is dropped
 	cancelLoad *atomic.Bool // set to stop the running loader early
+	loadFails  int          // loads failed in a row, for the retry's back-off
+	afterLoad  []func()     // operations waiting for the shard to be active (WriteAllWhenLoaded)
 	nextOffset int64        // offset of the next record written (the log end)
 	batch      *openBatch   // records of the operations run since the last flush
 	seq        uint64       // batches flushed so far
@@ -162,7 +165,7 @@ func (c *shardContext[S]) activeErr() error {
 	switch c.state {
 	case StateActive:
 		return nil
-	case StateLoading:
+	case StateLoading, StateFailed: // a failed load is retried
 		return loadInProgress(c.tp)
 	}
 	return notCoordinator(c.tp)
@@ -172,6 +175,9 @@ func (c *shardContext[S]) activeErr() error {
 // newer one.
 func (c *shardContext[S]) elect(epoch int32) {
 	if c.state == StateClosed {
+		// Unloaded for good by a resignation queued before this
+		// election: the election is for a new context.
+		c.rt.OnElection(c.partition, epoch)
 		return
 	}
 	if epoch <= c.epoch && (c.state == StateLoading || c.state == StateActive) {
@@ -198,13 +204,16 @@ func (c *shardContext[S]) close() {
 	c.unloadShard(notCoordinator(c.tp))
 	c.failInflight(notCoordinator(c.tp))
 	c.setState(StateClosed)
+	c.runAfterLoad() // they fail: not the coordinator any more
 	if m := c.rt.cfg.Metrics; m != nil {
 		m.PartitionState(StateClosed, StateNone)
 	}
+	// Out of the map first, so that an election from now on makes a new
+	// context; one that found this context before is handed on by elect.
+	c.rt.removeContext(c)
 	c.mu.Lock()
 	c.stopped = true
 	c.mu.Unlock()
-	c.rt.removeContext(c)
 }
 
 // unloadShard drops the shard's memory: its timers stop, the operations in
@@ -299,10 +308,11 @@ func (c *shardContext[S]) loaded(gen uint64, shard S, timer *shardTimer[S], end,
 	c.cancelLoad = nil
 	if err != nil {
 		timer.cancelAll()
-		c.rt.log.Error("loading coordinator shard failed", "partition", c.partition, "epoch", c.epoch, "err", err)
 		c.setState(StateFailed)
+		c.retryLoad(gen, err)
 		return
 	}
+	c.loadFails = 0
 	c.shard = shard
 	c.timer = timer
 	c.nextOffset = end
@@ -313,6 +323,56 @@ func (c *shardContext[S]) loaded(gen uint64, shard S, timer *shardTimer[S], end,
 	}
 	c.rt.log.Info("loaded coordinator shard", "partition", c.partition, "epoch", c.epoch, "records", records, "end_offset", end, "took", took)
 	c.shard.OnLoaded()
+	c.runAfterLoad()
+}
+
+// Load retry back-off: the first retry after loadRetryMin, doubling up to
+// loadRetryMax.
+const (
+	loadRetryMin = 100 * time.Millisecond
+	loadRetryMax = 5 * time.Second
+)
+
+// retryLoad schedules another load after a failed one, for as long as this
+// broker stays the partition's coordinator at this epoch: a load is never
+// dropped (a read that failed because the partition's leadership was not
+// applied yet, a transient I/O error). An election or resignation in
+// between supersedes it (loadGen).
+func (c *shardContext[S]) retryLoad(gen uint64, err error) {
+	c.loadFails++
+	delay := min(loadRetryMin<<min(c.loadFails-1, 10), loadRetryMax)
+	if c.loadFails == 1 {
+		c.rt.log.Warn("loading coordinator shard failed; retrying", "partition", c.partition, "epoch", c.epoch, "retry_in", delay, "err", err)
+	} else {
+		c.rt.log.Debug("loading coordinator shard failed again; retrying", "partition", c.partition, "epoch", c.epoch, "failures", c.loadFails, "retry_in", delay, "err", err)
+	}
+	c.rt.timer.Add(purgatory.NewTimerTask(delay, func() {
+		c.enqueue(func() {
+			if c.state == StateFailed && c.loadGen == gen {
+				c.startLoad()
+			}
+		})
+	}))
+}
+
+// whenLoaded runs op now if the shard is active or unloaded, or once the
+// load in progress (or its retry) has finished.
+func (c *shardContext[S]) whenLoaded(op func()) {
+	if c.state == StateLoading || c.state == StateFailed {
+		c.afterLoad = append(c.afterLoad, op)
+		return
+	}
+	op()
+}
+
+// runAfterLoad runs the operations whenLoaded held back, once the shard is
+// active or unloaded for good.
+func (c *shardContext[S]) runAfterLoad() {
+	waiting := c.afterLoad
+	c.afterLoad = nil
+	for _, op := range waiting {
+		op()
+	}
 }
 
 // write replays records into the shard (if replay) and adds them to the

@@ -40,10 +40,17 @@
 //     loader does the same; on one node the log end is the high
 //     watermark) on a loader goroutine. Meanwhile operations fail with
 //     COORDINATOR_LOAD_IN_PROGRESS. Then Shard.OnLoaded runs and the shard
-//     is active. A new election at a newer epoch reloads it.
+//     is active. A new election at a newer epoch reloads it; one at the
+//     epoch loaded or loading is ignored, so the publisher may repeat
+//     it. A load that fails (the partition's leadership not applied yet,
+//     an I/O error) is retried with a back-off of 100 ms doubling to 5 s
+//     for as long as the election stands, and operations meanwhile get
+//     COORDINATOR_LOAD_IN_PROGRESS: a load is never dropped.
 //   - OnResignation(partition, epoch): the shard is unloaded (timers
 //     cancelled, Shard.OnUnloaded, waiting operations answered) and its
-//     operations fail with NOT_COORDINATOR.
+//     operations fail with NOT_COORDINATOR. An election that follows a
+//     resignation always loads, even if both were queued before the
+//     shard's goroutine ran either.
 //
 // # The log
 //

@@ -153,6 +153,20 @@ func WriteAll[S Shard, T any](rt *Runtime[S], name string, op func(S) (Result[T]
 	forAll(rt, done, func(p int32, cb func(T, error)) { Write(rt, name, p, op, cb) })
 }
 
+// WriteAllWhenLoaded is WriteAll for the coordinator's own clean-up (the
+// offsets of deleted topics): on a shard that is loading it waits for the
+// load instead of failing with COORDINATOR_LOAD_IN_PROGRESS, as no client
+// will retry it.
+func WriteAllWhenLoaded[S Shard, T any](rt *Runtime[S], name string, op func(S) (Result[T], error), done func([]PartitionResult[T])) {
+	forAll(rt, done, func(p int32, cb func(T, error)) {
+		var zero T
+		c := rt.context(p)
+		if c == nil || !c.enqueue(func() { c.whenLoaded(func() { runWrite(c, name, op, cb) }) }) {
+			cb(zero, notCoordinator(rt.tp(p)))
+		}
+	})
+}
+
 func forAll[S Shard, T any](rt *Runtime[S], done func([]PartitionResult[T]), run func(int32, func(T, error))) {
 	parts := rt.Partitions()
 	if len(parts) == 0 {

@@ -145,26 +145,42 @@ func (rt *Runtime[S]) Close() {
 // start; meanwhile its operations fail with COORDINATOR_LOAD_IN_PROGRESS.
 // An election at an epoch not newer than the shard's current one is
 // ignored.
+//
+// An election is never lost to an unload in progress: a context that is
+// being unloaded for good (a resignation queued before this election) is
+// no longer in the map, or refuses the event, or, if the event got in
+// before it stopped, hands it on to a new context (elect).
 func (rt *Runtime[S]) OnElection(partition, epoch int32) {
+	for {
+		c := rt.contextOrNew(partition)
+		if c == nil || c.enqueue(func() { c.elect(epoch) }) {
+			return
+		}
+		// c stopped between the lookup and the enqueue, and has left
+		// the map: the next round makes a new one.
+	}
+}
+
+// contextOrNew returns partition's context, starting one if there is
+// none; nil once the runtime is closed.
+func (rt *Runtime[S]) contextOrNew(partition int32) *shardContext[S] {
 	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	if rt.closed {
-		rt.mu.Unlock()
-		return
+		return nil
 	}
 	c := rt.shards[partition]
 	if c == nil {
 		c = newShardContext(rt, partition)
 		if !rt.routines.Go(c.loop) {
-			rt.mu.Unlock()
-			return
+			return nil
 		}
 		rt.shards[partition] = c
 		if rt.cfg.Metrics != nil {
 			rt.cfg.Metrics.PartitionState(StateNone, StateInitial)
 		}
 	}
-	rt.mu.Unlock()
-	c.enqueue(func() { c.elect(epoch) })
+	return c
 }
 
 // OnResignation unloads partition's shard: it is no longer coordinated

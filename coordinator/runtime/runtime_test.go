@@ -25,6 +25,7 @@ type fakeLog struct {
 	failAppends error
 	appends     int
 	readGate    chan struct{} // if set, ReadForCoordinator waits for it
+	failReads   int           // so many reads fail first
 }
 
 func newFakeLog() *fakeLog {
@@ -77,6 +78,10 @@ func (l *fakeLog) ReadForCoordinator(tp log.TopicPartition, offset int64, maxByt
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failReads > 0 {
+		l.failReads--
+		return nil, 0, 0, fmt.Errorf("%w: broker 1 is not the leader of %s", kerr.NotLeaderForPartition, tp)
+	}
 	var out []byte
 	for _, b := range l.batches[tp.Partition] {
 		h, _ := log.ParseBatchHeader(b)
@@ -558,5 +563,72 @@ func TestMockTimer(t *testing.T) {
 	m.Advance(time.Second, nil)
 	if fmt.Sprint(order) != "[a c b]" || m.Now() != start.Add(2700*time.Millisecond) {
 		t.Fatalf("order %v now %v", order, m.Now())
+	}
+}
+
+// TestElectionAfterQueuedResignationLoads: a resignation and a newer
+// election queued together behind a busy shard goroutine (the metadata
+// publisher replaying a step-down and step-up) leave the shard loaded at
+// the newer epoch; the election used to be dropped by the context the
+// resignation had closed, leaving the partition without a coordinator.
+func TestElectionAfterQueuedResignationLoads(t *testing.T) {
+	h := newHarness(t)
+	h.rt.OnElection(0, 1)
+	h.waitActive(0)
+	gate := make(chan struct{})
+	c := h.rt.context(0)
+	if !c.enqueue(func() { <-gate }) {
+		t.Fatal("enqueue refused")
+	}
+	h.rt.OnResignation(0, 2)
+	h.rt.OnElection(0, 3)
+	close(gate)
+	deadline := time.Now().Add(10 * time.Second)
+	for c2 := h.rt.context(0); c2 == nil || c2 == c; c2 = h.rt.context(0) {
+		if time.Now().After(deadline) {
+			t.Fatal("the election did not make a new context: it was dropped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.waitActive(0)
+}
+
+// TestFailedLoadIsRetried: a load whose read fails (the partition's
+// leadership not applied yet) is retried until it succeeds, and
+// operations meanwhile are told the load is in progress.
+func TestFailedLoadIsRetried(t *testing.T) {
+	h := newHarness(t)
+	h.log.appendRaw(0, func(b *log.BatchBuilder) {
+		v := make([]byte, 4)
+		binary.BigEndian.PutUint32(v, 7)
+		b.Add(0, []byte("x"), v)
+	})
+	h.log.failReads = 2
+	h.rt.OnElection(0, 1)
+	h.waitActive(0)
+	if got, err := wait(t, h.get(0, "x")); err != nil || got != 7 {
+		t.Fatalf("after the retried load x = %d, %v; want 7", got, err)
+	}
+}
+
+// TestWriteAllWhenLoadedWaitsForTheLoad: the coordinator's own clean-up
+// waits for a loading shard instead of failing with
+// COORDINATOR_LOAD_IN_PROGRESS.
+func TestWriteAllWhenLoadedWaitsForTheLoad(t *testing.T) {
+	h := newHarness(t)
+	h.log.readGate = make(chan struct{})
+	h.rt.OnElection(0, 1)
+	res := make(chan []PartitionResult[int32], 1)
+	WriteAllWhenLoaded(h.rt, "incr-all", func(s *counterShard) (Result[int32], error) { return incr(s, "x") },
+		func(r []PartitionResult[int32]) { res <- r })
+	select {
+	case r := <-res:
+		t.Fatalf("answered while loading: %+v", r)
+	default:
+	}
+	close(h.log.readGate)
+	got := <-res
+	if len(got) != 1 || got[0].Err != nil || got[0].Response != 1 {
+		t.Fatalf("WriteAllWhenLoaded: %+v", got)
 	}
 }

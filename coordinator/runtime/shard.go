@@ -55,8 +55,8 @@ const (
 	StateLoading
 	// StateActive: serving operations.
 	StateActive
-	// StateFailed: the load failed; operations fail with
-	// NOT_COORDINATOR until the next election.
+	// StateFailed: the load failed and is retried after a back-off;
+	// operations fail with COORDINATOR_LOAD_IN_PROGRESS meanwhile.
 	StateFailed
 	// StateClosed: unloaded; operations fail with NOT_COORDINATOR.
 	StateClosed
