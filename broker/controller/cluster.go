@@ -83,7 +83,7 @@ func (c *QuorumController) RegisterBroker(ctx context.Context, req *kmsg.BrokerR
 			// no longer until this one has caught up (Kafka's
 			// handleBrokerUncleanShutdown).
 			if existing != nil {
-				recs = append(recs, c.leadershipLossRecords(im, req.BrokerID)...)
+				recs = append(recs, c.leadershipLossRecords(im, req.BrokerID, keepSoleReplicas)...)
 			}
 			// The broker epoch is the offset the record will have,
 			// as in Kafka: unique and growing.
@@ -138,7 +138,7 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 			// once that is committed, and a restart registers anew.
 			if !b.Fenced {
 				s.shuttingDown = true
-				recs = append(recs, c.leadershipLossRecords(im, b.ID)...)
+				recs = append(recs, c.leadershipLossRecords(im, b.ID, 0)...)
 				recs = append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: 1, InControlledShutdown: 1})
 			}
 		case req.WantFence && !b.Fenced:
@@ -236,7 +236,7 @@ func (c *QuorumController) fenceStaleBrokers() {
 
 // fenceRecords fences a broker and moves its leaderships away.
 func (c *QuorumController) fenceRecords(im *metadata.Image, b *metadata.Broker) []metadata.Record {
-	recs := c.leadershipLossRecords(im, b.ID)
+	recs := c.leadershipLossRecords(im, b.ID, 0)
 	return append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: 1})
 }
 
@@ -244,11 +244,26 @@ func (c *QuorumController) fenceRecords(im *metadata.Image, b *metadata.Broker) 
 // leads to another in-sync, unfenced replica, or to no leader when there is
 // none; the broker also leaves the ISR of partitions where others remain
 // (Kafka keeps the last ISR member, as only it has every committed record).
-func (c *QuorumController) leadershipLossRecords(im *metadata.Image, broker int32) []metadata.Record {
+//
+// With keepSoleReplicas, a partition whose only replica is the broker keeps
+// its leader and leader epoch: there is no one to move it to, and taking it
+// away only to give it back once the broker is unfenced would bump the
+// epoch twice per restart (and grow the metadata log by two records per
+// partition) for nothing. The broker is fenced meanwhile, so Metadata
+// answers LEADER_NOT_AVAILABLE for it all the same. Used when a broker
+// re-registers after an unclean restart (Kafka gives those up too, in
+// handleBrokerUncleanShutdown); a broker that shuts down in a controlled
+// way or whose session expired gives up every leadership, as in Kafka, so
+// that clients see the partitions leaderless at once and they count as
+// offline.
+func (c *QuorumController) leadershipLossRecords(im *metadata.Image, broker int32, opts leadershipLossOption) []metadata.Record {
 	var recs []metadata.Record
 	for _, t := range im.Topics() {
 		for _, p := range t.Partitions {
 			if !slices.Contains(p.Replicas, broker) {
+				continue
+			}
+			if opts&keepSoleReplicas != 0 && len(p.Replicas) == 1 {
 				continue
 			}
 			isr := p.ISR
@@ -274,6 +289,10 @@ func (c *QuorumController) leadershipLossRecords(im *metadata.Image, broker int3
 	}
 	return recs
 }
+
+type leadershipLossOption int
+
+const keepSoleReplicas leadershipLossOption = 1
 
 // chooseLeader picks the first replica (preferred order) that is in the
 // ISR, unfenced and not excluded; NoLeader if none.

@@ -463,3 +463,24 @@ func TestHeartbeatOfflineLogDirs(t *testing.T) {
 		t.Fatalf("offline dirs after recovery: %v", got)
 	}
 }
+
+// A broker restarting uncleanly (a new incarnation registering while the
+// image still has it unfenced) keeps the leadership and leader epoch of
+// the partitions it alone hosts: there is no one to move them to, and
+// each restart used to bump every such epoch twice (leaderless at the
+// registration, led again at the unfencing).
+func TestReregistrationKeepsSoleReplicaLeadership(t *testing.T) {
+	c, f, _ := newTestController(t)
+	register(t, c, 1, nil)
+	createTopic(t, c, "t", 2, 1)
+	f.elect(2, 1) // the node restarts: its controller too
+	waitActive(t, c)
+	register(t, c, 1, nil)
+	im, _ := read(ctx(t), c, "image", func(im *metadata.Image) (*metadata.Image, error) { return im, nil })
+	tp, _ := im.Topic("t")
+	for _, p := range tp.Partitions {
+		if p.Leader != 1 || p.LeaderEpoch != 0 {
+			t.Fatalf("partition %d: leader %d epoch %d after the restart, want 1 and 0", p.Index, p.Leader, p.LeaderEpoch)
+		}
+	}
+}
