@@ -14,8 +14,9 @@ import (
 // The coordinators' wiring: each learns from the metadata publishers which
 // partitions of its internal topic this broker leads (coordinatorPublisher)
 // and, for the group coordinator, which topics came and went
-// (groupTopicsPublisher); it reads topics from the metadata image and
-// writes through the ReplicaManager.
+// (groupTopicsPublisher) and the group configs (groupConfigPublisher); it
+// reads topics from the metadata image and writes through the
+// ReplicaManager.
 
 // newGroupCoordinator creates the group coordinator on the loader's image.
 func (b *Broker) newGroupCoordinator() (*group.Service, error) {
@@ -48,10 +49,12 @@ func (b *Broker) newGroupCoordinator() (*group.Service, error) {
 }
 
 // groupCoordinatorPublishers are the publishers that feed the group
-// coordinator: leadership of __consumer_offsets partitions, and topic
-// changes for consumer groups' subscriptions.
+// coordinator: the group configs (first, so that groups loaded in the same
+// update already have theirs), leadership of __consumer_offsets
+// partitions, and topic changes for consumer groups' subscriptions.
 func (b *Broker) groupCoordinatorPublishers() []metadata.Publisher {
 	return []metadata.Publisher{
+		&groupConfigPublisher{groups: b.groups},
 		&coordinatorPublisher{
 			name: "GroupCoordinator", topic: metadata.ConsumerOffsetsTopic, nodeID: b.cfg.NodeID,
 			onElection: b.groups.OnElection, onResignation: b.groups.OnResignation,

@@ -27,7 +27,15 @@ package kapi
 //   - BROKER_LOGGER "<node.id>": answered with no loggers (Moldau logs
 //     with log/slog and has no per-logger levels yet); another id or an
 //     empty name: INVALID_REQUEST, as Kafka.
-//   - Any other type (GROUP, CLIENT_METRICS): INVALID_REQUEST.
+//   - GROUP "<group id>" (KIP-848, type 32): the group configs Moldau
+//     defines (consumer.session.timeout.ms, consumer.heartbeat.interval.ms;
+//     Kafka also lists its share.* and streams.* keys), as Kafka's
+//     createGroupConfigEntry: the group's value with source GROUP_CONFIG,
+//     else the broker's group.consumer.* value with source DEFAULT_CONFIG,
+//     one synonym of the same name, value and source. The group need not
+//     exist. An empty name: INVALID_REQUEST "Group name must not be
+//     empty".
+//   - Any other type (CLIENT_METRICS): INVALID_REQUEST.
 //
 // A null or empty key filter means every key; unknown keys are omitted.
 
@@ -104,6 +112,11 @@ func (h *Handler) describeResource(r kmsg.DescribeConfigsRequestResource) ([]con
 			return nil, err
 		}
 		return nil, nil
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if r.ResourceName == "" {
+			return nil, apierr.Errorf(kerr.InvalidRequest, "Group name must not be empty")
+		}
+		return h.cfg.Broker.DescribeGroup(h.image().GroupConfigs(r.ResourceName), r.ConfigNames), nil
 	}
 	return nil, apierr.Errorf(kerr.InvalidRequest, "Unsupported resource type: %s", r.ResourceType)
 }

@@ -25,6 +25,10 @@ package kapi
 //     custom configs, stored as Kafka does; another broker id
 //     INVALID_REQUEST. Installing the change resizes the pools that follow
 //     it (num.io.threads, num.network.threads).
+//   - GROUP "<group id>" (type 32): accepted, as Kafka's
+//     ConfigAdminManager.preprocess lets it through to the controller;
+//     validated as for IncrementalAlterConfigs (see
+//     44_incremental_alter_configs.go).
 //   - any other type, BROKER_LOGGER included: INVALID_REQUEST.
 //
 // The controller decides and writes ConfigRecords; every broker applies

@@ -18,12 +18,23 @@ package kapi
 //   - the resulting set is validated as for AlterConfigs (see
 //     33_alter_configs.go): TOPIC errors are INVALID_CONFIG, BROKER errors
 //     INVALID_REQUEST; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+//   - GROUP "<group id>" (KIP-848, type 32): consumer.session.timeout.ms
+//     and consumer.heartbeat.interval.ms, the whole resulting set checked
+//     as Kafka's GroupConfigManager.validate (keys not set take the
+//     broker's group.consumer.* defaults): an unknown key (share.* and
+//     streams.* included, Moldau has no share or streams groups yet), a
+//     value that is not an INT of at least 1, a value outside the broker's
+//     group.consumer.min/max.* bounds, or a session timeout not above the
+//     heartbeat interval: INVALID_CONFIG with Kafka's message; an empty
+//     name: INVALID_REQUEST. The group need not exist; deleting a group
+//     leaves its configs, as in Kafka. The group coordinator applies them
+//     to the group's consumer-protocol members at their next heartbeat.
 //   - BROKER_LOGGER "<node.id>": INVALID_CONFIG, since Moldau has no
 //     per-logger levels yet (an empty or other id: INVALID_REQUEST);
 //     answered by this broker, as Kafka does.
 //   - any other type: INVALID_REQUEST.
 //
-// TOPIC and BROKER resources are decided by the controller
+// TOPIC, BROKER and GROUP resources are decided by the controller
 // (broker/controller/configs.go); the broker forwards them and waits until
 // its own metadata has the change.
 
@@ -99,8 +110,11 @@ func (h *Handler) handleIncrementalAlterConfigs(rc *RequestContext, kreq kmsg.Re
 }
 
 func configResource(t kmsg.ConfigResourceType, name string) metadata.ConfigResource {
-	if t == kmsg.ConfigResourceTypeTopic {
+	switch t {
+	case kmsg.ConfigResourceTypeTopic:
 		return metadata.ConfigResource{Type: metadata.TopicResource, Name: name}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return metadata.ConfigResource{Type: metadata.GroupResource, Name: name}
 	}
 	return metadata.ConfigResource{Type: metadata.BrokerResource, Name: name}
 }

@@ -473,3 +473,27 @@ func TestReconfigurable(t *testing.T) {
 		t.Fatalf("called after removal: %v", r.calls)
 	}
 }
+
+// Group configs are checked as a whole, the keys not set taking the
+// broker's defaults, with Kafka's GroupConfig messages.
+func TestValidateGroupConfigs(t *testing.T) {
+	c, _, err := Load("", []string{"group.consumer.min.session.timeout.ms=1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		configs map[string]string
+		msg     string
+	}{
+		{map[string]string{"consumer.session.timeout.ms": "1500"}, "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"},
+		{map[string]string{"consumer.session.timeout.ms": "1500", "consumer.heartbeat.interval.ms": "5000"}, "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"},
+		{map[string]string{"consumer.session.timeout.ms": "999"}, "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"},
+		{map[string]string{"consumer.heartbeat.interval.ms": "2147483648"}, "Invalid value 2147483648 for configuration consumer.heartbeat.interval.ms: Not a number of type INT"},
+		{map[string]string{"consumer.session.timeout.ms": "5001"}, ""},
+	} {
+		err := c.ValidateGroupConfigs(tc.configs)
+		if tc.msg == "" && err != nil || tc.msg != "" && (err == nil || !strings.Contains(err.Error(), tc.msg)) {
+			t.Errorf("%v: %v, want %q", tc.configs, err, tc.msg)
+		}
+	}
+}

@@ -97,6 +97,7 @@ const (
 	SourceStaticBroker         Source = 4 // STATIC_BROKER_CONFIG
 	SourceDefault              Source = 5 // DEFAULT_CONFIG
 	SourceDynamicBrokerLogger  Source = 6 // DYNAMIC_BROKER_LOGGER_CONFIG
+	SourceGroup                Source = 8 // GROUP_CONFIG
 )
 
 func (s Source) String() string {
@@ -113,6 +114,8 @@ func (s Source) String() string {
 		return "DEFAULT_CONFIG"
 	case SourceDynamicBrokerLogger:
 		return "DYNAMIC_BROKER_LOGGER_CONFIG"
+	case SourceGroup:
+		return "GROUP_CONFIG"
 	}
 	return "UNKNOWN"
 }

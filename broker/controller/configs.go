@@ -14,8 +14,10 @@ import (
 	"github.com/moldau/moldau/broker/metadata"
 )
 
-// Config changes (Kafka's ConfigurationControlManager): topic configs and
-// dynamic broker configs (per broker id, or "" for the cluster default).
+// Config changes (Kafka's ConfigurationControlManager): topic configs,
+// dynamic broker configs (per broker id, or "" for the cluster default) and
+// group configs (GROUP, KIP-848: per group id, validated as Kafka's
+// ControllerConfigurationValidator does; the group need not exist).
 // BROKER_LOGGER resources never reach the controller: each broker answers
 // them itself.
 
@@ -79,11 +81,12 @@ func (c *QuorumController) incrementalAlter(im *metadata.Image, r kmsg.Increment
 		return nil, apierr.Errorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
 	switch r.ResourceType {
-	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeGroupConfig:
 	default:
 		return nil, apierr.Errorf(kerr.InvalidRequest, "Unknown resource type %d", int8(r.ResourceType))
 	}
 	topic := r.ResourceType == kmsg.ConfigResourceTypeTopic
+	group := r.ResourceType == kmsg.ConfigResourceTypeGroupConfig
 	return c.alterResource(im, r.ResourceType, r.ResourceName, func(cur map[string]string) (map[string]string, error) {
 		for _, cf := range r.Configs {
 			switch cf.Op {
@@ -92,7 +95,8 @@ func (c *QuorumController) incrementalAlter(im *metadata.Image, r kmsg.Increment
 			case kmsg.IncrementalAlterConfigOpDelete:
 				delete(cur, cf.Name)
 			case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-				if t, ok := config.ConfigType(topic, cf.Name); !ok || t != config.TypeList {
+				// No group config is a LIST.
+				if t, ok := config.ConfigType(topic, cf.Name); group || !ok || t != config.TypeList {
 					return nil, apierr.Errorf(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", cf.Op, cf.Name)
 				}
 				old, ok := cur[cf.Name]
@@ -147,7 +151,7 @@ func (c *QuorumController) legacyAlter(im *metadata.Image, r kmsg.AlterConfigsRe
 		return nil, apierr.Errorf(kerr.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
 	}
 	switch r.ResourceType {
-	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeGroupConfig:
 		return c.alterResource(im, r.ResourceType, r.ResourceName, func(map[string]string) (map[string]string, error) {
 			return configs, nil
 		})
@@ -168,6 +172,11 @@ func (c *QuorumController) alterResource(im *metadata.Image, typ kmsg.ConfigReso
 			return nil, err
 		}
 		res = metadata.ConfigResource{Type: metadata.TopicResource, Name: name}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if name == "" {
+			return nil, apierr.Errorf(kerr.InvalidRequest, "Default group resources are not allowed.")
+		}
+		res = metadata.ConfigResource{Type: metadata.GroupResource, Name: name}
 	default:
 		if err := c.cfg.Broker.CheckBrokerResource(name); err != nil {
 			return nil, err
@@ -182,15 +191,22 @@ func (c *QuorumController) alterResource(im *metadata.Image, typ kmsg.ConfigReso
 	if err != nil {
 		return nil, err
 	}
-	if typ == kmsg.ConfigResourceTypeTopic {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
 		if err := c.cfg.Broker.ValidateTopicConfigs(next); err != nil {
 			return nil, err
 		}
 		if _, ok := im.Topic(name); !ok {
 			return nil, apierr.Errorf(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		}
-	} else if err := c.cfg.Broker.ValidateDynamic(name, next); err != nil {
-		return nil, err
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if err := c.cfg.Broker.ValidateGroupConfigs(next); err != nil {
+			return nil, err
+		}
+	default:
+		if err := c.cfg.Broker.ValidateDynamic(name, next); err != nil {
+			return nil, err
+		}
 	}
 	var recs []metadata.Record
 	for _, k := range slices.Sorted(maps.Keys(cur)) {

@@ -132,6 +132,7 @@ func TestImageRecordsRebuildImage(t *testing.T) {
 		&PartitionRecord{PartitionID: 0, TopicID: a, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 3, PartitionEpoch: 4},
 		&ConfigRecord{ResourceType: TopicResource, ResourceName: "t", Name: "retention.ms", Value: &v},
 		&ConfigRecord{ResourceType: BrokerResource, ResourceName: "", Name: "log.retention.ms", Value: &v},
+		&ConfigRecord{ResourceType: GroupResource, ResourceName: "g", Name: "consumer.session.timeout.ms", Value: ptr("50000")},
 		&ProducerIdsRecord{BrokerID: 2, BrokerEpoch: 5, NextProducerID: 3000},
 	)
 	var recs []Record
@@ -147,8 +148,41 @@ func TestImageRecordsRebuildImage(t *testing.T) {
 	if !reflect.DeepEqual(im.Records(), again.Records()) || !reflect.DeepEqual(im.Brokers, again.Brokers) {
 		t.Fatal("the rebuilt image differs")
 	}
-	if again.topicsMust(t, "t").Configs["retention.ms"] != "1000" || again.NextProducerID != 3000 {
+	if again.topicsMust(t, "t").Configs["retention.ms"] != "1000" || again.NextProducerID != 3000 ||
+		again.GroupConfigs("g")["consumer.session.timeout.ms"] != "50000" {
 		t.Fatal("configs or producer ids lost")
+	}
+}
+
+// Group configs (resource type 32) are kept by group id, apart from
+// topics and brokers; deleting the last key removes the resource, and
+// deleting a topic of the same name leaves them alone.
+func TestGroupConfigs(t *testing.T) {
+	a := uuid.Random()
+	d, im := replayAll(t, Empty,
+		&TopicRecord{Name: "g", TopicID: a},
+		&ConfigRecord{ResourceType: GroupResource, ResourceName: "g", Name: "consumer.session.timeout.ms", Value: ptr("50000")},
+		&ConfigRecord{ResourceType: GroupResource, ResourceName: "g", Name: "consumer.heartbeat.interval.ms", Value: ptr("6000")},
+	)
+	if got := im.GroupConfigs("g"); len(got) != 2 || got["consumer.heartbeat.interval.ms"] != "6000" {
+		t.Fatalf("%v", got)
+	}
+	if tp := im.topicsMust(t, "g"); len(tp.Configs) != 0 {
+		t.Fatalf("group configs leaked into the topic: %v", tp.Configs)
+	}
+	if ch := d.ChangedConfigs(); len(ch) != 1 || ch[0] != (ConfigResource{GroupResource, "g"}) {
+		t.Fatalf("%v", ch)
+	}
+	_, im = replayAll(t, im,
+		&RemoveTopicRecord{TopicID: a},
+		&ConfigRecord{ResourceType: GroupResource, ResourceName: "g", Name: "consumer.heartbeat.interval.ms"},
+	)
+	if got := im.GroupConfigs("g"); len(got) != 1 || got["consumer.session.timeout.ms"] != "50000" {
+		t.Fatalf("%v", got)
+	}
+	_, im = replayAll(t, im, &ConfigRecord{ResourceType: GroupResource, ResourceName: "g", Name: "consumer.session.timeout.ms"})
+	if _, ok := im.Configs[ConfigResource{GroupResource, "g"}]; ok {
+		t.Fatal("an empty group config resource is kept")
 	}
 }
 

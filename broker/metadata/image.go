@@ -21,8 +21,8 @@ type Image struct {
 	Features map[string]int16 // finalized feature levels
 	Brokers  map[int32]*Broker
 	topics   topicsImage
-	// Configs of brokers ("" is the cluster default) and topics, by
-	// resource; topic configs are also in each Topic.
+	// Configs of brokers ("" is the cluster default), topics and groups,
+	// by resource; topic configs are also in each Topic.
 	Configs        map[ConfigResource]map[string]string
 	NextProducerID int64 // first id of the next block to hand out
 	// ClientQuotas are the client quota values (producer_byte_rate,
@@ -32,7 +32,7 @@ type Image struct {
 
 // ConfigResource names a config resource: Kafka's ConfigResource.
 type ConfigResource struct {
-	Type int8 // TopicResource or BrokerResource
+	Type int8 // TopicResource, BrokerResource or GroupResource
 	Name string
 }
 
@@ -143,6 +143,12 @@ func (im *Image) SortedBrokers() []*Broker {
 // the cluster default); nil if none. The map must not be modified.
 func (im *Image) BrokerConfigs(resource string) map[string]string {
 	return im.Configs[ConfigResource{BrokerResource, resource}]
+}
+
+// GroupConfigs returns the configs of a group (a GROUP resource: Kafka's
+// GroupConfig overrides); nil if none. The map must not be modified.
+func (im *Image) GroupConfigs(groupID string) map[string]string {
+	return im.Configs[ConfigResource{GroupResource, groupID}]
 }
 
 // Records returns the records that rebuild the image from Empty, in an

@@ -209,7 +209,8 @@ func (x *PartitionRecord) decode(r *reader, v int16) {
 
 // ConfigRecord (key 4, v0) sets a config of a resource; a nil Value
 // deletes it. ResourceType is Kafka's ConfigResource.Type: 2 topic,
-// 4 broker (ResourceName "" is the cluster default).
+// 4 broker (ResourceName "" is the cluster default), 32 group (KIP-848's
+// group configs, by group id).
 type ConfigRecord struct {
 	ResourceType int8
 	ResourceName string
@@ -221,6 +222,7 @@ type ConfigRecord struct {
 const (
 	TopicResource  int8 = 2
 	BrokerResource int8 = 4
+	GroupResource  int8 = 32
 )
 
 func (*ConfigRecord) Type() RecordType    { return ConfigRecordType }

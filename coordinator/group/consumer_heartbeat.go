@@ -197,11 +197,11 @@ func (s *Shard) consumerGroupJoinOrHeartbeat(rc RequestContext, req *kmsg.Consum
 	if err != nil {
 		return res, err
 	}
-	s.scheduleConsumerSessionTimeout(g.groupID, memberID, s.cfg.ConsumerSessionTimeout)
+	s.scheduleConsumerSessionTimeout(g.groupID, memberID, s.consumerSessionTimeout(g.groupID))
 
 	id := updated.memberID
 	resp := &kmsg.ConsumerGroupHeartbeatResponse{MemberID: &id, MemberEpoch: updated.memberEpoch,
-		HeartbeatIntervalMillis: int32(s.cfg.ConsumerHeartbeatInterval.Milliseconds())}
+		HeartbeatIntervalMillis: int32(s.consumerHeartbeatInterval(g.groupID).Milliseconds())}
 	// The assignment goes out when the member joins, sends a full
 	// request (after an error), or it changed.
 	full := req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil

@@ -181,7 +181,7 @@ func (s *Shard) onConsumerGroupLoaded(g *ConsumerGroup) {
 		if m.useClassicProtocol() {
 			s.scheduleConsumerSessionTimeout(g.groupID, id, durationMs(m.classicSessionTimeoutMs()))
 		} else {
-			s.scheduleConsumerSessionTimeout(g.groupID, id, s.cfg.ConsumerSessionTimeout)
+			s.scheduleConsumerSessionTimeout(g.groupID, id, s.consumerSessionTimeout(g.groupID))
 		}
 		if m.state == memberUnrevokedPartitions {
 			s.scheduleConsumerRebalanceTimeout(g.groupID, id, m.memberEpoch, m.rebalanceTimeoutMs)

@@ -20,6 +20,10 @@
 //     the GroupMetadataManager, offsets.go the OffsetMetadataManager,
 //     admin.go ListGroups, DescribeGroups and DeleteGroups.
 //   - records.go, records_consumer.go: the record keys and values.
+//   - group_configs.go: the group configs of the metadata (KIP-848's GROUP
+//     config resource, Kafka's GroupConfigManager): a group's
+//     consumer.session.timeout.ms and consumer.heartbeat.interval.ms
+//     override the broker's for its consumer-protocol members.
 //
 // # On disk
 //

@@ -82,6 +82,7 @@ type testShard struct {
 	timer    *runtime.MockTimer
 	topics   *fakeTopics
 	versions *metadataVersions
+	gcfgs    *groupConfigs
 	s        *Shard
 	log      []runtime.Record
 }
@@ -93,19 +94,23 @@ func newTestShard(t *testing.T, mutate ...func(*Config)) *testShard {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	ts := &testShard{t: t, cfg: cfg, versions: &metadataVersions{}, timer: runtime.NewMockTimer(testStart), topics: newFakeTopics(TopicInfo{Name: "foo", Partitions: 3}, TopicInfo{Name: "bar", Partitions: 2})}
+	ts := &testShard{t: t, cfg: cfg, versions: &metadataVersions{}, gcfgs: &groupConfigs{}, timer: runtime.NewMockTimer(testStart), topics: newFakeTopics(TopicInfo{Name: "foo", Partitions: 3}, TopicInfo{Name: "bar", Partitions: 2})}
 	ts.s = ts.newShard()
 	ts.s.OnLoaded()
 	return ts
 }
 
 func (ts *testShard) newShard() *Shard {
-	return newShard(&ts.cfg, runtime.ShardContext{
+	s := newShard(&ts.cfg, runtime.ShardContext{
 		TopicPartition: log.TopicPartition{Topic: "__consumer_offsets", Partition: 0},
 		Timer:          ts.timer,
 		Now:            ts.timer.Now,
 		Logger:         slog.New(slog.DiscardHandler),
 	}, ts.topics, ts.versions, nil)
+	if ts.gcfgs != nil {
+		s.groupConfigs = ts.gcfgs
+	}
+	return s
 }
 
 // commit writes a result as the runtime does.

@@ -65,6 +65,9 @@ type Service struct {
 	metrics   *Metrics
 	rtMetrics *runtimeMetrics
 	versions  metadataVersions
+	// groupConfigs are the group configs of the metadata
+	// (UpdateGroupConfig), read by every shard.
+	groupConfigs groupConfigs
 }
 
 // NewService starts the coordinator with no shards: OnElection loads them.
@@ -89,7 +92,9 @@ func NewService(opts Options) *Service {
 		Topic: metadata.ConsumerOffsetsTopic,
 		Log:   opts.Log,
 		NewShard: func(ctx runtime.ShardContext) *Shard {
-			return newShard(&s.cfg, ctx, opts.Metadata, &s.versions, sm)
+			sh := newShard(&s.cfg, ctx, opts.Metadata, &s.versions, sm)
+			sh.groupConfigs = &s.groupConfigs
+			return sh
 		},
 		CommitTimeout: cfg.OffsetCommitTimeout,
 		Now:           opts.Now,

@@ -25,6 +25,9 @@ type Shard struct {
 	topics   Metadata
 	versions *metadataVersions
 	metrics  *shardMetrics
+	// groupConfigs are the group configs of the metadata, shared by the
+	// service's shards.
+	groupConfigs *groupConfigs
 
 	groups  map[string]group
 	offsets offsetStore
@@ -38,6 +41,7 @@ func newShard(cfg *Config, ctx runtime.ShardContext, topics Metadata, versions *
 		versions = &metadataVersions{}
 	}
 	return &Shard{
+		groupConfigs:  &groupConfigs{},
 		versions:      versions,
 		cfg:           cfg,
 		timer:         ctx.Timer,
