@@ -26,7 +26,8 @@ type recreatedTopic struct {
 // of its last incarnation across a clean restart and a kill -9 (the
 // restarted broker used to replay the old topic's creation first, take the
 // new log for a stray of it and delete it). Once re-created, three times
-// re-created, and with the broker's num.partitions.
+// re-created, and with the broker's num.partitions. A group config set
+// before the restarts is there after each.
 func TestRecreatedTopicSurvivesRestarts(t *testing.T) {
 	const finalRecords = 100
 	dir := t.TempDir()
@@ -35,7 +36,8 @@ func TestRecreatedTopicSurvivesRestarts(t *testing.T) {
 	topics := []recreatedTopic{{"again", 1, 1}, {"thrice", 1, 3}, {"defaulted", -1, 1}}
 	want := map[string]int32{} // partitions of the final incarnation
 	func() {
-		adm := newAdmin(t, p.Addr)
+		admCl := newClient(t, p.Addr)
+		adm := kadm.NewClient(admCl)
 		ctx := ctxTimeout(t, time.Minute)
 		for _, tc := range topics {
 			for round := 0; round <= tc.recreated; round++ {
@@ -62,6 +64,11 @@ func TestRecreatedTopicSurvivesRestarts(t *testing.T) {
 			}
 		}
 		checkFinalIncarnations(t, ctx, p.Addr, adm, want, finalRecords, "before any restart")
+		// A group config: metadata state of its own kind, checked
+		// across the same restarts.
+		if code, msg := setGroupConfigs(t, admCl, "kept-group", "consumer.session.timeout.ms", "50000"); code != 0 {
+			t.Fatalf("setting a group config: %d %s", code, msg)
+		}
 	}()
 
 	for _, restart := range []string{"clean restart", "kill -9"} {
@@ -73,6 +80,9 @@ func TestRecreatedTopicSurvivesRestarts(t *testing.T) {
 		p = startProcess(t, dir, port, "num.partitions=3")
 		cl := newClient(t, p.Addr)
 		checkFinalIncarnations(t, ctxTimeout(t, time.Minute), p.Addr, kadm.NewClient(cl), want, finalRecords, "after a "+restart)
+		if got := describeGroupConfigs(t, cl, "kept-group")["consumer.session.timeout.ms"]; got != "50000 GROUP_CONFIG" {
+			t.Fatalf("after a %s the group config is %q, want 50000 GROUP_CONFIG", restart, got)
+		}
 		if strings.Contains(p.Out.String(), "stray log") {
 			t.Fatalf("after a %s the broker took a log for a stray:\n%s", restart, p.Out.String())
 		}
