@@ -37,6 +37,13 @@ import (
 // coordinator's TxnOffsetCommit checks the open transaction when it
 // arrives, without a guard.
 
+// addPartitionsConnsPerBroker bounds the connections to one transaction
+// coordinator that AddPartitionsToTxn requests use at once: the
+// coordinator may hold each back for up to
+// add.partitions.to.txn.retry.backoff.max.ms, and should not hold up
+// another producer's add behind it.
+const addPartitionsConnsPerBroker = 8
+
 // addOrVerifyTxn asks the transaction coordinator of transactionalID about
 // the partitions in ask (see above) and calls done once with the error of
 // each partition that may not be written (nil or empty: all may).
@@ -150,7 +157,7 @@ func (b *Broker) askRemotely(stop <-chan struct{}, coordinator int32, transactio
 		last.Partitions = append(last.Partitions, tp.Partition)
 	}
 	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{t}
-	r, err := b.interBroker.Send(ctx, coordinator, req)
+	r, err := b.addPartitionsChannel.Send(ctx, coordinator, req)
 	var top error
 	switch {
 	case err != nil:

@@ -52,6 +52,25 @@ func BenchmarkTransactionsThreeNodes(b *testing.B) {
 	}
 }
 
+// TestTransactionsThreeNodesNoStall: with four producers ending
+// transactions back to back on three nodes, every produce that follows an
+// EndTxn is accepted once the previous markers are written: no producer
+// retries a produce after NOT_ENOUGH_REPLICAS or CONCURRENT_TRANSACTIONS. The wait for
+// the markers is set long (10 s) so that the outcome does not depend on
+// how fast a loaded machine is: only markers that cannot be written until
+// some wait expires (one broker's marker request queued behind another
+// broker's held-back add, and the reverse) make a producer see an error.
+func TestTransactionsThreeNodesNoStall(t *testing.T) {
+	bs, seed := startTxnCluster(t, "add.partitions.to.txn.retry.backoff.max.ms=10000")
+	r := runTxnLoad(t, bs, seed, txnLoad{producers: 4, transactions: 40})
+	t.Log(r)
+	for _, name := range []string{"NOT_ENOUGH_REPLICAS", "CONCURRENT_TRANSACTIONS"} {
+		if n := r.produceErrors[name]; n > 0 {
+			t.Errorf("producers retried %.0f produce partitions after %s", n, name)
+		}
+	}
+}
+
 // startTxnCluster starts three combined-mode nodes and a 6-partition topic
 // "txnstall" with a leader on each.
 func startTxnCluster(tb testing.TB, overrides ...string) ([]*broker.Broker, string) {
