@@ -13,7 +13,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker"
 )
@@ -348,4 +350,78 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestTransactionVersion2ProduceGetsConcurrentTransactions: when the
+// previous transaction's markers cannot be written within
+// add.partitions.to.txn.retry.backoff.max.ms (here the leader of one of its
+// partitions is gone), the next transaction's Produce v12 is answered
+// CONCURRENT_TRANSACTIONS, as Kafka 4 answers clients of transaction
+// version 2, not the NOT_ENOUGH_REPLICAS older clients get.
+func TestTransactionVersion2ProduceGetsConcurrentTransactions(t *testing.T) {
+	bs, seed := startTxnCluster(t)
+	ctx := ctxTimeout(t, time.Minute)
+	adm := newAdmin(t, seed)
+	md, err := adm.Metadata(ctx, "txnstall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	partitionOn := map[int32]int32{} // leader -> a partition it leads
+	for _, p := range md.Topics["txnstall"].Partitions {
+		partitionOn[p.Leader] = p.Partition
+	}
+	// A transactional id, its coordinator z, a leader x that is not z
+	// (to be closed), and a leader y that is neither.
+	var id string
+	var z int32
+	for i := 0; id == "" && i < 100; i++ {
+		cand := fmt.Sprintf("expiry-%d", i)
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKeys = 1, []string{cand}
+		resp, err := req.RequestWith(ctx, newClient(t, seed))
+		if err != nil || resp.Coordinators[0].ErrorCode != 0 {
+			continue
+		}
+		id, z = cand, resp.Coordinators[0].NodeID
+	}
+	if id == "" {
+		t.Fatal("no transaction coordinator found")
+	}
+	x, y := z%3+1, (z+1)%3+1
+	addr := func(node int32) string { return bs[node-1].Addr("").String() }
+	coord := newRawConn(t, addr(z))
+
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis, init.ProducerID, init.ProducerEpoch = &id, 60000, -1, -1
+	ir := coord.do(init, 5).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	produce := func(node int32, epoch int16, value string) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, &id
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "txnstall"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = partitionOn[node]
+		rp.Records = txnRecordBatch(t, ir.ProducerID, epoch, 0, true, value)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := newRawConn(t, addr(node)).do(req, 12).(*kmsg.ProduceResponse)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := produce(x, ir.ProducerEpoch, "first"); code != 0 {
+		t.Fatalf("first transaction's produce: %v", kerr.ErrorForCode(code))
+	}
+	// The first transaction's marker for x cannot be written now.
+	bs[x-1].Close()
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
+	er := coord.do(end, 5).(*kmsg.EndTxnResponse)
+	if er.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(er.ErrorCode))
+	}
+	if code := produce(y, er.ProducerEpoch, "second"); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("second transaction's produce while the first one's markers are pending: %v, want CONCURRENT_TRANSACTIONS", kerr.ErrorForCode(code))
+	}
 }
