@@ -23,11 +23,16 @@ import (
 // transaction, else with AddPartitionsToTxn v4 (verify_only) or v5 over
 // the inter-broker channel. A partition whose log already has the
 // producer's transaction open at this epoch needs nothing. An add that
-// meets a transaction still writing its markers
-// (CONCURRENT_TRANSACTIONS) is retried here, every
-// add.partitions.to.txn.retry.backoff.ms for at most
-// add.partitions.to.txn.retry.backoff.max.ms, as Kafka 4 does
-// (KAFKA-18654), instead of failing the produce.
+// meets a transaction still writing its markers is held back by the
+// coordinator until they are written, for at most
+// add.partitions.to.txn.retry.backoff.max.ms; answered
+// CONCURRENT_TRANSACTIONS before that (a wait of 0, or a coordinator
+// that answers at once), it is retried here every
+// add.partitions.to.txn.retry.backoff.ms for as long (bounded by
+// request.timeout.ms), as Kafka 4 retries the adds of Produce v12 and
+// TxnOffsetCommit v5 (KAFKA-18654). When the wait expires a Produce v12
+// client is answered CONCURRENT_TRANSACTIONS, as Kafka 4 answers clients
+// of transaction version 2; older clients get NOT_ENOUGH_REPLICAS.
 //
 // The partition's log hands out a VerificationGuard when a produce's
 // verification starts, and the append must bring it back: a marker that
@@ -37,6 +42,13 @@ import (
 // coordinator's TxnOffsetCommit checks the open transaction when it
 // arrives, without a guard.
 
+// addPartitionsConnsPerBroker bounds the connections to one transaction
+// coordinator that AddPartitionsToTxn requests use at once: the
+// coordinator may hold each back for up to
+// add.partitions.to.txn.retry.backoff.max.ms, and should not hold up
+// another producer's add behind it.
+const addPartitionsConnsPerBroker = 8
+
 // addOrVerifyTxn asks the transaction coordinator of transactionalID about
 // the partitions in ask (see above) and calls done once with the error of
 // each partition that may not be written (nil or empty: all may).
@@ -45,12 +57,14 @@ func (b *Broker) addOrVerifyTxn(transactionalID string, producerID int64, produc
 		done(nil)
 		return
 	}
-	deadline := time.Now().Add(time.Duration(b.cfg.GetInt("add.partitions.to.txn.retry.backoff.max.ms")) * time.Millisecond)
-	backoff := time.Duration(b.cfg.GetInt("add.partitions.to.txn.retry.backoff.ms")) * time.Millisecond
+	ms := func(key string) time.Duration { return time.Duration(b.cfg.GetInt(key)) * time.Millisecond }
+	// Kafka's retryTimeoutMs: the retries end with the request.
+	deadline := time.Now().Add(min(ms("add.partitions.to.txn.retry.backoff.max.ms"), ms("request.timeout.ms")))
+	backoff := ms("add.partitions.to.txn.retry.backoff.ms")
 	var attempt func()
 	attempt = func() {
 		b.askTxnCoordinator(transactionalID, producerID, producerEpoch, ask, add, func(errs map[log.TopicPartition]error) {
-			if add && allConcurrent(errs, ask) && time.Now().Add(backoff).Before(deadline) {
+			if add && anyConcurrent(errs) && time.Now().Before(deadline) {
 				if b.g.Go(func(stop <-chan struct{}) {
 					t := time.NewTimer(backoff)
 					defer t.Stop()
@@ -77,13 +91,16 @@ func (b *Broker) addOrVerifyTxn(transactionalID string, producerID int64, produc
 	attempt()
 }
 
-func allConcurrent(errs map[log.TopicPartition]error, tps []log.TopicPartition) bool {
-	for _, tp := range tps {
-		if apierr.CodeOf(errs[tp]) != kerr.ConcurrentTransactions {
-			return false
+// anyConcurrent: some partition met the previous transaction still writing
+// its markers (Kafka retries the whole add then; the partitions already
+// added are answered at once).
+func anyConcurrent(errs map[log.TopicPartition]error) bool {
+	for _, err := range errs {
+		if apierr.CodeOf(err) == kerr.ConcurrentTransactions {
+			return true
 		}
 	}
-	return len(tps) > 0
+	return false
 }
 
 // askTxnCoordinator sends one question to the coordinator and maps its
@@ -150,7 +167,7 @@ func (b *Broker) askRemotely(stop <-chan struct{}, coordinator int32, transactio
 		last.Partitions = append(last.Partitions, tp.Partition)
 	}
 	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{t}
-	r, err := b.interBroker.Send(ctx, coordinator, req)
+	r, err := b.addPartitionsChannel.Send(ctx, coordinator, req)
 	var top error
 	switch {
 	case err != nil:
@@ -187,14 +204,22 @@ func (b *Broker) askRemotely(stop <-chan struct{}, coordinator int32, transactio
 // txnErrorFor maps a coordinator's answer to what the writer answers
 // (Kafka's AddPartitionsToTxnManager and ReplicaManager): a coordinator
 // that cannot answer now is NOT_ENOUGH_REPLICAS, which every producer
-// retries; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH; and
+// retries, except that CONCURRENT_TRANSACTIONS stays itself for clients
+// from concurrentFrom on (Produce v12, transaction version 2: Kafka 4
+// answers it as is, the error being common while a commit completes; -1:
+// never); PRODUCER_FENCED is INVALID_PRODUCER_EPOCH; and
 // TRANSACTION_ABORTABLE is INVALID_TXN_STATE ("Partition was not added to
 // the transaction") for clients older than abortableFrom.
-func txnErrorFor(err error, version, abortableFrom int16) error {
+func txnErrorFor(err error, version, abortableFrom, concurrentFrom int16) error {
 	switch apierr.CodeOf(err) {
 	case nil:
 		return nil
-	case kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator, kerr.ConcurrentTransactions, kerr.NetworkException:
+	case kerr.ConcurrentTransactions:
+		if concurrentFrom >= 0 && version >= concurrentFrom {
+			return err
+		}
+		return apierr.Errorf(kerr.NotEnoughReplicas, "The transaction could not be verified now: %v", err)
+	case kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator, kerr.NetworkException:
 		return apierr.Errorf(kerr.NotEnoughReplicas, "The transaction could not be verified now: %v", err)
 	case kerr.ProducerFenced:
 		return apierr.Errorf(kerr.InvalidProducerEpoch, "%v", err)
@@ -221,7 +246,7 @@ func (b *Broker) verifyTransaction(transactionalID string, producerID int64, pro
 		ask = append(ask, tp)
 	}
 	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, ask, add, func(errs map[log.TopicPartition]error) {
-		done(txnErrorFor(errs[tp], version, 4))
+		done(txnErrorFor(errs[tp], version, 4, -1))
 	})
 }
 
@@ -269,7 +294,7 @@ func (b *Broker) verifyProduceAttempt(transactionalID string, producerID int64, 
 	b.addOrVerifyTxn(transactionalID, producerID, producerEpoch, ask, add, func(errs map[log.TopicPartition]error) {
 		var retry []kapi.TxnPartition
 		for i, tp := range ask {
-			err := txnErrorFor(errs[tp], version, 11)
+			err := txnErrorFor(errs[tp], version, 11, 12)
 			switch {
 			case err != nil:
 				v.Refused[tp] = err

@@ -64,11 +64,15 @@ type Broker struct {
 	groups      *group.Service
 	txn         *txn.Service
 	producerIDs *txn.ProducerIDManager
-	interBroker *interBrokerChannel
-	handler     *kapi.Handler
-	ctrlHandler *kapi.ControllerHandler
-	socket      *SocketServer // data plane: the broker listeners
-	ctrlSocket  *SocketServer // control plane: the controller listeners
+	// markerChannel carries the transaction coordinator's
+	// WriteTxnMarkers, addPartitionsChannel the AddPartitionsToTxn of
+	// partition leaders (interbroker_channel.go).
+	markerChannel        *interBrokerChannel
+	addPartitionsChannel *interBrokerChannel
+	handler              *kapi.Handler
+	ctrlHandler          *kapi.ControllerHandler
+	socket               *SocketServer // data plane: the broker listeners
+	ctrlSocket           *SocketServer // control plane: the controller listeners
 	// requestMemory is the data plane's request memory pool
 	// (queued.max.request.bytes), shared with the logs' decompression.
 	requestMemory *memory.Pool
@@ -572,8 +576,10 @@ func (b *Broker) Close() error {
 		if b.producerIDs != nil {
 			b.producerIDs.Close()
 		}
-		if b.interBroker != nil {
-			b.interBroker.Close()
+		for _, c := range []*interBrokerChannel{b.markerChannel, b.addPartitionsChannel} {
+			if c != nil {
+				c.Close()
+			}
 		}
 		if b.groups != nil {
 			b.groups.Close()

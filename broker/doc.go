@@ -34,14 +34,19 @@
 //	                  coordinator runtime, writing through the
 //	                  ReplicaManager; producer id blocks come from the
 //	                  controller (AllocateProducerIds)
-//	interBrokerChannel how this broker sends to other brokers (the
-//	                  transaction coordinator's WriteTxnMarkers, the
-//	                  AddPartitionsToTxn of Kafka's AddPartitionsToTxnManager,
-//	                  add_partitions_to_txn.go): to the destination's
-//	                  inter.broker.listener.name endpoint in the metadata,
-//	                  one connection per broker, one request at a time;
-//	                  to this broker through its own request handler, so
-//	                  local and remote partitions take the same path
+//	interBrokerChannel how this broker sends to other brokers, one channel
+//	                  per sender as Kafka has one NetworkClient each: the
+//	                  transaction coordinator's WriteTxnMarkers (one
+//	                  connection per broker, one request at a time) and the
+//	                  AddPartitionsToTxn of Kafka's AddPartitionsToTxnManager
+//	                  (add_partitions_to_txn.go; up to 8 connections per
+//	                  broker, since the coordinator may hold each add back
+//	                  until the previous markers are written, and a marker
+//	                  or another add queued behind it would wait too): to
+//	                  the destination's inter.broker.listener.name endpoint
+//	                  in the metadata; to this broker through its own
+//	                  request handler, so local and remote partitions take
+//	                  the same path
 //	lifecycleManager  registers the broker (BrokerRegistration) and
 //	                  heartbeats (BrokerHeartbeat); the controller unfences
 //	                  it once its metadata has caught up

@@ -17,40 +17,64 @@ import (
 )
 
 // interBrokerChannel sends requests from this broker to brokers, the way
-// Kafka's coordinators do through their inter-broker NetworkClients (the
-// TransactionMarkerChannelManager's WriteTxnMarkers, the
-// AddPartitionsToTxnManager's AddPartitionsToTxn): to the destination's
-// endpoint on inter.broker.listener.name, as the metadata image has it,
-// over one connection per destination with one request at a time, framed
-// with kmsg.RequestFormatter. When the destination is this broker the
-// request is encoded all the same and handed to the request handler
-// (kapi.Handler.Handle) as if it had come over that listener, so that a
-// local partition takes exactly the path a remote one does. Errors are
-// the caller's to retry.
+// Kafka's coordinators do through their inter-broker NetworkClients: to
+// the destination's endpoint on inter.broker.listener.name, as the
+// metadata image has it, framed with kmsg.RequestFormatter. When the
+// destination is this broker the request is encoded all the same and
+// handed to the request handler (kapi.Handler.Handle) as if it had come
+// over that listener, so that a local partition takes exactly the path a
+// remote one does. Errors are the caller's to retry.
+//
+// Each sender has a channel of its own, as each has its own NetworkClient
+// in Kafka (the TransactionMarkerChannelManager's
+// "broker-N-txn-marker-sender", the AddPartitionsToTxnManager's
+// "AddPartitionsManager"): the transaction coordinator holds an
+// AddPartitionsToTxn back while the producer's previous transaction
+// writes its markers, and a broker answers one request of a connection
+// at a time, so a marker request queued behind a held-back add on a
+// shared connection waits for that wait to expire, and two brokers each
+// holding the other's add behind their markers both do. A channel keeps
+// up to maxConns connections per destination, each with one request at a
+// time; a request takes an idle one, else opens one, else queues on one
+// in turn.
 type interBrokerChannel struct {
 	nodeID   int32
 	listener string
 	log      *slog.Logger
 	image    func() *metadata.Image
 	// local is the request handler of this broker (set once it exists).
-	local func() RequestHandler
+	local    func() RequestHandler
+	maxConns int
 
 	formatter *kmsg.RequestFormatter
 	clientID  string
 
 	mu     sync.Mutex
-	conns  map[int32]*controllerConn // by broker id; addr checked on use
+	dests  map[int32]*destConns // by broker id; addr checked on use
 	closed bool
 	corrID int32 // for in-process requests
 }
 
-func newInterBrokerChannel(nodeID int32, listener string, logger *slog.Logger, image func() *metadata.Image, local func() RequestHandler) *interBrokerChannel {
-	clientID := fmt.Sprintf("broker-%d-inter-broker", nodeID)
+// destConns are a channel's connections to one broker.
+type destConns struct {
+	addr  string
+	conns []*pooledConn
+	next  int // the connection the next queued request waits on
+}
+
+type pooledConn struct {
+	cc    *controllerConn
+	users int // requests using or waiting for it
+}
+
+// newInterBrokerChannel creates a channel named clientID (the client id of
+// its requests) with up to maxConns connections per destination.
+func newInterBrokerChannel(nodeID int32, listener, clientID string, maxConns int, logger *slog.Logger, image func() *metadata.Image, local func() RequestHandler) *interBrokerChannel {
 	return &interBrokerChannel{
-		nodeID: nodeID, listener: listener, log: logger, image: image, local: local,
+		nodeID: nodeID, listener: listener, log: logger, image: image, local: local, maxConns: max(maxConns, 1),
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
 		clientID:  clientID,
-		conns:     map[int32]*controllerConn{},
+		dests:     map[int32]*destConns{},
 	}
 }
 
@@ -72,21 +96,60 @@ func (c *interBrokerChannel) Send(ctx context.Context, broker int32, req kmsg.Re
 	if err != nil {
 		return nil, err
 	}
+	pc, stale, err := c.acquire(broker, addr)
+	for _, old := range stale {
+		old.cc.close() // waits for a request still on it
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer c.release(pc)
+	return pc.cc.roundTrip(ctx, c.formatter, req)
+}
+
+// acquire picks the connection to broker at addr that req goes on: an
+// idle one, else a new one while there are fewer than maxConns, else the
+// next in turn (its roundTrip queues the request). Connections to an
+// address the broker no longer has are returned for the caller to close.
+func (c *interBrokerChannel) acquire(broker int32, addr string) (*pooledConn, []*pooledConn, error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
-		return nil, errConnClosed
+		return nil, nil, errConnClosed
 	}
-	cc := c.conns[broker]
-	if cc == nil || cc.addr != addr {
-		if cc != nil {
-			cc.close()
+	var stale []*pooledConn
+	d := c.dests[broker]
+	if d == nil || d.addr != addr {
+		if d != nil {
+			stale = d.conns
 		}
-		cc = &controllerConn{addr: addr}
-		c.conns[broker] = cc
+		d = &destConns{addr: addr}
+		c.dests[broker] = d
 	}
+	var pc *pooledConn
+	for _, x := range d.conns {
+		if x.users == 0 {
+			pc = x
+			break
+		}
+	}
+	switch {
+	case pc != nil:
+	case len(d.conns) < c.maxConns:
+		pc = &pooledConn{cc: &controllerConn{addr: addr}}
+		d.conns = append(d.conns, pc)
+	default:
+		pc = d.conns[d.next%len(d.conns)]
+		d.next++
+	}
+	pc.users++
+	return pc, stale, nil
+}
+
+func (c *interBrokerChannel) release(pc *pooledConn) {
+	c.mu.Lock()
+	pc.users--
 	c.mu.Unlock()
-	return cc.roundTrip(ctx, c.formatter, req)
 }
 
 // endpoint is broker's address on the inter-broker listener.
@@ -164,10 +227,12 @@ func decodeResponseBody(req kmsg.Request, body []byte) (kmsg.Response, error) {
 func (c *interBrokerChannel) Close() {
 	c.mu.Lock()
 	c.closed = true
-	conns := c.conns
-	c.conns = map[int32]*controllerConn{}
+	dests := c.dests
+	c.dests = map[int32]*destConns{}
 	c.mu.Unlock()
-	for _, cc := range conns {
-		cc.close()
+	for _, d := range dests {
+		for _, pc := range d.conns {
+			pc.cc.close()
+		}
 	}
 }

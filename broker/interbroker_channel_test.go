@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,7 +138,7 @@ func TestInterBrokerChannel(t *testing.T) {
 		4: {ID: 4, Endpoints: []metadata.BrokerEndpoint{{Name: "OTHER", Host: "127.0.0.1", Port: 1}}},
 	}}
 	var handler RequestHandler
-	c := newInterBrokerChannel(1, "INTERNAL", slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
+	c := newInterBrokerChannel(1, "INTERNAL", "broker-1-test", 1, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
 		func() RequestHandler { return handler })
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -162,5 +163,83 @@ func TestInterBrokerChannel(t *testing.T) {
 		if _, err := c.SendWriteTxnMarkers(ctx, id, markersRequest()); !errors.Is(err, errConnClosed) {
 			t.Fatalf("broker %d: %v", id, err)
 		}
+	}
+}
+
+// A request the destination holds back (the coordinator holding an
+// AddPartitionsToTxn until the previous markers are written) does not hold
+// up the next request to the same broker: it goes on another connection.
+func TestInterBrokerChannelHeldRequestDoesNotBlockTheNext(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	holding, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for {
+					var size [4]byte
+					if _, err := io.ReadFull(c, size[:]); err != nil {
+						return
+					}
+					frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+					if _, err := io.ReadFull(c, frame); err != nil {
+						return
+					}
+					r := kbin.Reader{Src: frame}
+					_, version, corr := r.Int16(), r.Int16(), r.Int32()
+					r.NullableString()
+					r.Uvarint()
+					held := false
+					first.Do(func() { held = true })
+					if held {
+						close(holding)
+						<-release
+					}
+					buf, err := markerEcho(version, corr, r.Src)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if _, err := c.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	addr := l.Addr().(*net.TCPAddr)
+	im := &metadata.Image{Brokers: map[int32]*metadata.Broker{
+		2: {ID: 2, Endpoints: []metadata.BrokerEndpoint{{Name: "INTERNAL", Host: "127.0.0.1", Port: uint16(addr.Port)}}},
+	}}
+	c := newInterBrokerChannel(1, "INTERNAL", "broker-1-test", 2, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
+		func() RequestHandler { return nil })
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	heldDone := make(chan error, 1)
+	go func() {
+		resp, err := c.SendWriteTxnMarkers(ctx, 2, markersRequest())
+		if err == nil && resp.Markers[0].ProducerID != 7 {
+			err = errors.New("unexpected response")
+		}
+		heldDone <- err
+	}()
+	// Once the first request is held, the second is answered.
+	<-holding
+	resp, err := c.SendWriteTxnMarkers(ctx, 2, markersRequest())
+	checkEcho(t, resp, err)
+	close(release)
+	if err := <-heldDone; err != nil {
+		t.Fatalf("held request: %v", err)
 	}
 }

@@ -30,12 +30,19 @@ func (b *Broker) newTxnCoordinator() (*txn.Service, error) {
 	if err := tcfg.Validate(); err != nil {
 		return nil, fmt.Errorf("transaction coordinator: %w", err)
 	}
-	b.interBroker = newInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName, b.log, b.loader.Image, func() RequestHandler {
+	local := func() RequestHandler {
 		if h := b.handler; h != nil {
 			return h
 		}
 		return nil
-	})
+	}
+	// Kafka's two NetworkClients: the marker channel sends one request
+	// at a time per broker; AddPartitionsToTxn requests may each be held
+	// back by the coordinator, so they get several connections.
+	b.markerChannel = newInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
+		fmt.Sprintf("broker-%d-txn-marker-sender", cfg.NodeID), 1, b.log, b.loader.Image, local)
+	b.addPartitionsChannel = newInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
+		fmt.Sprintf("broker-%d-add-partitions-to-txn", cfg.NodeID), addPartitionsConnsPerBroker, b.log, b.loader.Image, local)
 	b.producerIDs = txn.NewProducerIDManager(b.allocateProducerIDs, b.log)
 	return txn.NewService(txn.Options{
 		Config: tcfg,
@@ -47,7 +54,7 @@ func (b *Broker) newTxnCoordinator() (*txn.Service, error) {
 			return cfg.TransactionStateLogNumPartitions
 		},
 		ProducerIDs:    b.producerIDs,
-		Markers:        b.interBroker,
+		Markers:        b.markerChannel,
 		Leader:         b.partitionLeader,
 		GroupPartition: b.groups.PartitionFor,
 		TransactionVersion: func() int16 {

@@ -52,7 +52,7 @@ func kraftOverrides(n clusterNode, nodes []clusterNode) []string {
 	}
 }
 
-func newClusterNodes(t *testing.T, n int) []clusterNode {
+func newClusterNodes(t testing.TB, n int) []clusterNode {
 	nodes := make([]clusterNode, n)
 	for i := range nodes {
 		nodes[i] = clusterNode{id: int32(i + 1), port: freePort(t), ctrl: freePort(t), dir: t.TempDir()}
@@ -62,9 +62,9 @@ func newClusterNodes(t *testing.T, n int) []clusterNode {
 
 // startInProcessNode builds and starts a node without waiting for it to be
 // ready (it cannot be before a quorum forms).
-func startInProcessNode(t *testing.T, n clusterNode, nodes []clusterNode) *broker.Broker {
+func startInProcessNode(t testing.TB, n clusterNode, nodes []clusterNode, overrides ...string) *broker.Broker {
 	t.Helper()
-	cfg, warnings, err := config.Load("", append(kraftOverrides(n, nodes), "moldau.metrics.listener=", fmt.Sprintf("broker.rack=rack-%d", n.id)))
+	cfg, warnings, err := config.Load("", append(append(kraftOverrides(n, nodes), "moldau.metrics.listener=", fmt.Sprintf("broker.rack=rack-%d", n.id)), overrides...))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -80,7 +80,7 @@ func startInProcessNode(t *testing.T, n clusterNode, nodes []clusterNode) *broke
 	return b
 }
 
-func waitReady(t *testing.T, bs ...*broker.Broker) {
+func waitReady(t testing.TB, bs ...*broker.Broker) {
 	t.Helper()
 	ctx := ctxTimeout(t, 30*time.Second)
 	for _, b := range bs {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moldau/moldau/broker"
 )
 
 // TestKgoConformance runs franz-go's own kgo integration tests (from the
@@ -159,4 +161,25 @@ func readList(t testing.TB, path string) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// TestKgoTxnEtlThreeNodes runs kgo's TestTxnEtl against three
+// combined-mode nodes, where its transactions' coordinators, partition
+// leaders and group coordinators are spread over the brokers, so that
+// markers and the adds of Produce v12 go between them.
+func TestKgoTxnEtlThreeNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("conformance suite is not run with -short")
+	}
+	nodes := newClusterNodes(t, 3)
+	var bs []*broker.Broker
+	var seeds []string
+	for _, n := range nodes {
+		b := startInProcessNode(t, n, nodes)
+		t.Cleanup(func() { b.Close() })
+		bs = append(bs, b)
+		seeds = append(seeds, n.seed())
+	}
+	waitReady(t, bs...)
+	requireKgoPass(t, runKgo(t, strings.Join(seeds, ","), "^TestTxnEtl$"), []string{"TestTxnEtl"})
 }

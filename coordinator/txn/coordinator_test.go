@@ -537,3 +537,46 @@ func TestAddPartitionsWaitsForTheTransactionToComplete(t *testing.T) {
 		t.Fatalf("second transaction: %+v", st)
 	}
 }
+
+// The marker latency (EndTxn to the last marker written) is observed once
+// per transaction whose markers this load sent, when they are all
+// written: a transaction whose markers are held is not observed until
+// they are released.
+func TestMarkerLatencyMetric(t *testing.T) {
+	h := newHarness(t)
+	count := func() uint64 {
+		mfs, err := h.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == ns+"marker_latency_ms" {
+				return mf.GetMetric()[0].GetSummary().GetSampleCount()
+			}
+		}
+		t.Fatal("no marker_latency_ms")
+		return 0
+	}
+	r := h.initOK("tx")
+	if err := h.add("tx", r, 3, tp("a", 0), tp("b", 0)); err != nil {
+		t.Fatal(err)
+	}
+	h.sender.setHold(true)
+	if e := h.end("tx", r.ProducerID, r.ProducerEpoch, true, 3); e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	h.eventually(func() error {
+		if len(h.sender.markers()) < 2 {
+			return errors.New("markers not sent")
+		}
+		return nil
+	})
+	if n := count(); n != 0 {
+		t.Fatalf("%d observations while the markers are held", n)
+	}
+	h.sender.setHold(false)
+	h.waitState("tx", CompleteCommit)
+	if n := count(); n != 1 {
+		t.Fatalf("%d observations after the commit completed, want 1", n)
+	}
+}

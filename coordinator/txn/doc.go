@@ -83,6 +83,19 @@
 // id is at hand, as Kafka's RPCProducerIdManager does; the service first
 // waits for a block when it has none.
 //
+// # Marker latency
+//
+// The time from PrepareCommit or PrepareAbort to the last marker written
+// is what a producer under transaction version 2 waits for when its next
+// transaction starts at once: its first produce's add is held back
+// until then (AddPartitions, at most Config.ConcurrentWait). It is
+// kafka_server_transaction_coordinator_metrics_marker_latency_ms; on a
+// quiet three-node cluster its p50 is about half a millisecond and its
+// p99 a few. The MarkerSender must not queue markers behind anything the
+// coordinator may hold back: the broker sends them on a channel of their
+// own, apart from AddPartitionsToTxn (a shared connection once made every
+// marker behind a held add wait for that wait to expire).
+//
 // # Concurrency
 //
 // A Shard is used only from its runtime goroutine. Service is safe for

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -147,11 +148,12 @@ type harness struct {
 	mu      sync.Mutex
 	leaders map[string][]int32 // topic -> leader per partition
 	blocks  int
+	reg     *prometheus.Registry
 }
 
 func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, log: runtimetest.NewMemLog(), sender: newFakeSender(), epoch: 1,
+	h := &harness{t: t, log: runtimetest.NewMemLog(), sender: newFakeSender(), epoch: 1, reg: prometheus.NewRegistry(),
 		leaders: map[string][]int32{"a": {1, 1}, "b": {2}, metadata.ConsumerOffsetsTopic: {1, 1, 1}}}
 	cfg := DefaultConfig()
 	cfg.MarkerRetryBackoff = 5 * time.Millisecond
@@ -178,7 +180,8 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 			defer h.mu.Unlock()
 			return h.tv
 		},
-		Logger: slog.New(slog.DiscardHandler),
+		Logger:     slog.New(slog.DiscardHandler),
+		Registerer: h.reg,
 	})
 	t.Cleanup(h.svc.Close)
 	h.elect()

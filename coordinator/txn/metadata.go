@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/moldau/moldau/log"
 )
@@ -111,6 +112,10 @@ type txnMetadata struct {
 	startTimestamp    int64 // ms; -1: no transaction
 	lastUpdate        int64 // ms
 	clientTV          int16 // the transaction version of the last transition
+	// ended is when this coordinator moved the transaction to
+	// PrepareCommit or PrepareAbort (zero: before this load), for the
+	// marker latency.
+	ended time.Time
 }
 
 func newTxnMetadata(id string, producerID int64, timeoutMs int32, now int64) *txnMetadata {

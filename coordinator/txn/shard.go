@@ -220,6 +220,9 @@ func (s *Shard) markersWritten(gen uint64, id string, pid int64, epoch int16, wr
 	res.NoReplay = true
 	res.OnWritten = func(error) { s.wake(id) }
 	s.svc.metrics.transactionCompleted(t.state == CompleteCommit)
+	if !m.ended.IsZero() {
+		s.svc.metrics.markersCompleted(s.now().Sub(m.ended))
+	}
 	return res, nil
 }
 
@@ -235,6 +238,7 @@ func (s *Shard) prepareEnd(m *txnMetadata, commit bool, tv int16, nextProducerID
 	if err != nil {
 		return runtime.Record{}, err
 	}
+	m.ended = s.now()
 	return s.write(m, t), nil
 }
 
