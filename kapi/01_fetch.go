@@ -59,8 +59,13 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 	if limit := h.cfg.Broker.FetchMaxBytes; maxBytes <= 0 || maxBytes > limit {
 		maxBytes = limit
 	}
+	replicaEpoch := int64(-1)
+	if req.Version >= 15 {
+		replicaEpoch = req.ReplicaState.Epoch
+	}
 	params := replica.FetchParams{
 		ReplicaID:     replicaID,
+		ReplicaEpoch:  replicaEpoch,
 		MaxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
 		MinBytes:      req.MinBytes,
 		MaxBytes:      maxBytes,
@@ -144,7 +149,8 @@ func (h *Handler) sessionFetchItems(req *kmsg.FetchRequest, sess *fetchSession) 
 				items = append(items, fetchItem{key: k, err: terr})
 				continue
 			}
-			sess.upsert(sessionPartition{key: k, fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch, logStartOffset: rp.LogStartOffset})
+			sess.upsert(sessionPartition{key: k, fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+				logStartOffset: rp.LogStartOffset, lastFetchedEpoch: lastFetchedEpoch(req.Version, rp.LastFetchedEpoch)})
 		}
 	}
 	for _, ft := range req.ForgottenTopics {
@@ -159,10 +165,13 @@ func (h *Handler) sessionFetchItems(req *kmsg.FetchRequest, sess *fetchSession) 
 	}
 	for _, sp := range sess.parts {
 		items = append(items, fetchItem{key: sp.key, sp: sp, part: replica.FetchPartition{
-			TopicPartition:     replica.TopicPartition{Topic: sp.key.topic, Partition: sp.key.partition},
-			FetchOffset:        sp.fetchOffset,
-			MaxBytes:           sp.maxBytes,
-			CurrentLeaderEpoch: sp.currentLeaderEpoch,
+			TopicPartition:      replica.TopicPartition{Topic: sp.key.topic, Partition: sp.key.partition},
+			FetchOffset:         sp.fetchOffset,
+			MaxBytes:            sp.maxBytes,
+			CurrentLeaderEpoch:  sp.currentLeaderEpoch,
+			LastFetchedEpoch:    sp.lastFetchedEpoch,
+			HasLastFetchedEpoch: sp.lastFetchedEpoch >= 0,
+			LogStartOffset:      sp.logStartOffset,
 		}})
 	}
 	sess.epoch++
@@ -177,15 +186,28 @@ func (h *Handler) fetchItems(req *kmsg.FetchRequest) []fetchItem {
 		name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
+			lfe := lastFetchedEpoch(req.Version, rp.LastFetchedEpoch)
 			items = append(items, fetchItem{key: k, err: terr, part: replica.FetchPartition{
-				TopicPartition:     replica.TopicPartition{Topic: name, Partition: rp.Partition},
-				FetchOffset:        rp.FetchOffset,
-				MaxBytes:           rp.PartitionMaxBytes,
-				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+				TopicPartition:      replica.TopicPartition{Topic: name, Partition: rp.Partition},
+				FetchOffset:         rp.FetchOffset,
+				MaxBytes:            rp.PartitionMaxBytes,
+				CurrentLeaderEpoch:  rp.CurrentLeaderEpoch,
+				LastFetchedEpoch:    lfe,
+				HasLastFetchedEpoch: lfe >= 0,
+				LogStartOffset:      rp.LogStartOffset,
 			}})
 		}
 	}
 	return items
+}
+
+// lastFetchedEpoch is a partition's last_fetched_epoch (v12+), -1 when
+// not given.
+func lastFetchedEpoch(version int16, epoch int32) int32 {
+	if version < 12 {
+		return -1
+	}
+	return epoch
 }
 
 // fillFetchResponse adds the items' answers to resp (in an incremental
@@ -203,7 +225,8 @@ func fillFetchResponse(resp *kmsg.FetchResponse, items []fetchItem, byItem []*re
 	for i, it := range items {
 		sp, size := fetchPartitionResponse(it, byItem[i], &slices)
 		if c := it.sp; c != nil {
-			changed := size > 0 || sp.ErrorCode != 0 || c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
+			changed := size > 0 || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 ||
+				c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
 			c.hw, c.lso, c.lstart = sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset
 			if size > 0 {
 				sent[c.key] = true
@@ -242,6 +265,10 @@ func fetchPartitionResponse(it fetchItem, r *replica.FetchResult, slices *[]log.
 	sp.ErrorCode = ErrorCode(r.Err)
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
 	if r.Err != nil {
+		return sp, 0
+	}
+	if r.DivergingEpoch.EndOffset >= 0 {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = r.DivergingEpoch.Epoch, r.DivergingEpoch.EndOffset
 		return sp, 0
 	}
 	if r.AbortedTransactions != nil {
