@@ -168,9 +168,8 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 // change once. Kafka's controller (handleDirectoriesOffline) moves the
 // leadership of the partitions in those dirs to other replicas, knowing
 // which dir holds each replica from PartitionRecord.Directories
-// (AssignReplicasToDirs). Moldau's metadata has no directory assignments
-// and every partition one replica, so there is no replica to move to:
-// the broker itself answers KAFKA_STORAGE_ERROR for those partitions
+// (AssignReplicasToDirs). Moldau's metadata has no directory assignments,
+// so it cannot tell which partitions to move: the broker itself answers KAFKA_STORAGE_ERROR for those partitions
 // until it restarts with the dir repaired. On the loop.
 func (c *QuorumController) noteOfflineDirs(broker int32, s *brokerSession, dirs [][16]byte) {
 	if slices.Equal(s.offlineDirs, dirs) {
