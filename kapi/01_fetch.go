@@ -18,7 +18,9 @@ package kapi
 //   - v13: topics named by topic ID (KIP-516); unknown ID is UNKNOWN_TOPIC_ID.
 //   - v14: no change on the wire.
 //   - v15: replica_id moves into the replica_state tag (KIP-903).
-//   - v16: the response may carry node endpoints (KIP-951).
+//   - v16: a partition answering NOT_LEADER_OR_FOLLOWER or
+//     FENCED_LEADER_EPOCH carries its current leader and epoch, and
+//     node_endpoints that leader's endpoint (KIP-951, leader_hints.go).
 //   - v17: replica directory ID (KIP-853); v18: high watermark tag
 //     (KIP-1166).
 //
@@ -99,8 +101,39 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 			byItem[idx[i]] = &results[i]
 		}
 		slices := fillFetchResponse(resp, items, byItem, sess, incremental)
+		if req.Version >= 16 {
+			h.addFetchLeaderHints(rc.Listener, resp)
+		}
 		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
 	})
+}
+
+// addFetchLeaderHints fills current_leader of the partitions that failed
+// with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH and node_endpoints
+// with their leaders (KIP-951, see leader_hints.go).
+func (h *Handler) addFetchLeaderHints(listener string, resp *kmsg.FetchResponse) {
+	var lh *leaderHints
+	for ti := range resp.Topics {
+		st := &resp.Topics[ti]
+		for pi := range st.Partitions {
+			sp := &st.Partitions[pi]
+			if !wantsLeaderHint(sp.ErrorCode) {
+				continue
+			}
+			if lh == nil {
+				lh = h.leaderHints(listener)
+			}
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = lh.leader(st.Topic, st.TopicID, sp.Partition)
+		}
+	}
+	if lh == nil {
+		return
+	}
+	for _, n := range lh.endpoints() {
+		b := kmsg.NewFetchResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = n.id, n.host, n.port, n.rack
+		resp.Brokers = append(resp.Brokers, b)
+	}
 }
 
 // fetchSessionFor returns the request's fetch session (KIP-227): none
