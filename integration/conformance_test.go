@@ -160,3 +160,18 @@ func readList(t testing.TB, path string) []string {
 	}
 	return out
 }
+
+// TestKgoConformanceThreeNodes runs the same must-pass list against three
+// in-process brokers with KGO_TEST_RF=3: every topic the suite creates is
+// replicated to all three, and its producers and groups run over
+// leaders, followers and coordinators on different brokers.
+func TestKgoConformanceThreeNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("conformance suite is not run with -short")
+	}
+	mustPass := readList(t, "testdata/kgo-must-pass.txt")
+	c := startReplicatedCluster(t)
+	seeds := strings.Join(c.seeds(), ",")
+	run := "^(" + strings.Join(mustPass, "|") + ")$"
+	requireKgoPass(t, runKgo(t, seeds, run, "KGO_TEST_RF=3"), mustPass)
+}
