@@ -92,6 +92,9 @@ type Broker struct {
 	halting   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+	// lifecycleRef is lifecycle for goroutines that may run before New
+	// has made it (the replica fetchers ask for the broker epoch).
+	lifecycleRef atomic.Pointer[lifecycleManager]
 }
 
 // New builds a node: it checks or writes meta.properties in every log dir,
@@ -127,6 +130,12 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		Image:      b.loader.Image,
 		Logger:     b.log,
 		Registerer: b.registry,
+		// Replication: the channels exist once New has made them; the
+		// replica manager uses them only once metadata arrives.
+		BrokerEpoch:      b.brokerEpoch,
+		AlterPartition:   b.sendAlterPartition,
+		NewFetcherClient: b.newFetcherClient,
+		Replication:      replicationConfig(cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -157,6 +166,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
 		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
 	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
+	b.lifecycleRef.Store(b.lifecycle)
 	b.handler = b.newRequestHandler()
 	b.socket.cfg.Handler = b.handler
 	b.registerReconfigurables()
@@ -253,7 +263,7 @@ func (b *Broker) newMetadataQuorum() error {
 		Logger:               b.log,
 		SessionTimeout:       cfg.BrokerSessionTimeout,
 		Bootstrap:            func() ([]metadata.Record, error) { return migrateJSONStore(metaDir, b.log) },
-		MaxReplicationFactor: 1,
+		MaxReplicationFactor: 0, // replicated: no cap
 		Registerer:           b.registry,
 	})
 	b.quorum, err = openQuorum(quorumConfig{

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moldau/moldau/broker"
 )
 
 // TestKgoConformance runs franz-go's own kgo integration tests (from the
@@ -163,23 +162,20 @@ func readList(t testing.TB, path string) []string {
 	return out
 }
 
-// TestKgoTxnEtlThreeNodes runs kgo's TestTxnEtl against three
-// combined-mode nodes, where its transactions' coordinators, partition
-// leaders and group coordinators are spread over the brokers, so that
-// markers and the adds of Produce v12 go between them.
-func TestKgoTxnEtlThreeNodes(t *testing.T) {
+// TestKgoConformanceThreeNodes runs the same must-pass list against three
+// in-process brokers with KGO_TEST_RF=3: every topic the suite creates is
+// replicated to all three, and its producers and groups run over
+// leaders, followers and coordinators on different brokers; TestTxnEtl
+// among them puts transactions' coordinators, partition leaders and
+// group coordinators on different brokers, so that markers and the adds
+// of Produce v12 go between them.
+func TestKgoConformanceThreeNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("conformance suite is not run with -short")
 	}
-	nodes := newClusterNodes(t, 3)
-	var bs []*broker.Broker
-	var seeds []string
-	for _, n := range nodes {
-		b := startInProcessNode(t, n, nodes)
-		t.Cleanup(func() { b.Close() })
-		bs = append(bs, b)
-		seeds = append(seeds, n.seed())
-	}
-	waitReady(t, bs...)
-	requireKgoPass(t, runKgo(t, strings.Join(seeds, ","), "^TestTxnEtl$"), []string{"TestTxnEtl"})
+	mustPass := readList(t, "testdata/kgo-must-pass.txt")
+	c := startReplicatedCluster(t)
+	seeds := strings.Join(c.seeds(), ",")
+	run := "^(" + strings.Join(mustPass, "|") + ")$"
+	requireKgoPass(t, runKgo(t, seeds, run, "KGO_TEST_RF=3"), mustPass)
 }

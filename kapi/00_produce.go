@@ -14,7 +14,9 @@ package kapi
 //     records and retries the others (librdkafka:
 //     _INVALID_DIFFERENT_RECORD).
 //   - v9: flexible versions (KIP-482).
-//   - v10: the response may carry the current leader (KIP-951).
+//   - v10: a partition answering NOT_LEADER_OR_FOLLOWER carries its
+//     current leader and epoch, and node_endpoints that leader's endpoint
+//     (KIP-951, leader_hints.go).
 //   - v11: no change on the wire (KIP-890 part 1 client support:
 //     TRANSACTION_ABORTABLE may be answered).
 //   - v12: no change on the wire (KIP-890 part 2: the producer no longer
@@ -101,6 +103,9 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 			}
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = r.BaseOffset, r.LogAppendTime, r.LogStartOffset
 		}
+		if anyErr && req.Version >= 10 {
+			h.addProduceLeaderHints(rc.Listener, resp)
+		}
 		if req.Acks == 0 {
 			if anyErr {
 				rc.closeAfter = "acks=0 produce failed for at least one partition"
@@ -143,6 +148,27 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 			finish(results)
 		})
 	})
+}
+
+// addProduceLeaderHints fills current_leader of the partitions that
+// failed with NOT_LEADER_OR_FOLLOWER and node_endpoints with their
+// leaders (KIP-951, see leader_hints.go).
+func (h *Handler) addProduceLeaderHints(listener string, resp *kmsg.ProduceResponse) {
+	lh := h.leaderHints(listener)
+	for ti := range resp.Topics {
+		st := &resp.Topics[ti]
+		for pi := range st.Partitions {
+			sp := &st.Partitions[pi]
+			if wantsLeaderHint(sp.ErrorCode) {
+				sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = lh.leader(st.Topic, st.TopicID, sp.Partition)
+			}
+		}
+	}
+	for _, n := range lh.endpoints() {
+		b := kmsg.NewProduceResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = n.id, n.host, n.port, n.rack
+		resp.Brokers = append(resp.Brokers, b)
+	}
 }
 
 // TxnPartition is a partition a transactional Produce writes, with the

@@ -18,7 +18,9 @@ package kapi
 //   - v13: topics named by topic ID (KIP-516); unknown ID is UNKNOWN_TOPIC_ID.
 //   - v14: no change on the wire.
 //   - v15: replica_id moves into the replica_state tag (KIP-903).
-//   - v16: the response may carry node endpoints (KIP-951).
+//   - v16: a partition answering NOT_LEADER_OR_FOLLOWER or
+//     FENCED_LEADER_EPOCH carries its current leader and epoch, and
+//     node_endpoints that leader's endpoint (KIP-951, leader_hints.go).
 //   - v17: replica directory ID (KIP-853); v18: high watermark tag
 //     (KIP-1166).
 //
@@ -59,8 +61,13 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 	if limit := h.cfg.Broker.FetchMaxBytes; maxBytes <= 0 || maxBytes > limit {
 		maxBytes = limit
 	}
+	replicaEpoch := int64(-1)
+	if req.Version >= 15 {
+		replicaEpoch = req.ReplicaState.Epoch
+	}
 	params := replica.FetchParams{
 		ReplicaID:     replicaID,
+		ReplicaEpoch:  replicaEpoch,
 		MaxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
 		MinBytes:      req.MinBytes,
 		MaxBytes:      maxBytes,
@@ -94,8 +101,39 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 			byItem[idx[i]] = &results[i]
 		}
 		slices := fillFetchResponse(resp, items, byItem, sess, incremental)
+		if req.Version >= 16 {
+			h.addFetchLeaderHints(rc.Listener, resp)
+		}
 		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
 	})
+}
+
+// addFetchLeaderHints fills current_leader of the partitions that failed
+// with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH and node_endpoints
+// with their leaders (KIP-951, see leader_hints.go).
+func (h *Handler) addFetchLeaderHints(listener string, resp *kmsg.FetchResponse) {
+	var lh *leaderHints
+	for ti := range resp.Topics {
+		st := &resp.Topics[ti]
+		for pi := range st.Partitions {
+			sp := &st.Partitions[pi]
+			if !wantsLeaderHint(sp.ErrorCode) {
+				continue
+			}
+			if lh == nil {
+				lh = h.leaderHints(listener)
+			}
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = lh.leader(st.Topic, st.TopicID, sp.Partition)
+		}
+	}
+	if lh == nil {
+		return
+	}
+	for _, n := range lh.endpoints() {
+		b := kmsg.NewFetchResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = n.id, n.host, n.port, n.rack
+		resp.Brokers = append(resp.Brokers, b)
+	}
 }
 
 // fetchSessionFor returns the request's fetch session (KIP-227): none
@@ -144,7 +182,8 @@ func (h *Handler) sessionFetchItems(req *kmsg.FetchRequest, sess *fetchSession) 
 				items = append(items, fetchItem{key: k, err: terr})
 				continue
 			}
-			sess.upsert(sessionPartition{key: k, fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch, logStartOffset: rp.LogStartOffset})
+			sess.upsert(sessionPartition{key: k, fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+				logStartOffset: rp.LogStartOffset, lastFetchedEpoch: lastFetchedEpoch(req.Version, rp.LastFetchedEpoch)})
 		}
 	}
 	for _, ft := range req.ForgottenTopics {
@@ -159,10 +198,13 @@ func (h *Handler) sessionFetchItems(req *kmsg.FetchRequest, sess *fetchSession) 
 	}
 	for _, sp := range sess.parts {
 		items = append(items, fetchItem{key: sp.key, sp: sp, part: replica.FetchPartition{
-			TopicPartition:     replica.TopicPartition{Topic: sp.key.topic, Partition: sp.key.partition},
-			FetchOffset:        sp.fetchOffset,
-			MaxBytes:           sp.maxBytes,
-			CurrentLeaderEpoch: sp.currentLeaderEpoch,
+			TopicPartition:      replica.TopicPartition{Topic: sp.key.topic, Partition: sp.key.partition},
+			FetchOffset:         sp.fetchOffset,
+			MaxBytes:            sp.maxBytes,
+			CurrentLeaderEpoch:  sp.currentLeaderEpoch,
+			LastFetchedEpoch:    sp.lastFetchedEpoch,
+			HasLastFetchedEpoch: sp.lastFetchedEpoch >= 0,
+			LogStartOffset:      sp.logStartOffset,
 		}})
 	}
 	sess.epoch++
@@ -177,15 +219,28 @@ func (h *Handler) fetchItems(req *kmsg.FetchRequest) []fetchItem {
 		name, terr := h.fetchTopicName(useIDs, rt.Topic, rt.TopicID)
 		for _, rp := range rt.Partitions {
 			k := sessionKey{id: rt.TopicID, topic: name, partition: rp.Partition}
+			lfe := lastFetchedEpoch(req.Version, rp.LastFetchedEpoch)
 			items = append(items, fetchItem{key: k, err: terr, part: replica.FetchPartition{
-				TopicPartition:     replica.TopicPartition{Topic: name, Partition: rp.Partition},
-				FetchOffset:        rp.FetchOffset,
-				MaxBytes:           rp.PartitionMaxBytes,
-				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
+				TopicPartition:      replica.TopicPartition{Topic: name, Partition: rp.Partition},
+				FetchOffset:         rp.FetchOffset,
+				MaxBytes:            rp.PartitionMaxBytes,
+				CurrentLeaderEpoch:  rp.CurrentLeaderEpoch,
+				LastFetchedEpoch:    lfe,
+				HasLastFetchedEpoch: lfe >= 0,
+				LogStartOffset:      rp.LogStartOffset,
 			}})
 		}
 	}
 	return items
+}
+
+// lastFetchedEpoch is a partition's last_fetched_epoch (v12+), -1 when
+// not given.
+func lastFetchedEpoch(version int16, epoch int32) int32 {
+	if version < 12 {
+		return -1
+	}
+	return epoch
 }
 
 // fillFetchResponse adds the items' answers to resp (in an incremental
@@ -203,7 +258,8 @@ func fillFetchResponse(resp *kmsg.FetchResponse, items []fetchItem, byItem []*re
 	for i, it := range items {
 		sp, size := fetchPartitionResponse(it, byItem[i], &slices)
 		if c := it.sp; c != nil {
-			changed := size > 0 || sp.ErrorCode != 0 || c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
+			changed := size > 0 || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 ||
+				c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
 			c.hw, c.lso, c.lstart = sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset
 			if size > 0 {
 				sent[c.key] = true
@@ -242,6 +298,10 @@ func fetchPartitionResponse(it fetchItem, r *replica.FetchResult, slices *[]log.
 	sp.ErrorCode = ErrorCode(r.Err)
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
 	if r.Err != nil {
+		return sp, 0
+	}
+	if r.DivergingEpoch.EndOffset >= 0 {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = r.DivergingEpoch.Epoch, r.DivergingEpoch.EndOffset
 		return sp, 0
 	}
 	if r.AbortedTransactions != nil {

@@ -9,6 +9,7 @@ package kapi
 //     IncrementalAlterConfigs, AlterClientQuotas, forwarded by brokers (or sent by an admin
 //     client with --bootstrap-controller), and AllocateProducerIds.
 //   - DescribeQuorum (KIP-595).
+//   - AlterPartition, from partition leaders (see 56_alter_partition.go).
 //   - The metadata quorum's own messages, on a Moldau-private API key that
 //     ApiVersions does not list (see QuorumAPI).
 //
@@ -36,6 +37,7 @@ type ControllerAPI interface {
 	RegisterBroker(context.Context, *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error)
 	BrokerHeartbeat(context.Context, *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error)
 	AlterClientQuotas(context.Context, *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error)
+	AlterPartition(context.Context, *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
 }
 
 // QuorumAPI is the metadata quorum as the controller plane calls it.
@@ -68,6 +70,7 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{44, 0, 1}, // IncrementalAlterConfigs
 	{49, 0, 1}, // AlterClientQuotas
 	{55, 0, 2}, // DescribeQuorum
+	{56, 0, 3}, // AlterPartition
 	{62, 0, 4}, // BrokerRegistration
 	{63, 0, 1}, // BrokerHeartbeat
 	{67, 0, 0}, // AllocateProducerIds
@@ -122,7 +125,9 @@ func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func
 		return
 	}
 	resp, err := h.Dispatch(ctx, kreq)
-	if err != nil {
+	if ap, ok := kreq.(*kmsg.AlterPartitionRequest); ok && err != nil {
+		resp = alterPartitionError(ap, err)
+	} else if err != nil {
 		resp = errorResponse(kreq, err)
 	}
 	respond(encodeResponse(r, resp))
@@ -165,6 +170,8 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.BrokerHeartbeat(ctx, req)
 	case *kmsg.AlterClientQuotasRequest:
 		return c.AlterClientQuotas(ctx, req)
+	case *kmsg.AlterPartitionRequest:
+		return c.AlterPartition(ctx, req)
 	case *kmsg.DescribeQuorumRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)

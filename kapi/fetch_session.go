@@ -36,6 +36,7 @@ type sessionPartition struct {
 	maxBytes           int32
 	currentLeaderEpoch int32
 	logStartOffset     int64 // follower's; unused for consumers
+	lastFetchedEpoch   int32 // v12+, -1: not given
 
 	// What the client was last told; a response includes the partition
 	// again only if one of these changed (or there are records/errors).
@@ -119,6 +120,7 @@ func (c *fetchSessionCache) remove(id int32) {
 func (s *fetchSession) upsert(p sessionPartition) {
 	if cur := s.index[p.key]; cur != nil {
 		cur.fetchOffset, cur.maxBytes, cur.currentLeaderEpoch, cur.logStartOffset = p.fetchOffset, p.maxBytes, p.currentLeaderEpoch, p.logStartOffset
+		cur.lastFetchedEpoch = p.lastFetchedEpoch
 		return
 	}
 	p.hw, p.lso, p.lstart = -1, -1, -1

@@ -71,6 +71,7 @@ func init() {
 		{key: 20, min: 0, max: 6, async: forwarded((*Handler).handleDeleteTopics)},
 		{key: 21, min: 0, max: 2, sync: (*Handler).handleDeleteRecords},
 		{key: 22, min: 0, max: 5, async: (*Handler).handleInitProducerID},
+		{key: 23, min: 0, max: 4, sync: (*Handler).handleOffsetForLeaderEpoch},
 		{key: 24, min: 0, max: 5, async: (*Handler).handleAddPartitionsToTxn},
 		{key: 25, min: 0, max: 4, async: (*Handler).handleAddOffsetsToTxn},
 		{key: 26, min: 0, max: 5, async: (*Handler).handleEndTxn},

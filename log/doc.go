@@ -50,6 +50,10 @@
 //	                                (producer_snapshot.go): Kafka's
 //	                                ProducerSnapshot v1 with CRC-32C
 //	leader-epoch-checkpoint         "0", count, then "epoch startOffset" lines
+//	                                (an entry per epoch that wrote data;
+//	                                EndOffsetForEpoch answers
+//	                                OffsetForLeaderEpoch from it,
+//	                                leader_epoch.go)
 //	partition.metadata              "version: 0\ntopic_id: <base64url uuid>\n"
 //
 // Index files of the active segment are preallocated to

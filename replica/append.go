@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/log"
 )
@@ -56,7 +57,7 @@ func (m *Manager) appendRecords(timeout time.Duration, acks int16, opts log.Appe
 	}
 	required := make([]int64, len(entries)) // offset the HW must reach; -1 if nothing to wait for
 	for i, e := range entries {
-		results[i], required[i] = m.appendToLocalLog(e, opts)
+		results[i], required[i] = m.appendToLocalLog(e, acks, opts)
 	}
 	// New data: waiting fetches may now complete. appendToLocalLog moved
 	// each high watermark first, so a DelayedFetch tried from here sees
@@ -106,7 +107,7 @@ func (m *Manager) appendRecords(timeout time.Duration, acks int16, opts log.Appe
 	m.produceP.TryCompleteElseWatch(op, keys)
 }
 
-func (m *Manager) appendToLocalLog(e ProduceEntry, opts log.AppendOptions) (ProduceResult, int64) {
+func (m *Manager) appendToLocalLog(e ProduceEntry, acks int16, opts log.AppendOptions) (ProduceResult, int64) {
 	res := ProduceResult{TopicPartition: e.TopicPartition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 	if opts.Origin == log.AppendOriginClient && metadata.IsInternalTopic(e.Topic) {
 		// Clients may not write to internal topics (Kafka:
@@ -121,7 +122,7 @@ func (m *Manager) appendToLocalLog(e ProduceEntry, opts log.AppendOptions) (Prod
 		return res, -1
 	}
 	opts.VerifyTransaction, opts.VerificationGuard = e.VerifyTransaction, e.VerificationGuard
-	info, err := p.Log.AppendAsLeader(e.Records, p.LeaderEpoch(), opts)
+	info, err := m.appendAsLeader(p, e.Records, acks, opts)
 	if err != nil {
 		res.Err = err
 		res.LogStartOffset = p.Log.LogStartOffset()
@@ -137,14 +138,32 @@ func (m *Manager) appendToLocalLog(e ProduceEntry, opts log.AppendOptions) (Prod
 		p.stats.bytesIn.Add(float64(info.ValidBytes))
 		p.stats.messagesIn.Add(float64(info.NumRecords))
 	}
-	// One node: the ISR is the leader alone, so the high watermark is the
-	// log end right after the append.
-	p.Log.UpdateHighWatermark(p.Log.LogEndOffset())
-	m.produceP.CheckAndComplete(e.TopicPartition)
+	// The high watermark moves at once when the ISR is the leader alone;
+	// otherwise the followers' fetches move it.
+	if m.maybeIncrementHighWatermark(p) {
+		m.produceP.CheckAndComplete(e.TopicPartition)
+	}
 	res.BaseOffset = info.FirstOffset
 	res.LogAppendTime = info.LogAppendTime
 	res.LogStartOffset = info.LogStartOffset
 	return res, info.LastOffset + 1
+}
+
+// appendAsLeader appends as the partition's leader (Kafka's
+// Partition.appendRecordsToLeader): under the replication state's read
+// lock, so that leadership does not change during the append, and for
+// acks=all only while the ISR has min.insync.replicas members
+// (NOT_ENOUGH_REPLICAS otherwise, nothing appended).
+func (m *Manager) appendAsLeader(p *Partition, records []byte, acks int16, opts log.AppendOptions) (log.AppendInfo, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if !p.IsLeader() {
+		return log.AppendInfo{}, apierr.Errorf(kerr.NotLeaderForPartition, "Broker %d is no longer the leader of %s.", m.cfg.NodeID, p.TopicPartition)
+	}
+	if minISR := int(p.Log.Config().MinInSyncReplicas); acks == -1 && len(p.isr) < minISR {
+		return log.AppendInfo{}, apierr.Errorf(kerr.NotEnoughReplicas, "The size of the current ISR %v is insufficient to satisfy the min.isr requirement of %d for partition %s", p.isr, minISR, p.TopicPartition)
+	}
+	return p.Log.AppendAsLeader(records, p.LeaderEpoch(), opts)
 }
 
 // isExpectedAppendError reports errors that are the producer's fault and
@@ -159,7 +178,7 @@ func isExpectedAppendError(err error) bool {
 		kerr.InvalidTimestamp, kerr.OutOfOrderSequenceNumber, kerr.InvalidProducerEpoch,
 		kerr.DuplicateSequenceNumber, kerr.UnsupportedForMessageFormat, kerr.InvalidProducerIDMapping,
 		kerr.UnsupportedCompressionType, kerr.UnsupportedVersion, kerr.InvalidTxnState,
-		kerr.TransactionCoordinatorFenced:
+		kerr.TransactionCoordinatorFenced, kerr.NotEnoughReplicas, kerr.NotLeaderForPartition:
 		return true
 	}
 	return false

@@ -100,5 +100,9 @@ func (d *DelayedFetch) OnExpiration() {}
 // OnComplete reads every partition again and responds.
 func (d *DelayedFetch) OnComplete() {
 	results, _, _, _ := d.m.readFromLocalLog(d.params, d.parts)
+	if moved := d.m.takeMoved(results); len(moved) > 0 {
+		// Not from inside an operation of the fetch purgatory.
+		d.m.bg.Go(func(<-chan struct{}) { d.m.completeDelayed(moved) })
+	}
 	d.done(results)
 }

@@ -84,7 +84,19 @@ func (m *Manager) checkEnoughReplicasReachOffset(tp TopicPartition, required int
 	if p == nil {
 		return true, kerr.UnknownTopicOrPartition
 	}
+	if !p.IsLeader() {
+		return true, kerr.NotLeaderForPartition
+	}
 	if p.Log.HighWatermark() >= required {
+		// Kafka's rule: acknowledged only while the ISR still meets
+		// min.insync.replicas; a write that waited while it shrank
+		// below is NOT_ENOUGH_REPLICAS_AFTER_APPEND (retried).
+		p.mu.RLock()
+		n := len(p.isr)
+		p.mu.RUnlock()
+		if n < int(p.Log.Config().MinInSyncReplicas) {
+			return true, kerr.NotEnoughReplicasAfterAppend
+		}
 		return true, nil
 	}
 	if m.shuttingDown.Load() {

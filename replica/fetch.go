@@ -13,10 +13,13 @@ import (
 
 // FetchParams are a fetch request's request-wide settings.
 type FetchParams struct {
-	ReplicaID int32         // -1 for consumers
-	MaxWait   time.Duration // fetch.max.wait.ms
-	MinBytes  int32         // fetch.min.bytes
-	MaxBytes  int32         // response limit (fetch.max.bytes), already capped by the broker's
+	ReplicaID int32 // -1 for consumers
+	// ReplicaEpoch is a follower's broker epoch (Fetch v15+
+	// replica_state, KIP-903); -1 unknown.
+	ReplicaEpoch int64
+	MaxWait      time.Duration // fetch.max.wait.ms
+	MinBytes     int32         // fetch.min.bytes
+	MaxBytes     int32         // response limit (fetch.max.bytes), already capped by the broker's
 	// ReadCommitted: isolation level read_committed: reads stop at the
 	// last stable offset and carry the aborted transactions they overlap
 	// (Kafka's FetchIsolation.TXN_COMMITTED).
@@ -29,6 +32,12 @@ type FetchPartition struct {
 	FetchOffset        int64
 	MaxBytes           int32
 	CurrentLeaderEpoch int32
+	// LastFetchedEpoch is the epoch of the last batch the fetcher has
+	// (v12+, when HasLastFetchedEpoch): a log that diverged from the
+	// leader's is told where (KIP-320). LogStartOffset is a follower's.
+	LastFetchedEpoch    int32
+	HasLastFetchedEpoch bool
+	LogStartOffset      int64
 }
 
 // FetchResult is one partition's outcome. Records are whole batches, in a
@@ -44,6 +53,18 @@ type FetchResult struct {
 	// aborted transactions overlapping Records (empty, not nil); nil
 	// otherwise (Fetch v4+ aborted_transactions, null when not asked).
 	AbortedTransactions []log.AbortedTxn
+	// DivergingEpoch, when its EndOffset is not -1, tells the fetcher
+	// that its log diverged from the leader's after EndOffset in Epoch
+	// (KIP-320); Records is empty then.
+	DivergingEpoch EpochEndOffset
+
+	hwMoved bool // a follower's fetch moved the high watermark
+}
+
+// EpochEndOffset is a leader epoch and the offset where it ends.
+type EpochEndOffset struct {
+	Epoch     int32
+	EndOffset int64
 }
 
 // FetchMessages reads every partition and calls done with the results
@@ -54,6 +75,9 @@ type FetchResult struct {
 // shutdown it never waits. done may run on another goroutine.
 func (m *Manager) FetchMessages(params FetchParams, parts []FetchPartition, done func([]FetchResult)) {
 	results, bytes, anyErr, start := m.readFromLocalLog(params, parts)
+	if params.ReplicaID >= 0 {
+		m.completeDelayed(m.takeMoved(results))
+	}
 	if params.MaxWait <= 0 || len(parts) == 0 || bytes >= int64(params.MinBytes) || anyErr || m.shuttingDown.Load() {
 		done(results)
 		return
@@ -83,10 +107,14 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		r := &results[i]
 		r.TopicPartition = fp.TopicPartition
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
+		r.DivergingEpoch = EpochEndOffset{-1, -1}
 		start[i] = log.UnknownOffsetMetadata
 		p, err := m.getPartition(fp.TopicPartition)
 		if err == nil {
 			err = checkLeaderEpoch(p, fp.CurrentLeaderEpoch)
+		}
+		if err == nil && params.ReplicaID >= 0 {
+			err = m.checkFollowerFetch(p, params.ReplicaID, params.ReplicaEpoch)
 		}
 		if err != nil {
 			r.Err = err
@@ -94,6 +122,25 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			continue
 		}
 		l := p.Log
+		if fp.HasLastFetchedEpoch && fp.LastFetchedEpoch >= 0 {
+			// KIP-320: the fetcher's log diverged if the leader's ends
+			// the fetcher's last epoch before its fetch offset.
+			e, end := l.EndOffsetForEpoch(fp.LastFetchedEpoch)
+			if e < 0 || end < 0 {
+				// Kafka: the end of the last fetched epoch cannot be
+				// determined; the fetcher resets its position.
+				r.Err = fmt.Errorf("%w: could not determine the end offset of epoch %d of %s", kerr.OffsetOutOfRange, fp.LastFetchedEpoch, fp.TopicPartition)
+				anyErr = true
+				continue
+			}
+			if e < fp.LastFetchedEpoch || end < fp.FetchOffset {
+				r.DivergingEpoch = EpochEndOffset{e, end}
+				r.HighWatermark, r.LastStableOffset, r.LogStartOffset = l.HighWatermark(), l.LastStableOffset(), l.LogStartOffset()
+				r.Records = log.FileSlice{}
+				continue
+			}
+		}
+		leaderLEO := l.LogEndOffset()
 		// The offsets are read before the data: what is read never goes
 		// past the high watermark (or last stable offset) reported with
 		// it. The LSO first: it is then at most the high watermark.
@@ -110,7 +157,7 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		var data log.FetchData
 		switch {
 		case params.ReplicaID >= 0: // followers read to the log end
-			data, err = l.Read(fp.FetchOffset, int32(limit), l.LogEndOffset(), total == 0)
+			data, err = l.Read(fp.FetchOffset, int32(limit), leaderLEO, total == 0)
 		case params.ReadCommitted:
 			data, err = l.ReadCommitted(fp.FetchOffset, int32(limit), lso, total == 0)
 		default:
@@ -131,16 +178,37 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			anyErr = true
 			continue
 		}
+		if params.ReplicaID >= 0 {
+			r.hwMoved = m.updateFollowerFetchState(p, params.ReplicaID, params.ReplicaEpoch, fp.FetchOffset, fp.LogStartOffset, leaderLEO)
+			r.HighWatermark = l.HighWatermark()
+		}
 		start[i] = data.FetchOffsetMetadata
 		r.Records = data.Records
 		r.AbortedTransactions = data.AbortedTransactions
 		total += data.Records.Size
 		remaining -= data.Records.Size
 		if data.Records.Size > 0 {
-			p.stats.bytesOut.Add(float64(data.Records.Size))
+			if params.ReplicaID >= 0 {
+				p.stats.replOut.Add(float64(data.Records.Size))
+			} else {
+				p.stats.bytesOut.Add(float64(data.Records.Size))
+			}
 		}
 	}
 	return results, total, anyErr, start
+}
+
+// takeMoved returns the partitions whose high watermark a follower's fetch
+// moved.
+func (m *Manager) takeMoved(results []FetchResult) []TopicPartition {
+	var tps []TopicPartition
+	for i := range results {
+		if results[i].hwMoved {
+			tps = append(tps, results[i].TopicPartition)
+			results[i].hwMoved = false
+		}
+	}
+	return tps
 }
 
 // servable cuts data before the first batch in it that the log scrubber

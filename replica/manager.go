@@ -1,9 +1,7 @@
 package replica
 
 import (
-	"github.com/moldau/moldau/broker/apierr"
-	"github.com/moldau/moldau/broker/uuid"
-
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,7 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/log"
@@ -21,29 +21,6 @@ import (
 
 // TopicPartition names a partition.
 type TopicPartition = log.TopicPartition
-
-// Partition is one partition hosted by this broker (Kafka's Partition).
-// Its leader epoch and leadership change only through the metadata
-// publisher (applyDelta); produce and fetch read them without locks.
-type Partition struct {
-	TopicPartition
-	TopicID uuid.UUID
-	Log     *log.Log
-
-	// leaderEpoch is the partition's leader epoch; isLeader whether this
-	// broker leads it at that epoch (a replica here whose leader is
-	// elsewhere, or none, serves no produce and no consumer fetch).
-	leaderEpoch atomic.Int32
-	isLeader    atomic.Bool
-
-	stats *topicStats
-}
-
-// LeaderEpoch is the partition's current leader epoch.
-func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
-
-// IsLeader reports whether this broker leads the partition.
-func (p *Partition) IsLeader() bool { return p.isLeader.Load() }
 
 // Config wires a Manager.
 type Config struct {
@@ -61,6 +38,63 @@ type Config struct {
 	// RetryInterval is how often the creation of logs that failed is
 	// tried again (see offline.go); 0: 2s.
 	RetryInterval time.Duration
+
+	// Replication. BrokerEpoch is this broker's epoch (registration);
+	// AlterPartition sends an ISR change to the active controller;
+	// NewFetcherClient gives a follower fetcher thread its own
+	// connections to leaders. Nil AlterPartition or NewFetcherClient:
+	// this broker neither changes ISRs nor follows (tests of one node).
+	BrokerEpoch      func() int64
+	AlterPartition   func(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
+	NewFetcherClient func() BrokerClient
+	Replication      ReplicationConfig
+}
+
+// ReplicationConfig are the replication settings (Kafka's replica.*).
+type ReplicationConfig struct {
+	NumFetchers           int           // num.replica.fetchers, 1
+	FetchMaxBytes         int32         // replica.fetch.max.bytes, 1 MiB
+	FetchMinBytes         int32         // replica.fetch.min.bytes, 1
+	FetchWaitMax          time.Duration // replica.fetch.wait.max.ms, 500ms
+	FetchBackoff          time.Duration // replica.fetch.backoff.ms, 1s
+	FetchResponseMaxBytes int32         // replica.fetch.response.max.bytes, 10 MiB
+	LagTimeMax            time.Duration // replica.lag.time.max.ms, 30s
+	SocketTimeout         time.Duration // replica.socket.timeout.ms, 30s
+}
+
+func (c ReplicationConfig) withDefaults() ReplicationConfig {
+	if c.NumFetchers <= 0 {
+		c.NumFetchers = 1
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = 1 << 20
+	}
+	if c.FetchMinBytes <= 0 {
+		c.FetchMinBytes = 1
+	}
+	if c.FetchWaitMax <= 0 {
+		c.FetchWaitMax = 500 * time.Millisecond
+	}
+	if c.FetchBackoff <= 0 {
+		c.FetchBackoff = time.Second
+	}
+	if c.FetchResponseMaxBytes <= 0 {
+		c.FetchResponseMaxBytes = 10 << 20
+	}
+	if c.LagTimeMax <= 0 {
+		c.LagTimeMax = 30 * time.Second
+	}
+	if c.SocketTimeout <= 0 {
+		c.SocketTimeout = 30 * time.Second
+	}
+	return c
+}
+
+// BrokerClient sends requests to other brokers (the broker's inter-broker
+// channel); one request at a time per destination.
+type BrokerClient interface {
+	Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+	Close()
 }
 
 // Manager is the ReplicaManager.
@@ -94,6 +128,8 @@ type Manager struct {
 	// errLog rate-limits the lines of failed appends and reads.
 	errLog errorLimiter
 
+	fetchers *ReplicaFetcherManager
+
 	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
 	// wait (see BeginShutdown).
@@ -120,6 +156,11 @@ func NewManager(cfg Config) (*Manager, error) {
 		if err := cfg.Registerer.Register(m.offlineGauge); err != nil {
 			return nil, fmt.Errorf("replica: registering metrics: %w", err)
 		}
+	}
+	m.cfg.Replication = cfg.Replication.withDefaults()
+	m.fetchers = newReplicaFetcherManager(m)
+	if cfg.AlterPartition != nil {
+		m.bg.Every(m.cfg.Replication.LagTimeMax/2, m.maybeShrinkISRs)
 	}
 	m.retryInterval = cfg.RetryInterval
 	if m.retryInterval <= 0 {
@@ -157,6 +198,7 @@ func (m *Manager) Close() {
 		return
 	}
 	m.BeginShutdown()
+	m.fetchers.close()
 	m.bg.StopAndWait()
 	m.produceP.Close()
 	m.fetchP.Close()

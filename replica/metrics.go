@@ -13,6 +13,11 @@ type BrokerTopicMetrics struct {
 	bytesOut       *prometheus.CounterVec
 	messagesIn     *prometheus.CounterVec
 	failedProduces *prometheus.CounterVec
+	// Replication traffic, broker-wide as Kafka keeps it (only the
+	// all-topics series exists): what followers appended, what leaders
+	// sent to followers.
+	replicationBytesIn  prometheus.Counter
+	replicationBytesOut prometheus.Counter
 }
 
 func newBrokerTopicMetrics(reg prometheus.Registerer) *BrokerTopicMetrics {
@@ -34,6 +39,14 @@ func newBrokerTopicMetrics(reg prometheus.Registerer) *BrokerTopicMetrics {
 			Name: "kafka_server_brokertopicmetrics_failedproducerequests_total",
 			Help: "Produce partitions that failed, per topic.",
 		}, []string{"topic"}),
+		replicationBytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_replicationbytesin_total",
+			Help: "Bytes appended by this broker's followers, fetched from leaders.",
+		}),
+		replicationBytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kafka_server_brokertopicmetrics_replicationbytesout_total",
+			Help: "Bytes sent by this broker's leaders to followers.",
+		}),
 	}
 	if reg != nil {
 		for _, c := range m.collectors() {
@@ -44,7 +57,7 @@ func newBrokerTopicMetrics(reg prometheus.Registerer) *BrokerTopicMetrics {
 }
 
 func (m *BrokerTopicMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.bytesIn, m.bytesOut, m.messagesIn, m.failedProduces}
+	return []prometheus.Collector{m.bytesIn, m.bytesOut, m.messagesIn, m.failedProduces, m.replicationBytesIn, m.replicationBytesOut}
 }
 
 func (m *BrokerTopicMetrics) unregister() {
@@ -59,7 +72,10 @@ func (m *BrokerTopicMetrics) unregister() {
 // produce and fetch paths do not look labels up per request.
 type topicStats struct {
 	bytesIn, bytesOut, messagesIn, failedProduces prometheus.Counter
+	replIn, replOut                               prometheus.Counter
 }
+
+func (s *topicStats) replicationBytesIn(n int) { s.replIn.Add(float64(n)) }
 
 func (m *BrokerTopicMetrics) forTopic(topic string) *topicStats {
 	return &topicStats{
@@ -67,6 +83,8 @@ func (m *BrokerTopicMetrics) forTopic(topic string) *topicStats {
 		bytesOut:       m.bytesOut.WithLabelValues(topic),
 		messagesIn:     m.messagesIn.WithLabelValues(topic),
 		failedProduces: m.failedProduces.WithLabelValues(topic),
+		replIn:         m.replicationBytesIn,
+		replOut:        m.replicationBytesOut,
 	}
 }
 

@@ -115,6 +115,22 @@ func (m *Manager) updateOffline(op *offlinePartition, t *metadata.Topic, p metad
 	m.offline.Store(op.tp, &c)
 }
 
+// offlineState is the metadata's state of an offline partition whose log
+// now exists: the image's, or, without one, this broker alone.
+func (m *Manager) offlineState(op *offlinePartition) metadata.Partition {
+	if m.cfg.Image != nil {
+		if t, ok := m.cfg.Image().Topic(op.tp.Topic); ok && t.ID == op.topicID && int(op.tp.Partition) < len(t.Partitions) {
+			return t.Partitions[op.tp.Partition]
+		}
+	}
+	self := []int32{m.cfg.NodeID}
+	leader := int32(metadata.NoLeader)
+	if op.leader {
+		leader = m.cfg.NodeID
+	}
+	return metadata.Partition{Index: op.tp.Partition, Leader: leader, LeaderEpoch: op.leaderEpoch, Replicas: self, ISR: self}
+}
+
 // retryOfflineLogs tries again to create the logs that failed, in
 // partition order. A failure for want of a resource (file descriptors,
 // space) ends the round: the next partitions would fail the same way.
@@ -155,10 +171,7 @@ func (m *Manager) retryOfflineLogs() {
 		}
 		part := &Partition{TopicPartition: op.tp, TopicID: op.topicID, Log: l, stats: m.metrics.forTopic(op.tp.Topic)}
 		part.leaderEpoch.Store(op.leaderEpoch)
-		if op.leader {
-			part.Log.UpdateHighWatermark(part.Log.LogEndOffset())
-		}
-		part.isLeader.Store(op.leader)
+		m.applyReplication(part, m.offlineState(op), op.leader, true)
 		m.partitions.Store(op.tp, part)
 		m.offline.Delete(op.tp)
 		back = append(back, fmt.Sprintf("%s (after %d attempts, %s)", op.tp, op.attempts+1, time.Since(op.since).Round(time.Millisecond)))

@@ -168,13 +168,7 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 	}
 	leader := p.Leader == m.cfg.NodeID
 	wasLeader, oldEpoch := part.IsLeader(), part.LeaderEpoch()
-	part.leaderEpoch.Store(p.LeaderEpoch)
-	if leader {
-		// No followers yet: the leader's high watermark is its log
-		// end (the ISR is this broker alone).
-		part.Log.UpdateHighWatermark(part.Log.LogEndOffset())
-	}
-	part.isLeader.Store(leader)
+	m.applyReplication(part, p, leader, !wasLeader || oldEpoch != p.LeaderEpoch)
 	switch {
 	case leader && (!wasLeader || oldEpoch != p.LeaderEpoch):
 		m.log.Debug("became leader", "partition", tp.String(), "leader_epoch", p.LeaderEpoch)
@@ -184,6 +178,36 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 		return lostLeadership, isNew
 	}
 	return noLeadershipChange, isNew
+}
+
+// applyReplication makes part the leader (newEpoch: at a new leader
+// epoch) or a follower of the partition's state in the metadata (Kafka's
+// Partition.makeLeader and makeFollower): a leader stops fetching first,
+// then takes the ISR and starts the followers' states over at a new
+// epoch; a follower stops leading, then fetches from its leader (none
+// while the partition has no leader). stateMu held.
+func (m *Manager) applyReplication(part *Partition, p metadata.Partition, leader, newEpoch bool) {
+	now := time.Now()
+	if leader {
+		m.fetchers.stop(part.TopicPartition)
+		part.mu.Lock()
+		part.leaderEpoch.Store(p.LeaderEpoch)
+		part.makeLeaderLocked(m.cfg.NodeID, p.Replicas, p.ISR, p.PartitionEpoch, newEpoch, now)
+		part.isLeader.Store(true)
+		m.maybeIncrementHighWatermarkLocked(part, now)
+		part.mu.Unlock()
+		return
+	}
+	part.mu.Lock()
+	part.isLeader.Store(false)
+	part.leaderEpoch.Store(p.LeaderEpoch)
+	part.makeFollowerLocked(p.Replicas, p.ISR, p.PartitionEpoch, p.Leader)
+	part.mu.Unlock()
+	if p.Leader >= 0 {
+		m.fetchers.follow(part, p.Leader, p.LeaderEpoch)
+	} else {
+		m.fetchers.stop(part.TopicPartition)
+	}
 }
 
 // stopReplica removes a partition from this broker; with deleteLog its log
@@ -196,6 +220,7 @@ func (m *Manager) stopReplica(tp TopicPartition, deleteLog bool) bool {
 	if !ok {
 		return false
 	}
+	m.fetchers.stop(tp)
 	v.(*Partition).isLeader.Store(false)
 	if deleteLog {
 		if err := m.cfg.Logs.DeleteLog(tp); err != nil {

@@ -168,9 +168,8 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 // change once. Kafka's controller (handleDirectoriesOffline) moves the
 // leadership of the partitions in those dirs to other replicas, knowing
 // which dir holds each replica from PartitionRecord.Directories
-// (AssignReplicasToDirs). Moldau's metadata has no directory assignments
-// and every partition one replica, so there is no replica to move to:
-// the broker itself answers KAFKA_STORAGE_ERROR for those partitions
+// (AssignReplicasToDirs). Moldau's metadata has no directory assignments,
+// so it cannot tell which partitions to move: the broker itself answers KAFKA_STORAGE_ERROR for those partitions
 // until it restarts with the dir repaired. On the loop.
 func (c *QuorumController) noteOfflineDirs(broker int32, s *brokerSession, dirs [][16]byte) {
 	if slices.Equal(s.offlineDirs, dirs) {
@@ -238,91 +237,6 @@ func (c *QuorumController) fenceStaleBrokers() {
 func (c *QuorumController) fenceRecords(im *metadata.Image, b *metadata.Broker) []metadata.Record {
 	recs := c.leadershipLossRecords(im, b.ID, 0)
 	return append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: 1})
-}
-
-// leadershipLossRecords moves the leadership of every partition the broker
-// leads to another in-sync, unfenced replica, or to no leader when there is
-// none; the broker also leaves the ISR of partitions where others remain
-// (Kafka keeps the last ISR member, as only it has every committed record).
-//
-// With keepSoleReplicas, a partition whose only replica is the broker keeps
-// its leader and leader epoch: there is no one to move it to, and taking it
-// away only to give it back once the broker is unfenced would bump the
-// epoch twice per restart (and grow the metadata log by two records per
-// partition) for nothing. The broker is fenced meanwhile, so Metadata
-// answers LEADER_NOT_AVAILABLE for it all the same. Used when a broker
-// re-registers after an unclean restart (Kafka gives those up too, in
-// handleBrokerUncleanShutdown); a broker that shuts down in a controlled
-// way or whose session expired gives up every leadership, as in Kafka, so
-// that clients see the partitions leaderless at once and they count as
-// offline.
-func (c *QuorumController) leadershipLossRecords(im *metadata.Image, broker int32, opts leadershipLossOption) []metadata.Record {
-	var recs []metadata.Record
-	for _, t := range im.Topics() {
-		for _, p := range t.Partitions {
-			if !slices.Contains(p.Replicas, broker) {
-				continue
-			}
-			if opts&keepSoleReplicas != 0 && len(p.Replicas) == 1 {
-				continue
-			}
-			isr := p.ISR
-			if len(isr) > 1 && slices.Contains(isr, broker) {
-				isr = slices.DeleteFunc(slices.Clone(isr), func(b int32) bool { return b == broker })
-			}
-			leader := p.Leader
-			if leader == broker {
-				leader = c.chooseLeader(im, p, isr, broker)
-			}
-			if leader == p.Leader && slices.Equal(isr, p.ISR) {
-				continue
-			}
-			r := metadata.NewPartitionChangeRecord(t.ID, p.Index)
-			if leader != p.Leader {
-				r.Leader = leader
-			}
-			if !slices.Equal(isr, p.ISR) {
-				r.ISR = isr
-			}
-			recs = append(recs, r)
-		}
-	}
-	return recs
-}
-
-type leadershipLossOption int
-
-const keepSoleReplicas leadershipLossOption = 1
-
-// chooseLeader picks the first replica (preferred order) that is in the
-// ISR, unfenced and not excluded; NoLeader if none.
-func (c *QuorumController) chooseLeader(im *metadata.Image, p metadata.Partition, isr []int32, exclude int32) int32 {
-	for _, r := range p.Replicas {
-		if r == exclude || !slices.Contains(isr, r) {
-			continue
-		}
-		if b := im.Brokers[r]; b != nil && !b.Fenced && !b.InControlledShutdown {
-			return r
-		}
-	}
-	return metadata.NoLeader
-}
-
-// electOnUnfence gives leaderless partitions back to a broker that has
-// just been unfenced, if it is in their ISR.
-func (c *QuorumController) electOnUnfence(im *metadata.Image, broker int32) []metadata.Record {
-	var recs []metadata.Record
-	for _, t := range im.Topics() {
-		for _, p := range t.Partitions {
-			if p.Leader != metadata.NoLeader || !slices.Contains(p.ISR, broker) {
-				continue
-			}
-			r := metadata.NewPartitionChangeRecord(t.ID, p.Index)
-			r.Leader = broker
-			recs = append(recs, r)
-		}
-	}
-	return recs
 }
 
 // AllocateProducerIDs hands a broker the next block of producer ids.

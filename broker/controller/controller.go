@@ -342,7 +342,8 @@ func write[T any](ctx context.Context, c *QuorumController, name string, op func
 // appendRecords replays records into the latest image, appends them to the
 // log and calls done once they are committed (or failed). On the loop.
 func (c *QuorumController) appendRecords(records []metadata.Record, done func(offset int64, err error)) (int64, error) {
-	d := metadata.NewDelta(c.latest)
+	base := c.latest
+	d := metadata.NewDelta(base)
 	raw := make([][]byte, len(records))
 	for i, r := range records {
 		if err := d.Replay(r); err != nil {
@@ -360,6 +361,9 @@ func (c *QuorumController) appendRecords(records []metadata.Record, done func(of
 	}
 	d.SetProvenance(off, c.epoch)
 	c.latest = d.Apply()
+	if n := uncleanElections(base, records); n > 0 {
+		c.metrics.unclean.Add(float64(n))
+	}
 	c.metricsDirty = true
 	c.pending = append(c.pending, pendingWrite{offset: off, done: func(err error) { done(off, err) }})
 	return off, nil

@@ -80,6 +80,13 @@ func (c *clock) add(d time.Duration) {
 
 func newTestController(t *testing.T) (*QuorumController, *fakeRaft, *clock) {
 	t.Helper()
+	return newTestControllerWith(t, nil)
+}
+
+// newTestControllerWith is newTestController with the config changed by
+// edit before the controller starts.
+func newTestControllerWith(t *testing.T, edit func(*Config)) (*QuorumController, *fakeRaft, *clock) {
+	t.Helper()
 	cfg, _, err := config.Load("", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +94,9 @@ func newTestController(t *testing.T) (*QuorumController, *fakeRaft, *clock) {
 	f := &fakeRaft{}
 	clk := &clock{t: time.UnixMilli(1_700_000_000_000)}
 	c := New(Config{NodeID: 1, ClusterID: "cluster", Broker: cfg, Raft: f, Now: clk.now, SessionTimeout: 9 * time.Second, MaxReplicationFactor: 1, Registerer: prometheus.NewRegistry()})
+	if edit != nil {
+		edit(&c.cfg)
+	}
 	f.c = c
 	c.Start()
 	t.Cleanup(c.Close)

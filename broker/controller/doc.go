@@ -32,14 +32,43 @@
 //
 // A broker registers (BrokerRegistration) and is fenced until its
 // heartbeats (BrokerHeartbeat) show that its metadata has reached its own
-// registration record; then it is unfenced, and partitions that had no
-// leader and have it in their ISR get it as leader with a new leader epoch.
-// A broker without a heartbeat for broker.session.timeout.ms is fenced: the
-// partitions it led move to another in-sync unfenced replica, or to no
-// leader. A new incarnation of a registered broker (a restart) gets a new
-// broker epoch, and what the old one led is led by no one until the new one
-// is unfenced. Sessions live only on the active controller and start afresh
-// when a controller activates.
+// registration record; then it is unfenced. A broker without a heartbeat
+// for broker.session.timeout.ms is fenced. A new incarnation of a
+// registered broker (a restart) gets a new broker epoch. Sessions live only
+// on the active controller and start afresh when a controller activates.
+//
+// # Replication
+//
+// Every change of a partition's leader or ISR is built as Kafka's
+// PartitionChangeBuilder builds it (elections.go) and written as one
+// PartitionChangeRecord; a change of the ISR alone bumps only the
+// partition epoch, a change of leader also the leader epoch. What is
+// guaranteed:
+//
+//   - A new partition's ISR is its active replicas (unfenced, not shutting
+//     down), its leader the first of them; one with no active replica is
+//     refused. Placement (placement.go) puts an unfenced broker first and
+//     spreads a partition's replicas over racks.
+//   - The ISR changes only by AlterPartition from the partition's leader
+//     (alter_partition.go: Kafka's checks, codes and order), and by the
+//     controller when a broker is fenced, shuts down in a controlled way
+//     or re-registers: the broker leaves every ISR where another member
+//     remains. The ISR is never empty: its last member keeps its place.
+//   - A leader is always an ISR member that is registered, unfenced and
+//     not shutting down; the current leader is kept while it qualifies,
+//     else the first qualifying replica in replica order leads, else no
+//     one (leader -1). Unfencing a broker elects again every leaderless
+//     partition. A re-registering broker keeps the leadership of the
+//     partitions it alone hosts (nobody else could lead them).
+//   - Unclean election, only where unclean.leader.election.enable holds
+//     for the topic (its override, then this controller's and the
+//     cluster's dynamic broker config, then the static one): when no ISR
+//     member qualifies, the first live replica leads, the ISR becomes just
+//     it and its LeaderRecoveryState RECOVERING until the leader's
+//     AlterPartition says RECOVERED. Each is logged at WARN and counted
+//     (kafka_controller_controllerstats_uncleanleaderelectionspersec_total).
+//   - min.insync.replicas is accepted as a topic config; the controller
+//     only validates it (the leader enforces it on acks=all).
 //
 // A heartbeat names the broker's offline log dirs (OfflineLogDirs,
 // KIP-858); the session records them and a change is logged.
@@ -55,17 +84,29 @@
 // # Differences from Kafka
 //
 //   - Until partitions are replicated between brokers,
-//     Config.MaxReplicationFactor (1) refuses larger replication factors
-//     with INVALID_REPLICATION_FACTOR and a message that says why; internal
-//     topics are capped to it (and to the registered brokers) so that a
-//     single node creates __consumer_offsets.
+//     Config.MaxReplicationFactor (1 in the broker) refuses larger
+//     replication factors with INVALID_REPLICATION_FACTOR and a message
+//     that says why; everything under the cap is built and tested for
+//     larger factors. Internal topics are capped to it and to the
+//     registered brokers, so that a single node creates __consumer_offsets.
+//   - No eligible leader replicas (KIP-966, ELR), no reassignment
+//     (AlterPartitionReassignments), no ElectLeaders, and no periodic
+//     unclean election (Kafka's unclean.leader.election.interval.ms): a
+//     leaderless partition whose topic allows unclean election is elected
+//     again when a broker is unfenced.
+//   - An AlterPartition naming an unknown LeaderRecoveryState is
+//     INVALID_REQUEST for that partition (Kafka fails the request).
+//   - The unclean election counter counts what the active controller
+//     decided, not what every controller replayed.
 //   - Offline log dirs move no leadership. Kafka's controller moves the
 //     partitions of an offline dir to other replicas (or to no leader),
 //     knowing each replica's dir from PartitionRecord.Directories; Moldau
-//     has no directory assignments in its metadata and one replica per
-//     partition, so the broker itself answers KAFKA_STORAGE_ERROR for them
-//     until it restarts with the dir repaired (a leaderless partition
-//     would tell clients less: LEADER_NOT_AVAILABLE).
+//     has no directory assignments in its metadata, so it cannot tell
+//     which partitions to move, and the broker itself answers
+//     KAFKA_STORAGE_ERROR for them until it restarts with the dir repaired
+//     (a leaderless partition would tell clients less:
+//     LEADER_NOT_AVAILABLE). With replicated partitions this wants
+//     directory assignments first.
 //   - No periodic NoOpRecord (metadata.max.idle.interval.ms): brokers
 //     learn they are caught up from their registration offset.
 //   - A new cluster finalizes this software's default feature levels, and

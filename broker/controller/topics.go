@@ -140,8 +140,11 @@ func (c *QuorumController) createTopic(d *metadata.Delta, rt kmsg.CreateTopicsRe
 		v := configs[k]
 		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.TopicResource, ResourceName: name, Name: k, Value: &v})
 	}
-	recs = append(recs, c.partitionRecords(im, id, 0, assignment)...)
-	return recs, nil
+	precs, err := c.partitionRecords(im, id, 0, assignment)
+	if err != nil {
+		return nil, err
+	}
+	return append(recs, precs...), nil
 }
 
 // assignmentFor resolves a new topic's replica assignment: the manual one
@@ -209,27 +212,26 @@ func (c *QuorumController) assignmentFor(im *metadata.Image, name string, rt kms
 	return assignment, nil
 }
 
-// partitionRecords makes PartitionRecords for new partitions: the leader is
-// the first unfenced replica (NoLeader if all are fenced), the ISR every
-// replica, epochs 0.
-func (c *QuorumController) partitionRecords(im *metadata.Image, id uuid.UUID, first int32, assignment [][]int32) []metadata.Record {
+// partitionRecords makes PartitionRecords for new partitions as Kafka's
+// buildPartitionRegistration: the ISR is the replicas that are active
+// (unfenced, not shutting down), the leader its first member, epochs 0,
+// RECOVERED. A partition with no active replica is refused (placement
+// always puts an active broker first, so only a manual assignment can).
+func (c *QuorumController) partitionRecords(im *metadata.Image, id uuid.UUID, first int32, assignment [][]int32) ([]metadata.Record, error) {
 	recs := make([]metadata.Record, 0, len(assignment))
 	for i, replicas := range assignment {
-		leader := metadata.NoLeader
-		for _, r := range replicas {
-			if b := im.Brokers[r]; b != nil && !b.Fenced {
-				leader = r
-				break
-			}
+		isr := slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return !isActive(im, r) })
+		if len(isr) == 0 {
+			return nil, apierr.Errorf(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", first+int32(i))
 		}
 		recs = append(recs, &metadata.PartitionRecord{
 			PartitionID: first + int32(i), TopicID: id,
-			Replicas: slices.Clone(replicas), ISR: slices.Clone(replicas),
+			Replicas: slices.Clone(replicas), ISR: isr,
 			RemovingReplicas: []int32{}, AddingReplicas: []int32{},
-			Leader: leader, LeaderEpoch: 0, PartitionEpoch: 0,
+			Leader: isr[0], LeaderEpoch: 0, PartitionEpoch: 0,
 		})
 	}
-	return recs
+	return recs, nil
 }
 
 // internalReplicationFactor caps an internal topic's replication factor to
@@ -528,7 +530,7 @@ func (c *QuorumController) createPartitions(im *metadata.Image, rt kmsg.CreatePa
 	if err := c.checkPartitionCap(metadata.NewDelta(im), assignment); err != nil {
 		return nil, err
 	}
-	return c.partitionRecords(im, t.ID, cur, assignment), nil
+	return c.partitionRecords(im, t.ID, cur, assignment)
 }
 
 // checkPartitionCap refuses new partitions that would put a broker over

@@ -297,7 +297,14 @@ func (d *Delta) replayTopic(rec Record) error {
 	return nil
 }
 
-func applyPartitionChange(p *Partition, r *PartitionChangeRecord) {
+func applyPartitionChange(p *Partition, r *PartitionChangeRecord) { *p = p.Merge(r) }
+
+// Merge returns the partition as a change record leaves it (Kafka's
+// PartitionRegistration.merge): a leader change bumps the leader epoch,
+// any change the partition epoch. An ISR change alone leaves the leader
+// epoch as it is (Kafka's metadata.version 3.6 and later; the controller
+// sets Leader only when the leader changes).
+func (p Partition) Merge(r *PartitionChangeRecord) Partition {
 	if r.ISR != nil {
 		p.ISR = slices.Clone(r.ISR)
 	}
@@ -307,13 +314,12 @@ func applyPartitionChange(p *Partition, r *PartitionChangeRecord) {
 	if r.LeaderRecoveryState != -1 {
 		p.LeaderRecoveryState = r.LeaderRecoveryState
 	}
-	// As Kafka's PartitionRegistration.merge: a leader change bumps the
-	// leader epoch; any change bumps the partition epoch.
 	if r.Leader != NoLeaderChange {
 		p.Leader = r.Leader
 		p.LeaderEpoch++
 	}
 	p.PartitionEpoch++
+	return p
 }
 
 func (d *Delta) markPartition(id uuid.UUID, p int32) {
