@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestKgoConformance runs franz-go's own kgo integration tests (from the
