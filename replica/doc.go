@@ -20,15 +20,51 @@
 // removes it after file.delete.delay.ms, never touching a newer dir of
 // the same name.
 //
-// Partition data is not copied between brokers yet, so the ISR is the
-// leader alone and the high watermark moves to the log end offset right
-// after each append. The paths are built for followers all the same: an
-// acks=all produce waits in the produce purgatory as a DelayedProduce
-// until the high watermark passes its last offset, and a fetch waits in
-// the fetch purgatory as a DelayedFetch until fetch.min.bytes are
-// available below the high watermark or fetch.max.wait.ms passes. Both
-// types live here (delayed_fetch.go, delayed_produce.go), next to the
-// state they read; the purgatory package is only the mechanism.
+// # Replication
+//
+// Each partition has the replicas the metadata assigns (Kafka's
+// Partition). As leader (leader.go, partition.go) the broker keeps every
+// follower's fetch state (Kafka's Replica: log end, last caught-up time),
+// and the high watermark is the least log end offset over the ISR the
+// controller committed, plus what an expansion in flight adds (Kafka's
+// maximal ISR), plus followers that are caught up and eligible; it never
+// moves back. An acks=all produce waits in the produce purgatory as a
+// DelayedProduce until the high watermark passes its last offset; it is
+// refused with NOT_ENOUGH_REPLICAS before the append while the ISR is
+// smaller than min.insync.replicas, and answered
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below it while it
+// waited. A follower joins the ISR once its log end has reached the high
+// watermark and the start of the leader's epoch, and leaves it when it has
+// not caught up for replica.lag.time.max.ms; both go to the controller as
+// AlterPartition (v3, with broker epochs, KIP-903) and count only once the
+// controller has answered or its PartitionChangeRecord arrives, one
+// proposal at a time. Only registered, unfenced brokers that are not
+// shutting down may join (KIP-841). Appends as leader hold the partition's
+// replication lock for reading, so leadership does not change under one.
+//
+// As follower (fetcher.go) a partition is fetched by one of
+// num.replica.fetchers ReplicaFetcherThreads per leader, each with its own
+// connection to the leader's inter-broker listener, in sessionless Fetch
+// v17 requests that carry this broker's id and epoch (replica_state). The
+// batches are appended as the leader wrote them (offsets, leader epochs,
+// producer state kept: log.AppendAsFollower), the high watermark follows
+// the leader's, and the log start follows the leader's once below the
+// high watermark. A log that diverged is told where by the leader's
+// diverging_epoch (KIP-320: the leader compares the fetcher's last fetched
+// epoch with its leader-epoch cache, for consumers too) and truncated there
+// (Kafka's getOffsetTruncationState); a fetch offset the leader does not
+// have (OFFSET_OUT_OF_RANGE) truncates to the leader's end or starts over
+// at its log start. A fetch from a replica the partition does not have,
+// or from a broker epoch that is not the registered one, is refused with
+// NOT_LEADER_OR_FOLLOWER and moves nothing.
+//
+// A fetch waits in the fetch purgatory as a DelayedFetch until
+// fetch.min.bytes are available below the high watermark (below the log
+// end for a follower) or fetch.max.wait.ms passes. Both delayed types live
+// here (delayed_fetch.go, delayed_produce.go), next to the state they
+// read; the purgatory package is only the mechanism. A follower's fetch
+// that moves the high watermark completes the delayed produces and
+// fetches of its partition, never under the partition's lock.
 //
 // # Transactions
 //
