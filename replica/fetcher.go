@@ -339,6 +339,7 @@ func (t *ReplicaFetcherThread) processPartition(ctx context.Context, s sentParti
 		}
 		s.st.p.stats.replicationBytesIn(info.ValidBytes)
 	}
+	s.st.p.followerLag.Store(max(rp.HighWatermark-l.LogEndOffset(), 0))
 	hw := min(rp.HighWatermark, l.LogEndOffset())
 	if hw > l.HighWatermark() {
 		l.UpdateHighWatermark(hw)

@@ -208,6 +208,12 @@ func (m *Manager) alterPartitionDone(p *Partition, isr []int32, proposedAt int32
 		}
 	}
 	if err == nil && part.LeaderEpoch == p.LeaderEpoch() && part.PartitionEpoch > p.partitionEpoch {
+		switch {
+		case len(part.ISR) < len(p.isr):
+			m.repl.isrShrinks.Inc()
+		case len(part.ISR) > len(p.isr):
+			m.repl.isrExpands.Inc()
+		}
 		p.isr, p.partitionEpoch = slices.Clone(part.ISR), part.PartitionEpoch
 		if p.IsLeader() {
 			m.maybeIncrementHighWatermarkLocked(p, time.Now())

@@ -129,6 +129,7 @@ type Manager struct {
 	errLog errorLimiter
 
 	fetchers *ReplicaFetcherManager
+	repl     *replicationMetrics
 
 	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
@@ -155,6 +156,14 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.offlineGauge = newOfflineReplicaGauge(m)
 		if err := cfg.Registerer.Register(m.offlineGauge); err != nil {
 			return nil, fmt.Errorf("replica: registering metrics: %w", err)
+		}
+	}
+	m.repl = newReplicationMetrics(m)
+	if cfg.Registerer != nil {
+		for _, c := range m.repl.collectors() {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("replica: registering metrics: %w", err)
+			}
 		}
 	}
 	m.cfg.Replication = cfg.Replication.withDefaults()
@@ -205,6 +214,11 @@ func (m *Manager) Close() {
 	m.metrics.unregister()
 	if m.offlineGauge != nil {
 		m.cfg.Registerer.Unregister(m.offlineGauge)
+	}
+	if m.cfg.Registerer != nil {
+		for _, c := range m.repl.collectors() {
+			m.cfg.Registerer.Unregister(c)
+		}
 	}
 }
 

@@ -33,6 +33,10 @@ type Partition struct {
 	isLeader    atomic.Bool
 
 	stats *topicStats
+	// followerLag is, while this broker follows the partition, how far
+	// its log end is behind the leader's high watermark at the last
+	// fetch (-1: not following, or not fetched yet).
+	followerLag atomic.Int64
 
 	// mu guards the replication state below (Kafka's
 	// leaderIsrUpdateLock): appends as leader hold it for reading, so a

@@ -190,6 +190,7 @@ func (m *Manager) applyReplication(part *Partition, p metadata.Partition, leader
 	now := time.Now()
 	if leader {
 		m.fetchers.stop(part.TopicPartition)
+		part.followerLag.Store(-1)
 		part.mu.Lock()
 		part.leaderEpoch.Store(p.LeaderEpoch)
 		part.makeLeaderLocked(m.cfg.NodeID, p.Replicas, p.ISR, p.PartitionEpoch, newEpoch, now)
@@ -207,6 +208,7 @@ func (m *Manager) applyReplication(part *Partition, p metadata.Partition, leader
 		m.fetchers.follow(part, p.Leader, p.LeaderEpoch)
 	} else {
 		m.fetchers.stop(part.TopicPartition)
+		part.followerLag.Store(-1)
 	}
 }
 
