@@ -36,8 +36,8 @@ func TestReplicationGauges(t *testing.T) {
 		&metadata.PartitionRecord{PartitionID: 1, TopicID: id, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1},
 		&metadata.PartitionRecord{PartitionID: 2, TopicID: id, Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2})
 	want := map[string]float64{
-		"kafka_server_replicamanager_partitioncount":           3,
-		"kafka_server_replicamanager_leadercount":              2,
+		"kafka_server_replicamanager_partitioncount":            3,
+		"kafka_server_replicamanager_leadercount":               2,
 		"kafka_server_replicamanager_underreplicatedpartitions": 1,
 		"kafka_server_replicamanager_underminisrpartitioncount": 1,
 		"kafka_server_replicamanager_atminisrpartitioncount":    1,
