@@ -35,8 +35,9 @@ func groupContext(rc *RequestContext) group.RequestContext {
 // ensureOffsetsTopic creates __consumer_offsets if it does not exist, as
 // Kafka's FindCoordinator does through its AutoTopicCreationManager:
 // offsets.topic.num.partitions partitions, offsets.topic.replication.factor
-// replicas (the controller caps an internal topic's to the brokers
-// registered, so that a single node needs no configuration), compacted,
+// replicas (the controller caps an internal topic's to the size of the
+// controller quorum, so that a single node needs no configuration, and
+// refuses until that many brokers are registered), compacted,
 // with offsets.topic.segment.bytes segments.
 func (h *Handler) ensureOffsetsTopic(ctx context.Context) (*metadata.Topic, error) {
 	if t, ok := h.image().Topic(metadata.ConsumerOffsetsTopic); ok {

@@ -175,7 +175,7 @@ var brokerDefs = []*Def{
 	def("group.consumer.assignors", TypeList, "uniform,range", Medium, "The server-side assignors as a list of names; the first one is the default. Moldau has Kafka's uniform and range assignors.", oneOf("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor", "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
 	def("group.consumer.migration.policy", TypeString, "bidirectional", Medium, "The config that enables converting the non-empty classic group using the consumer embedded protocol to the non-empty consumer group using the consumer group protocol and vice versa; conversions of empty groups in both directions are always enabled regardless of this policy. bidirectional: both directions; upgrade: from classic to consumer; downgrade: from consumer to classic; disabled: neither.", oneOfIgnoreCase("disabled", "upgrade", "downgrade", "bidirectional")),
 	def("offsets.topic.num.partitions", TypeInt, 50, High, "The number of partitions for the offset commit topic (should not change after deployment).", atLeast(1)),
-	def("offsets.topic.replication.factor", TypeShort, 3, High, "The replication factor for the offsets topic. Kafka's default of 3 is kept; Moldau caps it to the brokers registered when it creates the topic, so a single node works without configuration.", atLeast(1)),
+	def("offsets.topic.replication.factor", TypeShort, 3, High, "The replication factor for the offsets topic. Kafka's default of 3 is kept; Moldau caps it to the size of the controller quorum, so a single node works without configuration. Internal topic creation fails until the cluster size meets this replication factor requirement.", atLeast(1)),
 	def("offsets.topic.segment.bytes", TypeInt, 104857600, High, "The offsets topic segment bytes should be kept relatively small in order to facilitate faster log compaction and cache loads.", atLeast(1)),
 	def("offsets.topic.compression.codec", TypeInt, 0, High, "Compression codec for the offsets topic."),
 	def("offsets.retention.minutes", TypeInt, 10080, High, "For subscribed consumers, committed offset of a specific partition will be expired and discarded after this period once the group is empty.", atLeast(1)),
@@ -186,7 +186,7 @@ var brokerDefs = []*Def{
 
 	// Transactions and producer ids.
 	def("transaction.state.log.num.partitions", TypeInt, 50, High, "The number of partitions for the transaction topic (should not change after deployment).", atLeast(1)),
-	def("transaction.state.log.replication.factor", TypeShort, 3, High, "The replication factor for the transaction topic. Internal topic creation will fail until the cluster size meets this requirement; on a single broker set it to 1.", atLeast(1)),
+	def("transaction.state.log.replication.factor", TypeShort, 3, High, "The replication factor for the transaction topic (capped to the size of the controller quorum, as for the offsets topic). Internal topic creation will fail until the cluster size meets this requirement.", atLeast(1)),
 	def("transaction.state.log.min.isr", TypeInt, 2, High, "The minimum number of replicas that must acknowledge a write to the transaction topic.", atLeast(1)),
 	def("transaction.state.log.segment.bytes", TypeInt, 104857600, High, "The transaction topic segment bytes.", atLeast(1)),
 	def("transaction.max.timeout.ms", TypeInt, 900000, High, "The maximum allowed timeout for transactions.", atLeast(1)),

@@ -196,7 +196,7 @@ func (c *QuorumController) assignmentFor(im *metadata.Image, name string, rt kms
 			rf = c.cfg.Broker.DefaultReplicationFactor
 		}
 		if metadata.IsInternalTopic(name) {
-			rf = c.internalReplicationFactor(im, rf)
+			rf = c.internalReplicationFactor(rf)
 		}
 		if partitions > maxPartitionsPerRequest {
 			return nil, apierr.Errorf(kerr.InvalidPartitions, "Cannot create more than %d partitions in one request.", maxPartitionsPerRequest)
@@ -234,12 +234,21 @@ func (c *QuorumController) partitionRecords(im *metadata.Image, id uuid.UUID, fi
 	return recs, nil
 }
 
-// internalReplicationFactor caps an internal topic's replication factor to
-// the brokers registered, so that a single node with no configuration
-// creates __consumer_offsets (Kafka refuses until enough brokers exist).
-func (c *QuorumController) internalReplicationFactor(im *metadata.Image, rf int16) int16 {
-	if n := int16(len(im.Brokers)); n > 0 && rf > n {
-		rf = n
+// internalReplicationFactor is an internal topic's replication factor
+// (offsets.topic.replication.factor, transaction.state.log.replication.factor):
+// capped to the size of the controller quorum, so that a single node (a
+// quorum of one) with no configuration creates __consumer_offsets, and
+// otherwise as Kafka: the creation fails (and FindCoordinator answers
+// COORDINATOR_NOT_AVAILABLE, retried) until that many brokers are
+// registered, so a cluster starting up does not get internal topics with
+// fewer replicas than it will have.
+func (c *QuorumController) internalReplicationFactor(rf int16) int16 {
+	voters := int16(len(c.cfg.Broker.QuorumVoters))
+	if voters < 1 {
+		voters = 1
+	}
+	if rf > voters {
+		rf = voters
 	}
 	if c.cfg.MaxReplicationFactor > 0 && int(rf) > c.cfg.MaxReplicationFactor {
 		rf = int16(c.cfg.MaxReplicationFactor)
