@@ -74,10 +74,11 @@ func startBroker(t testing.TB, dir string, overrides ...string) *testBroker {
 	return tb
 }
 
-// newClient returns a kgo client for seed, closed at the end of the test.
+// newClient returns a kgo client for seed (several: comma-separated),
+// closed at the end of the test.
 func newClient(t testing.TB, seed string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(seed, ",")...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

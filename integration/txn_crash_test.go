@@ -278,7 +278,7 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 func transformLoop(ctx context.Context, seed, in, out string, total int, sessions *atomic.Int32) error {
 	newSession := func() (*kgo.GroupTransactSession, error) {
 		sessions.Add(1)
-		return kgo.NewGroupTransactSession(kgo.SeedBrokers(seed), kgo.TransactionalID("eos-copier"),
+		return kgo.NewGroupTransactSession(kgo.SeedBrokers(strings.Split(seed, ",")...), kgo.TransactionalID("eos-copier"),
 			kgo.ConsumerGroup("eos"), kgo.ConsumeTopics(in), kgo.DefaultProduceTopic(out),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
 			kgo.TransactionTimeout(10*time.Second), kgo.SessionTimeout(10*time.Second),
@@ -322,7 +322,7 @@ func transformLoop(ctx context.Context, seed, in, out string, total int, session
 
 // committedInput sums the group's committed offsets on topic.
 func committedInput(ctx context.Context, seed, group, topic string) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(seed, ",")...))
 	if err != nil {
 		return 0, err
 	}
