@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +90,9 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 				acked[r.Partition] = append(acked[r.Partition], binary.BigEndian.Uint64(r.Value))
 				offsets[r.Partition] = append(offsets[r.Partition], r.Offset)
 			})
+			if i%50 == 49 {
+				time.Sleep(time.Millisecond) // fast, but not a flood on a 2-core CI machine
+			}
 		}
 	}()
 	progress := func(n int) {
@@ -131,6 +136,7 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 		procs[victim].waitStarted(t)
 		progress(500)
 		leaderless = append(leaderless, time.Since(killed))
+		kcatAgrees(t, seeds, adm, "survive", partitions)
 	}
 	close(stop)
 	wg.Wait()
@@ -231,4 +237,39 @@ func partitionStateRetry(t *testing.T, adm *kadm.Client, topic string, p int32) 
 		return nil
 	})
 	return leader, isr
+}
+
+// kcatAgrees checks that librdkafka's view of topic (kcat -L) names the
+// same leader, replicas and ISR for every partition as the cluster's
+// Metadata, once it is stable (both read again until they agree).
+func kcatAgrees(t *testing.T, seeds []string, adm *kadm.Client, topic string, partitions int32) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		out, err := exec.Command("kcat", "-L", "-b", strings.Join(seeds, ","), "-t", topic, "-m", "10").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("kcat -L: %v: %s", err, out)
+		}
+		md, err := adm.Metadata(context.Background(), topic)
+		if err != nil {
+			return err
+		}
+		join := func(ids []int32) string {
+			s := make([]string, len(ids))
+			for i, id := range ids {
+				s[i] = strconv.Itoa(int(id))
+			}
+			return strings.Join(s, ",")
+		}
+		for p := range partitions {
+			pd := md.Topics[topic].Partitions[p]
+			if len(pd.Replicas) != 3 || pd.Leader < 1 {
+				return fmt.Errorf("%s-%d: leader %d replicas %v", topic, p, pd.Leader, pd.Replicas)
+			}
+			want := fmt.Sprintf("partition %d, leader %d, replicas: %s, isrs: %s", p, pd.Leader, join(pd.Replicas), join(pd.ISR))
+			if !strings.Contains(string(out), want) {
+				return fmt.Errorf("kcat -L does not show %q:\n%s", want, out)
+			}
+		}
+		return nil
+	})
 }
