@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/coordinator/group"
 )
@@ -28,39 +26,14 @@ func TestExactlyOnceAcrossLeaderKills(t *testing.T) {
 	}
 	const partitions, total = 3, 20_000
 	nodes := newClusterNodes(t, 3)
-	procs := make([]*brokerProcess, 3)
-	start := func(i int) {
-		var args []string
-		for _, o := range append(kraftOverrides(nodes[i], nodes), "moldau.metrics.listener=", "broker.session.timeout.ms=4000",
-			"broker.heartbeat.interval.ms=500", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200") {
-			args = append(args, "--override", o)
-		}
-		procs[i] = launchProcess(t, nodes[i].seed(), args...)
-	}
-	for i := range nodes {
-		start(i)
-	}
-	for _, p := range procs {
-		p.waitStarted(t)
-	}
+	procs, start := startClusterProcesses(t, nodes, "transaction.abort.timed.out.transaction.cleanup.interval.ms=200")
 	seeds := strings.Join([]string{nodes[0].seed(), nodes[1].seed(), nodes[2].seed()}, ",")
 	setup := ctxTimeout(t, 5*time.Minute)
 	adm := newAdmin(t, seeds)
 	if _, err := adm.CreateTopics(setup, partitions, 3, nil, "eos3-in", "eos3-out"); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, seeds, kgo.DefaultProduceTopic("eos3-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	for i := range total {
-		prod.Produce(setup, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Errorf("producing the input: %v", err)
-			}
-		})
-	}
-	if err := prod.Flush(setup); err != nil {
-		t.Fatal(err)
-	}
-	prod.Close()
+	produceNumbered(t, setup, seeds, "eos3-in", total)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -36,20 +36,7 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 	}
 	const partitions = 3
 	nodes := newClusterNodes(t, 3)
-	procs := make([]*brokerProcess, 3)
-	start := func(i int) {
-		var args []string
-		for _, o := range append(kraftOverrides(nodes[i], nodes), "moldau.metrics.listener=", "broker.session.timeout.ms=4000", "broker.heartbeat.interval.ms=500") {
-			args = append(args, "--override", o)
-		}
-		procs[i] = launchProcess(t, nodes[i].seed(), args...)
-	}
-	for i := range nodes {
-		start(i)
-	}
-	for _, p := range procs {
-		p.waitStarted(t)
-	}
+	procs, start := startClusterProcesses(t, nodes)
 	seeds := []string{nodes[0].seed(), nodes[1].seed(), nodes[2].seed()}
 	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	ctx := ctxTimeout(t, 10*time.Minute)
@@ -216,6 +203,30 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startClusterProcesses starts a `moldau serve` process for each node, with
+// Kafka's KRaft settings, a short broker session (so that a killed broker
+// is fenced in seconds) and extra overrides, and waits until all serve.
+// start(i) starts node i again (its process in procs[i]).
+func startClusterProcesses(t *testing.T, nodes []clusterNode, extra ...string) (procs []*brokerProcess, start func(i int)) {
+	t.Helper()
+	procs = make([]*brokerProcess, len(nodes))
+	start = func(i int) {
+		var args []string
+		overrides := append(kraftOverrides(nodes[i], nodes), "moldau.metrics.listener=", "broker.session.timeout.ms=4000", "broker.heartbeat.interval.ms=500")
+		for _, o := range append(overrides, extra...) {
+			args = append(args, "--override", o)
+		}
+		procs[i] = launchProcess(t, nodes[i].seed(), args...)
+	}
+	for i := range nodes {
+		start(i)
+	}
+	for _, p := range procs {
+		p.waitStarted(t)
+	}
+	return procs, start
 }
 
 // partitionStateRetry is partitionState, retried while the partition has

@@ -204,18 +204,7 @@ func TestExactlyOnceAcrossKills(t *testing.T) {
 	if _, err := adm.CreateTopics(setup, partitions, 1, nil, "eos-in", "eos-out"); err != nil {
 		t.Fatal(err)
 	}
-	prod := newClient(t, p.Addr, kgo.DefaultProduceTopic("eos-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	for i := range total {
-		prod.Produce(setup, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Errorf("producing the input: %v", err)
-			}
-		})
-	}
-	if err := prod.Flush(setup); err != nil {
-		t.Fatal(err)
-	}
-	prod.Close()
+	produceNumbered(t, setup, p.Addr, "eos-in", total)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -318,6 +307,24 @@ func transformLoop(ctx context.Context, seed, in, out string, total int, session
 		}
 	}
 	return ctx.Err()
+}
+
+// produceNumbered writes records "0" to total-1 to topic, round robin over
+// its partitions, and waits until every one is acknowledged.
+func produceNumbered(t *testing.T, ctx context.Context, seed, topic string, total int) {
+	t.Helper()
+	prod := newClient(t, seed, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	defer prod.Close()
+	for i := range total {
+		prod.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("producing the input: %v", err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // committedInput sums the group's committed offsets on topic.
