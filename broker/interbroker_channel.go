@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/kapi"
 )
 
@@ -43,7 +44,7 @@ type interBrokerChannel struct {
 	log      *slog.Logger
 	image    func() *metadata.Image
 	// local is the request handler of this broker (set once it exists).
-	local    func() RequestHandler
+	local    func() network.RequestHandler
 	maxConns int
 
 	formatter *kmsg.RequestFormatter
@@ -69,7 +70,7 @@ type pooledConn struct {
 
 // newInterBrokerChannel creates a channel named clientID (the client id of
 // its requests) with up to maxConns connections per destination.
-func newInterBrokerChannel(nodeID int32, listener, clientID string, maxConns int, logger *slog.Logger, image func() *metadata.Image, local func() RequestHandler) *interBrokerChannel {
+func newInterBrokerChannel(nodeID int32, listener, clientID string, maxConns int, logger *slog.Logger, image func() *metadata.Image, local func() network.RequestHandler) *interBrokerChannel {
 	return &interBrokerChannel{
 		nodeID: nodeID, listener: listener, log: logger, image: image, local: local, maxConns: max(maxConns, 1),
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),

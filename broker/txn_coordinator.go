@@ -11,6 +11,7 @@ import (
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/log"
 )
@@ -30,7 +31,7 @@ func (b *Broker) newTxnCoordinator() (*txn.Service, error) {
 	if err := tcfg.Validate(); err != nil {
 		return nil, fmt.Errorf("transaction coordinator: %w", err)
 	}
-	local := func() RequestHandler {
+	local := func() network.RequestHandler {
 		if h := b.handler; h != nil {
 			return h
 		}
