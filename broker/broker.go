@@ -58,7 +58,7 @@ type Broker struct {
 	loader      *metadata.Loader
 	quorum      *quorum
 	controller  *controller.QuorumController
-	channel     *controllerChannel
+	channel     *network.ControllerChannel
 	lifecycle   *lifecycleManager
 	logs        *log.Manager
 	replicas    *replica.Manager
@@ -68,8 +68,8 @@ type Broker struct {
 	// markerChannel carries the transaction coordinator's
 	// WriteTxnMarkers, addPartitionsChannel the AddPartitionsToTxn of
 	// partition leaders (interbroker_channel.go).
-	markerChannel        *interBrokerChannel
-	addPartitionsChannel *interBrokerChannel
+	markerChannel        *network.InterBrokerChannel
+	addPartitionsChannel *network.InterBrokerChannel
 	handler              *kapi.Handler
 	ctrlHandler          *kapi.ControllerHandler
 	socket               *network.SocketServer // data plane: the broker listeners
@@ -281,7 +281,7 @@ func (b *Broker) newMetadataQuorum() error {
 	}
 	b.controller.SetRaft(b.quorum)
 	ctrlHandler := kapi.NewControllerHandler(cfg.NodeID, b.log, b.controller, b.quorum)
-	b.channel = newControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
+	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
 	b.ctrlHandler = ctrlHandler
 	return nil
 }
@@ -587,7 +587,7 @@ func (b *Broker) Close() error {
 		if b.producerIDs != nil {
 			b.producerIDs.Close()
 		}
-		for _, c := range []*interBrokerChannel{b.markerChannel, b.addPartitionsChannel} {
+		for _, c := range []*network.InterBrokerChannel{b.markerChannel, b.addPartitionsChannel} {
 			if c != nil {
 				c.Close()
 			}

@@ -4,7 +4,9 @@
 // registry and the HTTP endpoint. The network layer (the SocketServer, its
 // acceptors, processors and connections, the request channel, the handler
 // pool, connection quotas and the socket server's metrics) is package
-// broker/network; broker imports it, never the reverse.
+// broker/network, and so is the one broker-to-broker client that the
+// controller channel and the inter-broker channels share; broker imports
+// it, never the reverse.
 //
 // # A node
 //
@@ -28,16 +30,18 @@
 //	                  (controller.listener.names) serving kapi's
 //	                  ControllerHandler: the quorum's own messages, broker
 //	                  registrations and heartbeats, forwarded admin requests
-//	controllerChannel how this broker reaches the active controller:
-//	                  in-process when it is this node, else over the
-//	                  active voter's controller listener
+//	controller channel how this broker reaches the active controller
+//	                  (network.ControllerChannel): in-process when it is
+//	                  this node, else over the active voter's controller
+//	                  listener
 //	coordinators      the group coordinator (__consumer_offsets) and the
 //	                  transaction coordinator (__transaction_state), on the
 //	                  coordinator runtime, writing through the
 //	                  ReplicaManager; producer id blocks come from the
 //	                  controller (AllocateProducerIds)
-//	interBrokerChannel how this broker sends to other brokers, one channel
-//	                  per sender as Kafka has one NetworkClient each: the
+//	inter-broker channels how this broker sends to other brokers
+//	                  (network.InterBrokerChannel), one channel per
+//	                  sender as Kafka has one NetworkClient each: the
 //	                  transaction coordinator's WriteTxnMarkers (one
 //	                  connection per broker, one request at a time) and the
 //	                  AddPartitionsToTxn of Kafka's AddPartitionsToTxnManager
@@ -48,7 +52,8 @@
 //	                  the destination's inter.broker.listener.name endpoint
 //	                  in the metadata; to this broker through its own
 //	                  request handler, so local and remote partitions take
-//	                  the same path
+//	                  the same path; and each replica fetcher's
+//	                  connections to the leaders (replication.go)
 //	lifecycleManager  registers the broker (BrokerRegistration) and
 //	                  heartbeats (BrokerHeartbeat); the controller unfences
 //	                  it once its metadata has caught up

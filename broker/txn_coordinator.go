@@ -40,9 +40,9 @@ func (b *Broker) newTxnCoordinator() (*txn.Service, error) {
 	// Kafka's two NetworkClients: the marker channel sends one request
 	// at a time per broker; AddPartitionsToTxn requests may each be held
 	// back by the coordinator, so they get several connections.
-	b.markerChannel = newInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
+	b.markerChannel = network.NewInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
 		fmt.Sprintf("broker-%d-txn-marker-sender", cfg.NodeID), 1, b.log, b.loader.Image, local)
-	b.addPartitionsChannel = newInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
+	b.addPartitionsChannel = network.NewInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
 		fmt.Sprintf("broker-%d-add-partitions-to-txn", cfg.NodeID), addPartitionsConnsPerBroker, b.log, b.loader.Image, local)
 	b.producerIDs = txn.NewProducerIDManager(b.allocateProducerIDs, b.log)
 	return txn.NewService(txn.Options{

@@ -5,7 +5,7 @@
 // server's Prometheus metrics, and the one broker-to-broker client the
 // broker's inter-broker senders share.
 //
-// It knows nothing of the broker's wiring: package network builds a
+// It knows nothing of the broker's wiring: package broker builds a
 // SocketServer per plane (NewSocketServer with a Config), hands it its
 // RequestHandler (kapi's Handler or ControllerHandler), applies dynamic
 // configs through ResizeHandlers, ResizeProcessors, SetConnectionQuotas and
@@ -219,7 +219,7 @@
 // handler pool and the metrics sampler. Every goroutine is started through
 // a group that refuses new work once shutdown began, and Close waits for
 // all of them. Close is idempotent. (The broker calls
-// replica.Manager.BeginShutdown between (1) and (2); see package network.)
+// replica.Manager.BeginShutdown between (1) and (2); see package broker.)
 //
 // # Idle gauges
 //
@@ -252,6 +252,41 @@
 // JMX Prometheus exporter produces. The six request-time percentiles
 // (RequestMetrics' *TimeMs) are broker/summary Vecs, a few atomic adds per
 // observation.
+//
+// # Broker-to-broker client
+//
+// A node sends to other nodes over brokerConn (broker_conn.go), the one
+// broker-to-broker client (Kafka's NetworkClient): a TCP connection, dialed
+// on first use with a 2 s timeout, carrying one request at a time framed
+// with kmsg.RequestFormatter; the response must carry the request's
+// correlation id and be at most 100 MiB, and is decoded with kmsg (a
+// flexible response header's tags first, except for ApiVersions). The
+// caller's context bounds the exchange (30 s without a deadline); any
+// failure closes the connection, and the next request dials again.
+// Retryable failures wrap errConnClosed or are net errors.
+//
+// Two channels are built on it:
+//
+//	ControllerChannel   to the active controller (Kafka's
+//	                    NodeToControllerChannelManager): one connection
+//	                    per voter on the controller listener, in-process
+//	                    through kapi's ControllerHandler when this node
+//	                    leads; NOT_CONTROLLER and connection failures
+//	                    retried every 50 ms against whoever leads, until
+//	                    the caller's context ends or Close
+//	InterBrokerChannel  to brokers on inter.broker.listener.name, as the
+//	                    metadata image has their endpoints: up to maxConns
+//	                    connections per destination (a request takes an
+//	                    idle one, else opens one, else queues on one in
+//	                    turn); to this broker, the request is encoded and
+//	                    handed to its RequestHandler as if it had come over
+//	                    that listener. One per sender: the transaction
+//	                    markers, AddPartitionsToTxn, and each replica
+//	                    fetcher (replica.BrokerClient). Errors are the
+//	                    caller's to retry.
+//
+// Both are safe for concurrent use; Close closes their connections and is
+// idempotent.
 //
 // # Thread-safety
 //

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
-	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/kapi"
 )
 
@@ -138,9 +137,9 @@ func TestInterBrokerChannel(t *testing.T) {
 		3: {ID: 3, Fenced: true, Endpoints: []metadata.BrokerEndpoint{{Name: "INTERNAL", Host: "127.0.0.1", Port: 1}}},
 		4: {ID: 4, Endpoints: []metadata.BrokerEndpoint{{Name: "OTHER", Host: "127.0.0.1", Port: 1}}},
 	}}
-	var handler network.RequestHandler
-	c := newInterBrokerChannel(1, "INTERNAL", "broker-1-test", 1, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
-		func() network.RequestHandler { return handler })
+	var handler RequestHandler
+	c := NewInterBrokerChannel(1, "INTERNAL", "broker-1-test", 1, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
+		func() RequestHandler { return handler })
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -221,8 +220,8 @@ func TestInterBrokerChannelHeldRequestDoesNotBlockTheNext(t *testing.T) {
 	im := &metadata.Image{Brokers: map[int32]*metadata.Broker{
 		2: {ID: 2, Endpoints: []metadata.BrokerEndpoint{{Name: "INTERNAL", Host: "127.0.0.1", Port: uint16(addr.Port)}}},
 	}}
-	c := newInterBrokerChannel(1, "INTERNAL", "broker-1-test", 2, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
-		func() network.RequestHandler { return nil })
+	c := NewInterBrokerChannel(1, "INTERNAL", "broker-1-test", 2, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
+		func() RequestHandler { return nil })
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
