@@ -67,7 +67,7 @@ type Broker struct {
 	producerIDs *txn.ProducerIDManager
 	// markerChannel carries the transaction coordinator's
 	// WriteTxnMarkers, addPartitionsChannel the AddPartitionsToTxn of
-	// partition leaders (interbroker_channel.go).
+	// partition leaders (network.InterBrokerChannel).
 	markerChannel        *network.InterBrokerChannel
 	addPartitionsChannel *network.InterBrokerChannel
 	handler              *kapi.Handler
