@@ -18,6 +18,7 @@ import (
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/broker/memory"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/group"
@@ -57,7 +58,7 @@ type Broker struct {
 	loader      *metadata.Loader
 	quorum      *quorum
 	controller  *controller.QuorumController
-	channel     *controllerChannel
+	channel     *network.ControllerChannel
 	lifecycle   *lifecycleManager
 	logs        *log.Manager
 	replicas    *replica.Manager
@@ -66,17 +67,17 @@ type Broker struct {
 	producerIDs *txn.ProducerIDManager
 	// markerChannel carries the transaction coordinator's
 	// WriteTxnMarkers, addPartitionsChannel the AddPartitionsToTxn of
-	// partition leaders (interbroker_channel.go).
-	markerChannel        *interBrokerChannel
-	addPartitionsChannel *interBrokerChannel
+	// partition leaders (network.InterBrokerChannel).
+	markerChannel        *network.InterBrokerChannel
+	addPartitionsChannel *network.InterBrokerChannel
 	handler              *kapi.Handler
 	ctrlHandler          *kapi.ControllerHandler
-	socket               *SocketServer // data plane: the broker listeners
-	ctrlSocket           *SocketServer // control plane: the controller listeners
+	socket               *network.SocketServer // data plane: the broker listeners
+	ctrlSocket           *network.SocketServer // control plane: the controller listeners
 	// requestMemory is the data plane's request memory pool
 	// (queued.max.request.bytes), shared with the logs' decompression.
 	requestMemory *memory.Pool
-	metrics       *Metrics
+	metrics       *network.Metrics
 	httpSrv       *MetricsServer
 
 	// unregister removes the broker's Reconfigurables from cfg.
@@ -159,7 +160,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if err := b.newMetadataQuorum(); err != nil {
 		return nil, err
 	}
-	b.metrics = NewMetrics(b.registry)
+	b.metrics = network.NewMetrics(b.registry)
 	if err := b.newSocketServers(); err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
 	b.lifecycleRef.Store(b.lifecycle)
 	b.handler = b.newRequestHandler()
-	b.socket.cfg.Handler = b.handler
+	b.socket.SetHandler(b.handler)
 	b.registerReconfigurables()
 	if cfg.MetricsListener != "" {
 		if b.httpSrv, err = ServeMetrics(cfg.MetricsListener, b.registry, b.log); err != nil {
@@ -280,19 +281,19 @@ func (b *Broker) newMetadataQuorum() error {
 	}
 	b.controller.SetRaft(b.quorum)
 	ctrlHandler := kapi.NewControllerHandler(cfg.NodeID, b.log, b.controller, b.quorum)
-	b.channel = newControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
+	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
 	b.ctrlHandler = ctrlHandler
 	return nil
 }
 
 func (b *Broker) newSocketServers() error {
 	cfg := b.cfg
-	common := func(ls []config.Listener, h RequestHandler) SocketServerConfig {
-		listeners := make([]ListenerConfig, len(ls))
+	common := func(ls []config.Listener, h network.RequestHandler) network.Config {
+		listeners := make([]network.ListenerConfig, len(ls))
 		for i, l := range ls {
-			listeners[i] = ListenerConfig{Name: l.Name, Host: l.Host, Port: l.Port}
+			listeners[i] = network.ListenerConfig{Name: l.Name, Host: l.Host, Port: l.Port}
 		}
-		return SocketServerConfig{
+		return network.Config{
 			Listeners:                listeners,
 			NumNetworkThreads:        int(cfg.GetInt("num.network.threads")),
 			NumIOThreads:             int(cfg.GetInt("num.io.threads")),
@@ -320,7 +321,7 @@ func (b *Broker) newSocketServers() error {
 		c := common(cfg.ControllerListeners, b.ctrlHandler)
 		c.Metrics = nil // the data plane's metrics are the broker's
 		c.PrivateAPIKeys = []int16{b.quorum.TransportKey()}
-		if b.ctrlSocket, err = NewSocketServer(c); err != nil {
+		if b.ctrlSocket, err = network.NewSocketServer(c); err != nil {
 			return err
 		}
 	}
@@ -329,7 +330,7 @@ func (b *Broker) newSocketServers() error {
 	data.MemoryPool = b.requestMemory
 	data.ConnectionQuotas = &quotas
 	data.ProtectedListener = cfg.InterBrokerListenerName
-	b.socket, err = NewSocketServer(data)
+	b.socket, err = network.NewSocketServer(data)
 	return err
 }
 
@@ -586,7 +587,7 @@ func (b *Broker) Close() error {
 		if b.producerIDs != nil {
 			b.producerIDs.Close()
 		}
-		for _, c := range []*interBrokerChannel{b.markerChannel, b.addPartitionsChannel} {
+		for _, c := range []*network.InterBrokerChannel{b.markerChannel, b.addPartitionsChannel} {
 			if c != nil {
 				c.Close()
 			}

@@ -1,8 +1,12 @@
 // Package broker wires a Moldau node together (Kafka's KafkaRaftServer,
-// BrokerServer and ControllerServer) and holds its network front: the
-// SocketServer (Kafka's SocketServer, Acceptor, Processor), the
-// RequestChannel and the KafkaRequestHandlerPool, and the Prometheus
-// metrics and HTTP endpoint.
+// BrokerServer and ControllerServer): it builds every part in Kafka's
+// start-up order, tears them down in reverse, and owns the Prometheus
+// registry and the HTTP endpoint. The network layer (the SocketServer, its
+// acceptors, processors and connections, the request channel, the handler
+// pool, connection quotas and the socket server's metrics) is package
+// broker/network, and so is the one broker-to-broker client that the
+// controller channel and the inter-broker channels share; broker imports
+// it, never the reverse.
 //
 // # A node
 //
@@ -26,16 +30,18 @@
 //	                  (controller.listener.names) serving kapi's
 //	                  ControllerHandler: the quorum's own messages, broker
 //	                  registrations and heartbeats, forwarded admin requests
-//	controllerChannel how this broker reaches the active controller:
-//	                  in-process when it is this node, else over the
-//	                  active voter's controller listener
+//	controller channel how this broker reaches the active controller
+//	                  (network.ControllerChannel): in-process when it is
+//	                  this node, else over the active voter's controller
+//	                  listener
 //	coordinators      the group coordinator (__consumer_offsets) and the
 //	                  transaction coordinator (__transaction_state), on the
 //	                  coordinator runtime, writing through the
 //	                  ReplicaManager; producer id blocks come from the
 //	                  controller (AllocateProducerIds)
-//	interBrokerChannel how this broker sends to other brokers, one channel
-//	                  per sender as Kafka has one NetworkClient each: the
+//	inter-broker channels how this broker sends to other brokers
+//	                  (network.InterBrokerChannel), one channel per
+//	                  sender as Kafka has one NetworkClient each: the
 //	                  transaction coordinator's WriteTxnMarkers (one
 //	                  connection per broker, one request at a time) and the
 //	                  AddPartitionsToTxn of Kafka's AddPartitionsToTxnManager
@@ -46,7 +52,8 @@
 //	                  the destination's inter.broker.listener.name endpoint
 //	                  in the metadata; to this broker through its own
 //	                  request handler, so local and remote partitions take
-//	                  the same path
+//	                  the same path; and each replica fetcher's
+//	                  connections to the leaders (replication.go)
 //	lifecycleManager  registers the broker (BrokerRegistration) and
 //	                  heartbeats (BrokerHeartbeat); the controller unfences
 //	                  it once its metadata has caught up
@@ -64,192 +71,7 @@
 // stop, the logs close cleanly, then the controller plane, the controller
 // and the quorum.
 //
-// # Request path
-//
-//	client ── TCP ──> Acceptor (one goroutine per listener)
-//	                    │ round-robin over the listener's processors
-//	                    v
-//	                 Processor (num.network.threads per listener, as in Kafka)
-//	                    │ owns its connections; each connection has one
-//	                    │ goroutine doing its blocking reads and writes
-//	                    v
-//	                 RequestChannel (queued.max.requests, bounded)
-//	                    │
-//	                    v
-//	                 KafkaRequestHandlerPool (num.io.threads goroutines)
-//	                    │ RequestHandler.Handle(ctx, req, respond)
-//	                    v
-//	                 respond ──> the connection's goroutine writes the response
-//
-// # Processors and connections
-//
-// Kafka's processor is a thread running a java.nio Selector over many
-// sockets. In Go the runtime netpoller is that selector: a goroutine blocked
-// in Read costs a parked goroutine and an epoll registration, not a thread.
-// So a Processor here is not a goroutine but the owner of a group of
-// connections: their registry, their count, their busy-time accounting
-// (for the idle gauge) and their shutdown. Each connection has exactly one
-// goroutine that reads a request, queues it, waits for its response and
-// writes it. A processor goroutine would only add a hop. A connection costs
-// its goroutine's stack and a 4 KiB read buffer (which lets pipelined small
-// requests be read with one system call).
-//
-// Connection ids are Kafka's: "localHost:localPort-remoteHost:remotePort-index",
-// index counting the processor's connections.
-//
-// # Resizing at run time
-//
-// num.io.threads and num.network.threads are dynamic, as in Kafka: the
-// broker registers a config.Reconfigurable that calls ResizeHandlers and
-// ResizeProcessors. A handler goroutine asked to stop finishes its request
-// first. New processors take new connections at once; a removed processor
-// takes no more and its connections close after their request in flight
-// (Kafka closes them too; clients reconnect), and it is forgotten once it
-// has none. The idle gauges follow: the handler gauge divides by the
-// pool's current size, the processor window starts over.
-//
-// # Framing and limits
-//
-// A request is a 4-byte big-endian size followed by that many bytes. A size
-// below zero or above socket.request.max.bytes closes the connection
-// before anything is allocated. Nothing before kapi allocates more than
-// the frame (CVE-2022-34917): the request header parser
-// (parseRequestHeader, fuzzed) is bounded by the frame and allocates at
-// most the client id string. Files: connection.go (the serving loop),
-// connection_read.go (reading a request), frame.go (frame buffers),
-// request_header.go (the header parser), response.go (writing responses).
-//
-// # Request memory (queued.max.request.bytes)
-//
-// The data plane has a memory pool (broker/memory.Pool, Kafka's
-// SimpleMemoryPool) of queued.max.request.bytes. A frame above 16 KiB
-// reserves its size before its body is read; while the pool cannot hold
-// it the connection does not read (muted, as Kafka mutes a channel when
-// the pool is out of memory; its peer's TCP window closes), and small
-// frames take their bytes without waiting, so a connection's next small
-// request is never muted. Reservations wait in line; one larger than the
-// whole pool (possible because the derived default may be smaller than
-// socket.request.max.bytes) is read when no other large frame holds
-// memory, alone. The bytes
-// go back once the response has been written (or the request dropped).
-// A frame above 1 MiB starts in a 1 MiB buffer, so a peer announcing a
-// large frame and sending nothing holds 1 MiB; once that MiB has arrived
-// the whole frame is allocated (its bytes are reserved), or, with an
-// unbounded pool (-1), the buffer doubles as bytes arrive. The controller plane has its own pool of the same size (Kafka's
-// ControllerServer has its own SocketServer), so clients filling the data
-// plane's never hold the metadata quorum up.
-//
-// What else counts, without ever waiting (Pool.Take, which may drive the
-// pool below zero and so mutes new large frames until it is back): each
-// response's buffer while it is written (fetched record data is sent with
-// sendfile from the page cache and is not in the buffer, so a Fetch
-// response counts only its headers), and each batch decompressed for
-// validation while it is validated (log.Config.Memory). Nothing that
-// holds pool memory ever waits for pool memory, so the produce path
-// cannot deadlock against the fetch path or itself. What the pool does
-// not count: kmsg's decoded request structures (kmsg checks every array
-// count against the bytes left, so they stay under about 16 times the
-// frame, reached only by frames made of empty array elements) and the Go
-// runtime's headroom between collections; hence the derived default of a
-// quarter of the memory budget (see broker/memory).
-//
-// # Request receive time
-//
-// The first byte of a request may take connections.max.idle.ms to come;
-// the rest of the frame, moldau.socket.request.receive.timeout.ms (30 s by
-// default, dynamic; Kafka has no such limit), not counting time spent
-// waiting for pool memory. A slower peer (a slowloris sender dribbling a
-// frame) is closed with reason receive_timeout.
-//
-// # Connection quotas
-//
-// On the data plane, the acceptor applies Kafka's ConnectionQuotas
-// (connection_quotas.go): it waits, holding the accepted socket, while the
-// listener (listener.name.<l>.max.connections) or the broker
-// (max.connections) is full or the creation rate
-// (max.connection.creation.rate, and per listener) is over its quota; a
-// connection from an address at max.connections.per.ip (or its
-// max.connections.per.ip.overrides entry) is closed at once. All are
-// dynamic; lowering max.connections closes the least recently used
-// connections above it (idle ones first). The inter-broker listener, when
-// there are several, is protected as in Kafka. The rate is a token bucket
-// holding one second's worth (Kafka averages over its quota window).
-//
-// # Misbehaving peers in the log and the metrics
-//
-// Invalid frames, receive timeouts and per-IP rejections are logged at
-// most once per peer address, kind and minute (peerLog, at most 4096
-// addresses remembered per minute); the others are counted in the minute's
-// connection summary (log_lines_suppressed) and in
-// kafka_network_socketserver_suppressedlogs_total. Every such event is
-// counted: kafka_network_socketserver_invalidrequests_total{reason},
-// kafka_server_socketservermetrics_connection_close_reason_total{reason},
-// kafka_network_acceptor_blocked_seconds_total,
-// kafka_server_socketservermetrics_connection_accept_throttled_total, and
-// the pool's kafka_network_socketserver_memorypoolavailable,
-// _memorypoolused, _memorypoolwaitingconnections and
-// kafka_server_socketservermetrics_memorypooldepletedtimetotal (ms).
-//
-// The header is v1 (api key, api version, correlation id, nullable client
-// id) or v2 (v1 plus tagged fields) when the (key, version) is flexible,
-// which kmsg's request types tell us. An API key kmsg does not know, a
-// truncated header or a bad client id length closes the connection; the
-// exception is a Moldau-private key the server was configured with
-// (SocketServerConfig.PrivateAPIKeys: the metadata quorum's messages on
-// the controller listener), passed to the handler with a v1 header.
-//
-// # Muting and ordering
-//
-// A connection has at most one request in flight: once a request is queued,
-// its goroutine does not read again until the response has been written (or
-// the handler answered NoResponse, for acks=0). Responses are therefore
-// written in request order, as Kafka guarantees. respond is guarded: a
-// second call for the same request is logged and dropped, so a buggy
-// handler cannot answer the next request of the connection.
-//
-// # Responses
-//
-// A kapi.Response is written as Buf[:At0], region 0, Buf[At0:At1], region 1,
-// ..., Buf[Atn:]. A FileRegion goes to a *net.TCPConn with sendfile(2) at
-// the region's explicit offset (never the file's shared position); other
-// connections fall back to a copy from an io.SectionReader. Release is
-// called once the response has been written or dropped, also when the
-// connection is gone by the time the handler answers. Close writes Buf, if
-// any, closes the connection and logs CloseReason with the peer.
-//
-// # Connection logging
-//
-// Each connection opened or closed is logged at DEBUG, with its reason
-// (peer, idle, refused, bad_request, io_error, shutdown, receive_timeout,
-// max_connections, per_ip_limit, processor_removed). At INFO there is
-// one summary line per minute (ConnectionSummaryInterval), only when
-// something happened: opened N, closed M by reason, open now. A connection
-// the request handler closed (an API or version not served, a malformed
-// request) is logged at INFO the first time its reason appears in an
-// interval and counted in the summary after that, so a client reconnecting
-// several times a second costs one line a minute.
-//
-// # Idle connections, socket options
-//
-// The read waiting for the next request, and each read or write of a
-// request, has a deadline of connections.max.idle.ms: a connection with no
-// traffic for that long is closed, but never while its request is being
-// handled (the connection is not reading then). socket.send.buffer.bytes and
-// socket.receive.buffer.bytes are applied when positive (-1 leaves the OS
-// default); TCP_NODELAY is on.
-//
-// # Back-pressure
-//
-// The RequestChannel holds at most queued.max.requests requests. When it is
-// full, connection goroutines block on it and stop reading, so memory is
-// bounded by connections × one frame each, and by the request memory pool.
-// Every blocking send or receive also selects on shutdown.
-//
 // # Failures
-//
-// An error on one connection closes that connection only. A panic in
-// RequestHandler.Handle is recovered by the handler pool, logged with its
-// stack, and answered with a Close response: the broker keeps serving.
 //
 // A log dir that fails goes offline and the others serve (the log and
 // replica packages). Three storage failures are fatal, as Kafka halts its
@@ -267,56 +89,19 @@
 //
 // # Shutdown
 //
-// SocketServer.Close: (1) stops accepting (StopAccepting) and waits for the
-// acceptors; (2) drains: connections waiting for their next request close
-// now, the others finish the request in flight and close; (3) after
-// ShutdownTimeout (30 s by default) forces the rest: the handler context is
-// cancelled and every socket's deadline is set to the past; (4) stops the
-// handler pool and the metrics sampler. Every goroutine is started through
-// a group that refuses new work once shutdown began, and Close waits for
-// all of them. Close is idempotent.
-//
-// Broker.Close calls replica.Manager.BeginShutdown between (1) and (2):
-// fetches waiting in the purgatory (a consumer's long poll, up to
-// fetch.max.wait.ms) are answered with what is there and later fetches do
-// not wait, so the drain takes as long as the requests being handled, not
-// the longest long poll, and SIGTERM ends `moldau serve` with exit 0.
-//
-// # Idle gauges
-//
-// kafka_network_socketserver_networkprocessoravgidlepercent: Kafka's value is
-// the average over processors of the fraction of time a processor thread
-// waits in select. Here a connection goroutine is "busy" for its processor
-// from the moment a request's size prefix has arrived until the request is
-// in the RequestChannel (reading the body, parsing the header, and waiting
-// on a full channel, which blocks Kafka's processor thread too), and from
-// the moment its response is available until it is written. Waiting for the
-// next request and waiting, muted, for the handler are idle, as they are in
-// select for Kafka. Per processor, busy = (sum of its connections' busy
-// time over the window) / wall time of the window, clamped to 0..1 (several
-// connections may be busy at once: a processor is a group of goroutines, not
-// one thread); the gauge is the average of 1 - busy over all processors,
-// over a sliding window of the last 5 seconds, sampled every second.
-//
-// kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent: the
-// time the handler goroutines spend waiting for a request on the
-// RequestChannel divided by (wall time × num.io.threads), over the same
-// sliding window: 1 - (time spent inside Handle) / (wall × num.io.threads).
-// A request whose Handle is still running counts as busy up to the sample.
-// An asynchronous handler that returns before calling respond (a delayed
-// fetch) frees its goroutine, as in Kafka.
+// Broker.Close stops the data plane in the steps of SocketServer.Close
+// (broker/network) and calls replica.Manager.BeginShutdown between (1),
+// no new connections, and (2), the drain: fetches waiting in the
+// purgatory (a consumer's long poll, up to fetch.max.wait.ms) are
+// answered with what is there and later fetches do not wait, so the drain
+// takes as long as the requests being handled, not the longest long poll,
+// and SIGTERM ends `moldau serve` with exit 0.
 //
 // # Metrics and HTTP
 //
-// Metrics (NewMetrics) registers the collectors on a caller's
-// prometheus.Registerer, never the global one, with the names Kafka's usual
-// JMX Prometheus exporter produces. The six request-time percentiles
-// (RequestMetrics' *TimeMs) are broker/summary Vecs, a few atomic adds per
-// observation. ServeMetrics serves /metrics and /debug/pprof/ on its own
-// mux.
-//
-// # Thread-safety
-//
-// SocketServer's exported methods are safe for concurrent use. The
-// RequestHandler is called concurrently from num.io.threads goroutines.
+// The broker has its own prometheus.Registry (Options.Registry, or a new
+// one per broker, so several brokers run in one process) that every part
+// registers on: network.NewMetrics for the data plane, the log manager,
+// the replica manager, the controller and the quorum. ServeMetrics serves
+// /metrics and /debug/pprof/ on its own mux (metrics.listener).
 package broker

@@ -2,17 +2,23 @@ package broker
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/moldau/moldau/broker/network"
 )
 
 func TestServeMetrics(t *testing.T) {
 	base := runtime.NumGoroutine()
-	reg := newRegistry()
-	NewMetrics(reg)
-	ms, err := ServeMetrics("127.0.0.1:0", reg, testLogger(t))
+	reg := prometheus.NewRegistry()
+	network.NewMetrics(reg)
+	ms, err := ServeMetrics("127.0.0.1:0", reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,4 +50,22 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGoroutines(t, base)
+}
+
+// waitGoroutines waits until no more than base goroutines run.
+func waitGoroutines(t testing.TB, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("goroutines: %d, want <= %d\n%s", n, base, buf)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/replica"
 )
 
@@ -44,7 +45,7 @@ func (b *Broker) brokerEpoch() int64 {
 // leaders, on the inter-broker listener.
 func (b *Broker) newFetcherClient() replica.BrokerClient {
 	clientID := fmt.Sprintf("broker-%d-replica-fetcher", b.cfg.NodeID)
-	return newInterBrokerChannel(b.cfg.NodeID, b.cfg.InterBrokerListenerName, clientID, 1, b.log, b.loader.Image, func() RequestHandler { return nil })
+	return network.NewInterBrokerChannel(b.cfg.NodeID, b.cfg.InterBrokerListenerName, clientID, 1, b.log, b.loader.Image, func() network.RequestHandler { return nil })
 }
 
 // sendAlterPartition sends a leader's ISR change to the active controller

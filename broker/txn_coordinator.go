@@ -11,6 +11,7 @@ import (
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/log"
 )
@@ -30,7 +31,7 @@ func (b *Broker) newTxnCoordinator() (*txn.Service, error) {
 	if err := tcfg.Validate(); err != nil {
 		return nil, fmt.Errorf("transaction coordinator: %w", err)
 	}
-	local := func() RequestHandler {
+	local := func() network.RequestHandler {
 		if h := b.handler; h != nil {
 			return h
 		}
@@ -39,9 +40,9 @@ func (b *Broker) newTxnCoordinator() (*txn.Service, error) {
 	// Kafka's two NetworkClients: the marker channel sends one request
 	// at a time per broker; AddPartitionsToTxn requests may each be held
 	// back by the coordinator, so they get several connections.
-	b.markerChannel = newInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
+	b.markerChannel = network.NewInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
 		fmt.Sprintf("broker-%d-txn-marker-sender", cfg.NodeID), 1, b.log, b.loader.Image, local)
-	b.addPartitionsChannel = newInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
+	b.addPartitionsChannel = network.NewInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
 		fmt.Sprintf("broker-%d-add-partitions-to-txn", cfg.NodeID), addPartitionsConnsPerBroker, b.log, b.loader.Image, local)
 	b.producerIDs = txn.NewProducerIDManager(b.allocateProducerIDs, b.log)
 	return txn.NewService(txn.Options{

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"bytes"
@@ -138,10 +138,10 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // startServer starts a server on 127.0.0.1:0; cleanup closes it and checks
 // that no goroutine leaked.
-func startServer(t *testing.T, h RequestHandler, mod func(*SocketServerConfig)) *testServer {
+func startServer(t *testing.T, h RequestHandler, mod func(*Config)) *testServer {
 	t.Helper()
 	base := runtime.NumGoroutine()
-	cfg := SocketServerConfig{
+	cfg := Config{
 		Listeners:         []ListenerConfig{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
 		NumNetworkThreads: 2,
 		NumIOThreads:      4,
@@ -375,7 +375,7 @@ func waitConnections(t *testing.T, s *SocketServer, want int) {
 // A peer announcing a 2 GiB frame under a 2 GiB limit and sending a few
 // bytes must not make the server allocate the announced size.
 func TestHugeAnnouncedFrameDoesNotAllocate(t *testing.T) {
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) {
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) {
 		c.SocketRequestMaxBytes = 1<<31 - 1
 	})
 	g := startGoodClient(t, s.addr)
@@ -465,7 +465,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 		}
 		testHandler(ctx, r, respond)
 	})
-	s := startServer(t, h, func(c *SocketServerConfig) { c.ConnectionsMaxIdle = 150 * time.Millisecond })
+	s := startServer(t, h, func(c *Config) { c.ConnectionsMaxIdle = 150 * time.Millisecond })
 	c := dial(t, s.addr)
 	if err := roundTrip(c, 1); err != nil {
 		t.Fatal(err)
@@ -549,7 +549,7 @@ func TestBackPressure(t *testing.T) {
 		handled.Add(1)
 		respond(echoResponse(r.CorrelationID, nil))
 	})
-	s := startServer(t, h, func(c *SocketServerConfig) {
+	s := startServer(t, h, func(c *Config) {
 		c.QueuedMaxRequests = 1
 		c.NumIOThreads = 1
 	})
@@ -604,7 +604,7 @@ func TestCloseFinishesInFlightRequests(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		respond(echoResponse(r.CorrelationID, []byte("done")))
 	})
-	s, err := NewSocketServer(SocketServerConfig{
+	s, err := NewSocketServer(Config{
 		Listeners: []ListenerConfig{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
 		Handler:   h,
 		Logger:    testLogger(t),
@@ -662,7 +662,7 @@ func TestCloseForcesAfterTimeout(t *testing.T) {
 		<-ctx.Done() // a handler stuck until the broker gives up
 		respond(&kapi.Response{Buf: []byte{0, 0, 0, 0}, Release: func() { released.Add(1) }})
 	})
-	s, err := NewSocketServer(SocketServerConfig{
+	s, err := NewSocketServer(Config{
 		Listeners:       []ListenerConfig{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
 		Handler:         h,
 		Logger:          testLogger(t),
@@ -691,7 +691,7 @@ func TestCloseForcesAfterTimeout(t *testing.T) {
 
 func TestCloseBeforeStart(t *testing.T) {
 	base := runtime.NumGoroutine()
-	s, err := NewSocketServer(SocketServerConfig{
+	s, err := NewSocketServer(Config{
 		Listeners: []ListenerConfig{{Name: "A", Host: "127.0.0.1"}, {Name: "B", Host: "127.0.0.1"}},
 		Handler:   testHandlerFunc(testHandler),
 	})
@@ -706,16 +706,16 @@ func TestCloseBeforeStart(t *testing.T) {
 	}
 	s.Start() // no effect after Close
 	waitGoroutines(t, base)
-	if _, err := NewSocketServer(SocketServerConfig{Listeners: []ListenerConfig{{Name: "A"}, {Name: "A"}}, Handler: testHandlerFunc(testHandler)}); err == nil {
+	if _, err := NewSocketServer(Config{Listeners: []ListenerConfig{{Name: "A"}, {Name: "A"}}, Handler: testHandlerFunc(testHandler)}); err == nil {
 		t.Fatal("repeated listener name accepted")
 	}
-	if _, err := NewSocketServer(SocketServerConfig{Listeners: []ListenerConfig{{Name: "A"}}}); err == nil {
+	if _, err := NewSocketServer(Config{Listeners: []ListenerConfig{{Name: "A"}}}); err == nil {
 		t.Fatal("no handler accepted")
 	}
 }
 
 func TestTwoListeners(t *testing.T) {
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) {
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) {
 		c.Listeners = append(c.Listeners, ListenerConfig{Name: "INTERNAL", Host: "127.0.0.1"})
 	})
 	var seen sync.Map
@@ -729,7 +729,7 @@ func TestTwoListeners(t *testing.T) {
 }
 
 func BenchmarkRoundTrip(b *testing.B) {
-	s, err := NewSocketServer(SocketServerConfig{
+	s, err := NewSocketServer(Config{
 		Listeners: []ListenerConfig{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
 		Handler: testHandlerFunc(func(ctx context.Context, r *kapi.Request, respond func(*kapi.Response)) {
 			respond(&kapi.Response{Buf: []byte{0, 0, 0, 8, byte(r.CorrelationID >> 24), byte(r.CorrelationID >> 16), byte(r.CorrelationID >> 8), byte(r.CorrelationID), 1, 2, 3, 4}})

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func (l *lockedBuffer) String() string {
 // interval, the rest are counted (issue 12, point 6).
 func TestConnectionLogSummary(t *testing.T) {
 	logs := &lockedBuffer{}
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) {
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c.ConnectionSummaryInterval = time.Hour // only the summary at Close
 	})

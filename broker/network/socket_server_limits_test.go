@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func TestMemoryPoolMutesLargeFrames(t *testing.T) {
 	reg := newRegistry()
 	release := make(chan struct{})
 	held := make(chan int, 4)
-	s := startServer(t, holdHandler(release, held), func(c *SocketServerConfig) {
+	s := startServer(t, holdHandler(release, held), func(c *Config) {
 		c.QueuedMaxRequestBytes = 1 << 20
 		c.NumIOThreads = 4
 		c.Metrics = NewMetrics(reg)
@@ -149,7 +149,7 @@ func TestMemoryPoolMutesLargeFrames(t *testing.T) {
 func TestRequestReceiveTimeout(t *testing.T) {
 	reg := newRegistry()
 	logs := &logBuffer{}
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) {
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) {
 		c.RequestReceiveTimeout = 300 * time.Millisecond
 		c.Metrics = NewMetrics(reg)
 		c.Logger = bufferLogger(logs)
@@ -195,7 +195,7 @@ func TestRequestReceiveTimeout(t *testing.T) {
 func TestInvalidFramesRateLimitedLog(t *testing.T) {
 	reg := newRegistry()
 	logs := &logBuffer{}
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) {
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) {
 		c.Metrics = NewMetrics(reg)
 		c.Logger = bufferLogger(logs)
 	})
@@ -246,7 +246,7 @@ func TestConnectionQuotas(t *testing.T) {
 	reg := newRegistry()
 	q := unlimitedQuotas()
 	q.MaxConnectionsPerIP = 3
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) {
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) {
 		c.ConnectionQuotas = &q
 		c.Metrics = NewMetrics(reg)
 	})
@@ -311,7 +311,7 @@ func TestConnectionCreationRate(t *testing.T) {
 	reg := newRegistry()
 	q := unlimitedQuotas()
 	q.MaxConnectionCreationRate = 20
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) {
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) {
 		c.ConnectionQuotas = &q
 		c.Metrics = NewMetrics(reg)
 	})

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"runtime"
@@ -10,7 +10,7 @@ import (
 // num.io.threads changed at run time: the handler pool grows and shrinks,
 // and requests are served throughout.
 func TestResizeHandlers(t *testing.T) {
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) { c.NumIOThreads = 2 })
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) { c.NumIOThreads = 2 })
 	c := dial(t, s.addr)
 	// A round trip first: the connection's goroutine exists only once the
 	// server accepted it, which dial does not wait for.
@@ -44,7 +44,7 @@ func TestResizeHandlers(t *testing.T) {
 // the new processors; connections of a removed processor close after
 // their request in flight and clients reconnect to the others.
 func TestResizeProcessors(t *testing.T) {
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) { c.NumNetworkThreads = 1 })
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) { c.NumNetworkThreads = 1 })
 	old := dial(t, s.addr)
 	if err := roundTrip(old, 1); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func waitHandlers(t *testing.T, n int) {
 	for {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		got := strings.Count(string(buf), "(*KafkaRequestHandlerPool).run(")
+		got := strings.Count(string(buf), "(*kafkaRequestHandlerPool).run(")
 		if got == n {
 			return
 		}

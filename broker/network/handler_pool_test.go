@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"context"
@@ -51,7 +51,7 @@ func TestIdleGauges(t *testing.T) {
 		}
 		testHandler(ctx, r, respond)
 	})
-	s := startServer(t, h, func(c *SocketServerConfig) {
+	s := startServer(t, h, func(c *Config) {
 		c.NumIOThreads = 2
 		c.Metrics = m
 	})

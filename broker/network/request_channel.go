@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"sync/atomic"
@@ -33,21 +33,21 @@ type request struct {
 	respondFn   func(*kapi.Response)
 }
 
-// RequestChannel is the bounded queue between the processors and the
+// requestChannel is the bounded queue between the processors and the
 // handler pool (Kafka's RequestChannel). Its capacity is
 // queued.max.requests; a full channel blocks the sending connection, which
 // stops reading from its socket.
-type RequestChannel struct {
+type requestChannel struct {
 	queue chan *request
 }
 
-func newRequestChannel(capacity int) *RequestChannel {
-	return &RequestChannel{queue: make(chan *request, capacity)}
+func newRequestChannel(capacity int) *requestChannel {
+	return &requestChannel{queue: make(chan *request, capacity)}
 }
 
 // sendRequest queues r, blocking while the channel is full. It returns false
 // if done is closed first.
-func (c *RequestChannel) sendRequest(r *request, done <-chan struct{}) bool {
+func (c *requestChannel) sendRequest(r *request, done <-chan struct{}) bool {
 	select {
 	case c.queue <- r:
 	default:
@@ -63,7 +63,7 @@ func (c *RequestChannel) sendRequest(r *request, done <-chan struct{}) bool {
 // receiveRequest takes the next request, blocking until one is queued or
 // done or stop is closed (then it returns nil): done stops every handler,
 // stop one handler of a shrinking pool.
-func (c *RequestChannel) receiveRequest(done, stop <-chan struct{}) *request {
+func (c *requestChannel) receiveRequest(done, stop <-chan struct{}) *request {
 	select {
 	case <-stop:
 		return nil
@@ -80,4 +80,4 @@ func (c *RequestChannel) receiveRequest(done, stop <-chan struct{}) *request {
 }
 
 // Len is the number of queued requests.
-func (c *RequestChannel) Len() int { return len(c.queue) }
+func (c *requestChannel) Len() int { return len(c.queue) }

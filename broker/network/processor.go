@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"bufio"
@@ -13,11 +13,11 @@ import (
 	"github.com/moldau/moldau/kapi"
 )
 
-// Processor owns a group of connections of one listener (Kafka's
+// processor owns a group of connections of one listener (Kafka's
 // Processor): their registry and count, their busy-time accounting for
 // NetworkProcessorAvgIdlePercent, and their shutdown. Each connection runs
 // its own goroutine; see the package documentation.
-type Processor struct {
+type processor struct {
 	id       int
 	listener string
 	server   *SocketServer
@@ -33,8 +33,8 @@ type Processor struct {
 	retired bool // removed by a smaller num.network.threads
 }
 
-func newProcessor(s *SocketServer, id int, listener string) *Processor {
-	p := &Processor{
+func newProcessor(s *SocketServer, id int, listener string) *processor {
+	p := &processor{
 		id:       id,
 		listener: listener,
 		server:   s,
@@ -52,7 +52,7 @@ func newProcessor(s *SocketServer, id int, listener string) *Processor {
 // register takes ownership of an accepted connection and starts serving it;
 // admitted: the connection quotas counted it (it is uncounted when it
 // closes, or here if it cannot be served).
-func (p *Processor) register(nc net.Conn, addr netip.Addr, admitted bool) {
+func (p *processor) register(nc net.Conn, addr netip.Addr, admitted bool) {
 	s := p.server
 	c := &connection{
 		server:    s,
@@ -95,7 +95,7 @@ func (p *Processor) register(nc net.Conn, addr netip.Addr, admitted bool) {
 	s.connLog.opened1(c)
 }
 
-func (p *Processor) unregister(c *connection) {
+func (p *processor) unregister(c *connection) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
@@ -105,7 +105,7 @@ func (p *Processor) unregister(c *connection) {
 	}
 }
 
-func (p *Processor) connectionCount() int {
+func (p *processor) connectionCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.conns)
@@ -113,7 +113,7 @@ func (p *Processor) connectionCount() int {
 
 // drain closes idle connections now and the others after their request in
 // flight.
-func (p *Processor) drain() {
+func (p *processor) drain() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closing = true
@@ -125,21 +125,21 @@ func (p *Processor) drain() {
 // retire drains the processor because num.network.threads shrank: it
 // takes no new connection and its connections close after their request
 // in flight.
-func (p *Processor) retire() {
+func (p *processor) retire() {
 	p.mu.Lock()
 	p.retired = true
 	p.mu.Unlock()
 	p.drain()
 }
 
-func (p *Processor) isRetired() bool {
+func (p *processor) isRetired() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.retired
 }
 
 // force interrupts every connection's blocking I/O.
-func (p *Processor) force() {
+func (p *processor) force() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for c := range p.conns {

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"bufio"
@@ -34,7 +34,7 @@ var errForced = errors.New("connection closed by a forced shutdown")
 // read a request, queue it, wait (muted) for its response, write it.
 type connection struct {
 	server    *SocketServer
-	processor *Processor
+	processor *processor
 	nc        net.Conn
 	br        *bufio.Reader
 	raw       syscall.RawConn // lazily, for sendfile

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/moldau/moldau/kapi"
 )
 
-// KafkaRequestHandlerPool is num.io.threads goroutines taking requests from
+// kafkaRequestHandlerPool is num.io.threads goroutines taking requests from
 // the RequestChannel and calling RequestHandler.Handle (Kafka's
 // KafkaRequestHandlerPool). A panic in Handle is recovered, logged with its
 // stack, and answered with a Close response. Resize changes the number of
 // goroutines at run time (Kafka's resizeThreadPool, for a dynamic
 // num.io.threads): a goroutine asked to stop finishes the request it is
 // handling first.
-type KafkaRequestHandlerPool struct {
+type kafkaRequestHandlerPool struct {
 	server *SocketServer
 	busy   *busyMeter // time inside Handle, summed over the handlers
 
@@ -24,12 +24,12 @@ type KafkaRequestHandlerPool struct {
 	stops []chan struct{} // one per running handler, in id order
 }
 
-func newKafkaRequestHandlerPool(s *SocketServer) *KafkaRequestHandlerPool {
-	return &KafkaRequestHandlerPool{server: s, busy: newBusyMeter(s.epoch)}
+func newRequestHandlerPool(s *SocketServer) *kafkaRequestHandlerPool {
+	return &kafkaRequestHandlerPool{server: s, busy: newBusyMeter(s.epoch)}
 }
 
 // Size is the number of handler goroutines.
-func (p *KafkaRequestHandlerPool) Size() int {
+func (p *kafkaRequestHandlerPool) Size() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.stops)
@@ -37,7 +37,7 @@ func (p *KafkaRequestHandlerPool) Size() int {
 
 // Resize starts or stops handler goroutines until there are n (at least
 // 1). It does nothing once the server is shutting down.
-func (p *KafkaRequestHandlerPool) Resize(n int) {
+func (p *kafkaRequestHandlerPool) Resize(n int) {
 	n = max(n, 1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -57,7 +57,7 @@ func (p *KafkaRequestHandlerPool) Resize(n int) {
 }
 
 // run is one handler goroutine (Kafka's KafkaRequestHandler).
-func (p *KafkaRequestHandlerPool) run(id int, stop <-chan struct{}) {
+func (p *kafkaRequestHandlerPool) run(id int, stop <-chan struct{}) {
 	s := p.server
 	for {
 		r := s.channel.receiveRequest(s.stopHandlers, stop)
@@ -76,7 +76,7 @@ func (p *KafkaRequestHandlerPool) run(id int, stop <-chan struct{}) {
 	}
 }
 
-func (p *KafkaRequestHandlerPool) handle(id int, r *request) {
+func (p *kafkaRequestHandlerPool) handle(id int, r *request) {
 	s := p.server
 	defer func() {
 		if v := recover(); v != nil {

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"github.com/moldau/moldau/broker/routine"
@@ -35,10 +35,10 @@ type ListenerConfig struct {
 	Port int
 }
 
-// SocketServerConfig configures a SocketServer. The fields take the values
+// Config configures a SocketServer. The fields take the values
 // of the Kafka properties named in their comments; zero values take Kafka's
 // defaults.
-type SocketServerConfig struct {
+type Config struct {
 	Listeners []ListenerConfig // listeners
 
 	NumNetworkThreads     int   // num.network.threads (per listener), default 3
@@ -108,7 +108,7 @@ const (
 // SocketServer is Kafka's SocketServer: it owns the listeners, their
 // acceptors and processors, the request channel and the handler pool.
 type SocketServer struct {
-	cfg     SocketServerConfig
+	cfg     Config
 	log     *slog.Logger
 	metrics *Metrics
 	epoch   time.Time
@@ -121,11 +121,11 @@ type SocketServer struct {
 	// acceptors assign to, and those retired by a smaller
 	// num.network.threads until their connections are gone.
 	procMu          sync.Mutex
-	processors      []*Processor
+	processors      []*processor
 	nextProcessorID int
 	procVersion     atomic.Int64 // bumped when the acceptors' processors change
-	channel         *RequestChannel
-	handlers        *KafkaRequestHandlerPool
+	channel         *requestChannel
+	handlers        *kafkaRequestHandlerPool
 	frames          framePool
 
 	// pool is the request memory pool (queued.max.request.bytes).
@@ -178,7 +178,7 @@ type SocketServer struct {
 
 // NewSocketServer validates cfg and binds every listener, so that their
 // addresses are known, but starts nothing.
-func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
+func NewSocketServer(cfg Config) (*SocketServer, error) {
 	if cfg.Handler == nil {
 		return nil, errors.New("socket server: no request handler")
 	}
@@ -257,7 +257,7 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 			return nil, fmt.Errorf("socket server: listener %s: %w", lc.Name, err)
 		}
 		a := &acceptor{server: s, name: lc.Name, ln: ln, log: logger.With("listener", lc.Name)}
-		ps := make([]*Processor, cfg.NumNetworkThreads)
+		ps := make([]*processor, cfg.NumNetworkThreads)
 		for i := range ps {
 			ps[i] = s.newProcessorLocked(lc.Name)
 		}
@@ -271,9 +271,13 @@ func NewSocketServer(cfg SocketServerConfig) (*SocketServer, error) {
 		}
 		s.quotas = newConnectionQuotas(*cfg.ConnectionQuotas, cfg.ProtectedListener, names)
 	}
-	s.handlers = newKafkaRequestHandlerPool(s)
+	s.handlers = newRequestHandlerPool(s)
 	return s, nil
 }
+
+// SetHandler replaces the request handler; call it before Start (the
+// broker builds kapi's handler after binding the data plane's listeners).
+func (s *SocketServer) SetHandler(h RequestHandler) { s.cfg.Handler = h }
 
 // Start starts the handler pool, the processors' accounting and the
 // acceptors. It does nothing after Close or a second time.
@@ -302,9 +306,6 @@ func (s *SocketServer) Addr(listener string) net.Addr {
 	}
 	return nil
 }
-
-// RequestChannel returns the server's request channel.
-func (s *SocketServer) RequestChannel() *RequestChannel { return s.channel }
 
 // StopAccepting closes the listeners: no new connection is accepted.
 // Existing connections keep being served. It is the first step of shutdown.
@@ -466,7 +467,7 @@ type acceptor struct {
 	log    *slog.Logger
 	// processors are those new connections go to, round-robin; replaced
 	// as a whole when num.network.threads changes.
-	processors atomic.Pointer[[]*Processor]
+	processors atomic.Pointer[[]*processor]
 	closed     atomic.Bool
 }
 
@@ -541,7 +542,7 @@ func (s *SocketServer) configureSocket(nc net.Conn) {
 
 // newProcessorLocked creates a processor of listener and adds it to
 // s.processors; s.procMu held (or the server not yet shared).
-func (s *SocketServer) newProcessorLocked(listener string) *Processor {
+func (s *SocketServer) newProcessorLocked(listener string) *processor {
 	p := newProcessor(s, s.nextProcessorID, listener)
 	s.nextProcessorID++
 	s.processors = append(s.processors, p)
@@ -549,15 +550,15 @@ func (s *SocketServer) newProcessorLocked(listener string) *Processor {
 }
 
 // allProcessors returns every processor that may own connections.
-func (s *SocketServer) allProcessors() []*Processor {
+func (s *SocketServer) allProcessors() []*processor {
 	s.procMu.Lock()
 	defer s.procMu.Unlock()
 	return slices.Clone(s.processors)
 }
 
 // activeProcessors returns the processors the acceptors assign to.
-func (s *SocketServer) activeProcessors() []*Processor {
-	var ps []*Processor
+func (s *SocketServer) activeProcessors() []*processor {
+	var ps []*processor
 	for _, a := range s.acceptors {
 		ps = append(ps, *a.processors.Load()...)
 	}
@@ -601,7 +602,7 @@ func (s *SocketServer) ResizeProcessors(n int) {
 		return
 	}
 	s.procMu.Lock()
-	var retired []*Processor
+	var retired []*processor
 	for _, a := range s.acceptors {
 		cur := *a.processors.Load()
 		next := slices.Clone(cur)
@@ -615,7 +616,7 @@ func (s *SocketServer) ResizeProcessors(n int) {
 		a.processors.Store(&next)
 	}
 	// Forget processors retired earlier whose connections are gone.
-	s.processors = slices.DeleteFunc(s.processors, func(p *Processor) bool {
+	s.processors = slices.DeleteFunc(s.processors, func(p *processor) bool {
 		return p.isRetired() && p.connectionCount() == 0
 	})
 	s.procMu.Unlock()

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"context"
@@ -138,7 +138,7 @@ func TestInterBrokerChannel(t *testing.T) {
 		4: {ID: 4, Endpoints: []metadata.BrokerEndpoint{{Name: "OTHER", Host: "127.0.0.1", Port: 1}}},
 	}}
 	var handler RequestHandler
-	c := newInterBrokerChannel(1, "INTERNAL", "broker-1-test", 1, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
+	c := NewInterBrokerChannel(1, "INTERNAL", "broker-1-test", 1, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
 		func() RequestHandler { return handler })
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -220,7 +220,7 @@ func TestInterBrokerChannelHeldRequestDoesNotBlockTheNext(t *testing.T) {
 	im := &metadata.Image{Brokers: map[int32]*metadata.Broker{
 		2: {ID: 2, Endpoints: []metadata.BrokerEndpoint{{Name: "INTERNAL", Host: "127.0.0.1", Port: uint16(addr.Port)}}},
 	}}
-	c := newInterBrokerChannel(1, "INTERNAL", "broker-1-test", 2, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
+	c := NewInterBrokerChannel(1, "INTERNAL", "broker-1-test", 2, slog.New(slog.DiscardHandler), func() *metadata.Image { return im },
 		func() RequestHandler { return nil })
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

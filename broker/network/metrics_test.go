@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"testing"
@@ -44,7 +44,7 @@ func TestMetrics(t *testing.T) {
 	reg := newRegistry()
 	m := NewMetrics(reg)
 	NewMetrics(reg) // a second one on the same registry shares the collectors
-	s := startServer(t, testHandlerFunc(testHandler), func(c *SocketServerConfig) { c.Metrics = m })
+	s := startServer(t, testHandlerFunc(testHandler), func(c *Config) { c.Metrics = m })
 	c := dial(t, s.addr)
 	for i := range int32(7) {
 		if err := roundTrip(c, i); err != nil {

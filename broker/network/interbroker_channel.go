@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/moldau/moldau/kapi"
 )
 
-// interBrokerChannel sends requests from this broker to brokers, the way
+// InterBrokerChannel sends requests from this broker to brokers, the way
 // Kafka's coordinators do through their inter-broker NetworkClients: to
 // the destination's endpoint on inter.broker.listener.name, as the
 // metadata image has it, framed with kmsg.RequestFormatter. When the
@@ -36,8 +36,10 @@ import (
 // holding the other's add behind their markers both do. A channel keeps
 // up to maxConns connections per destination, each with one request at a
 // time; a request takes an idle one, else opens one, else queues on one
-// in turn.
-type interBrokerChannel struct {
+// in turn. It implements txn.MarkerSender and replica.BrokerClient (the
+// replica fetchers' clients, with no local handler); its connections are
+// brokerConns.
+type InterBrokerChannel struct {
 	nodeID   int32
 	listener string
 	log      *slog.Logger
@@ -63,14 +65,17 @@ type destConns struct {
 }
 
 type pooledConn struct {
-	cc    *controllerConn
+	cc    *brokerConn
 	users int // requests using or waiting for it
 }
 
-// newInterBrokerChannel creates a channel named clientID (the client id of
-// its requests) with up to maxConns connections per destination.
-func newInterBrokerChannel(nodeID int32, listener, clientID string, maxConns int, logger *slog.Logger, image func() *metadata.Image, local func() RequestHandler) *interBrokerChannel {
-	return &interBrokerChannel{
+// NewInterBrokerChannel creates a channel named clientID (the client id of
+// its requests) with up to maxConns connections per destination, on the
+// destinations' listener endpoints in image; local returns this broker's
+// request handler, or nil while there is none (then a request to this
+// broker fails, to be retried).
+func NewInterBrokerChannel(nodeID int32, listener, clientID string, maxConns int, logger *slog.Logger, image func() *metadata.Image, local func() RequestHandler) *InterBrokerChannel {
+	return &InterBrokerChannel{
 		nodeID: nodeID, listener: listener, log: logger, image: image, local: local, maxConns: max(maxConns, 1),
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)),
 		clientID:  clientID,
@@ -79,7 +84,7 @@ func newInterBrokerChannel(nodeID int32, listener, clientID string, maxConns int
 }
 
 // SendWriteTxnMarkers implements txn.MarkerSender.
-func (c *interBrokerChannel) SendWriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+func (c *InterBrokerChannel) SendWriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
 	resp, err := c.Send(ctx, broker, req)
 	if err != nil {
 		return nil, err
@@ -88,7 +93,7 @@ func (c *interBrokerChannel) SendWriteTxnMarkers(ctx context.Context, broker int
 }
 
 // Send sends req to broker and returns its response.
-func (c *interBrokerChannel) Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+func (c *InterBrokerChannel) Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
 	if broker == c.nodeID {
 		return c.dispatchLocal(ctx, req)
 	}
@@ -111,7 +116,7 @@ func (c *interBrokerChannel) Send(ctx context.Context, broker int32, req kmsg.Re
 // idle one, else a new one while there are fewer than maxConns, else the
 // next in turn (its roundTrip queues the request). Connections to an
 // address the broker no longer has are returned for the caller to close.
-func (c *interBrokerChannel) acquire(broker int32, addr string) (*pooledConn, []*pooledConn, error) {
+func (c *InterBrokerChannel) acquire(broker int32, addr string) (*pooledConn, []*pooledConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -136,7 +141,7 @@ func (c *interBrokerChannel) acquire(broker int32, addr string) (*pooledConn, []
 	switch {
 	case pc != nil:
 	case len(d.conns) < c.maxConns:
-		pc = &pooledConn{cc: &controllerConn{addr: addr}}
+		pc = &pooledConn{cc: &brokerConn{addr: addr}}
 		d.conns = append(d.conns, pc)
 	default:
 		pc = d.conns[d.next%len(d.conns)]
@@ -146,14 +151,14 @@ func (c *interBrokerChannel) acquire(broker int32, addr string) (*pooledConn, []
 	return pc, stale, nil
 }
 
-func (c *interBrokerChannel) release(pc *pooledConn) {
+func (c *InterBrokerChannel) release(pc *pooledConn) {
 	c.mu.Lock()
 	pc.users--
 	c.mu.Unlock()
 }
 
 // endpoint is broker's address on the inter-broker listener.
-func (c *interBrokerChannel) endpoint(broker int32) (string, error) {
+func (c *InterBrokerChannel) endpoint(broker int32) (string, error) {
 	b := c.image().Brokers[broker]
 	if b == nil || b.Fenced {
 		return "", fmt.Errorf("%w: broker %d is not registered and unfenced", errConnClosed, broker)
@@ -167,7 +172,7 @@ func (c *interBrokerChannel) endpoint(broker int32) (string, error) {
 
 // dispatchLocal serves req with this broker's request handler, encoded and
 // decoded as on the wire.
-func (c *interBrokerChannel) dispatchLocal(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *InterBrokerChannel) dispatchLocal(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	h := c.local()
 	if h == nil {
 		return nil, fmt.Errorf("%w: this broker's request handler is not ready", errConnClosed)
@@ -204,27 +209,8 @@ func (c *interBrokerChannel) dispatchLocal(ctx context.Context, req kmsg.Request
 	return decodeResponseBody(req, resp.Buf[8:])
 }
 
-// decodeResponseBody decodes a response body (after the size and the
-// correlation id) for req: a flexible response header's tagged fields
-// come first, except for ApiVersions.
-func decodeResponseBody(req kmsg.Request, body []byte) (kmsg.Response, error) {
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != 18 {
-		n, k := binary.Uvarint(body)
-		if k <= 0 || n != 0 {
-			return nil, fmt.Errorf("%w: unexpected response header tags", errConnClosed)
-		}
-		body = body[k:]
-	}
-	if err := resp.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: %s response: %v", errConnClosed, kmsg.NameForKey(req.Key()), err)
-	}
-	return resp, nil
-}
-
 // Close closes the connections. Idempotent.
-func (c *interBrokerChannel) Close() {
+func (c *InterBrokerChannel) Close() {
 	c.mu.Lock()
 	c.closed = true
 	dests := c.dests
