@@ -393,10 +393,13 @@ func TestTransactionVersion2ProduceGetsConcurrentTransactions(t *testing.T) {
 
 	init := kmsg.NewPtrInitProducerIDRequest()
 	init.TransactionalID, init.TransactionTimeoutMillis, init.ProducerID, init.ProducerEpoch = &id, 60000, -1, -1
-	ir := coord.do(init, 5).(*kmsg.InitProducerIDResponse)
-	if ir.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(ir.ErrorCode))
-	}
+	// z may not have applied the topic FindCoordinator just created, or
+	// still be loading its shard: retried as a client retries.
+	var ir *kmsg.InitProducerIDResponse
+	eventually(t, 15*time.Second, func() error {
+		ir = coord.do(init, 5).(*kmsg.InitProducerIDResponse)
+		return kerr.ErrorForCode(ir.ErrorCode)
+	})
 	produce := func(node int32, epoch int16, value string) int16 {
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, &id
