@@ -357,12 +357,15 @@ func (s *Shard) addPartitions(id string, pid int64, epoch int16, tps []log.Topic
 	switch {
 	case m == nil:
 		return res, errUnknownTransactionalID(id)
+	case m.state == PrepareCommit || m.state == PrepareAbort:
+		// First (KAFKA-18660): after an epoch overflow the producer
+		// names the next producer id, current only once the markers
+		// are written; it waits for that, it is not refused.
+		return res, errConcurrent(m)
 	case m.producerID != pid:
 		return res, errProducerIDMapping(id, pid)
 	case m.producerEpoch != epoch:
 		return res, errProducerFenced(m, epoch)
-	case m.state == PrepareCommit || m.state == PrepareAbort:
-		return res, errConcurrent(m)
 	case m.state == Ongoing && m.hasAll(tps):
 		return res, nil // already there: answered once everything before is durable
 	}

@@ -70,14 +70,32 @@
 // part 2), where every EndTxn bumps the epoch and returns it, a retry is
 // told apart from the next EndTxn by its epoch, an abort of an empty
 // transaction is legal, and exhausted epochs move the producer to a new id
-// once the markers are written. Kafka's later fixes are in: the pending
-// check before the epoch check (KAFKA-18464) and no second epoch bump when
-// a fence aborts (KAFKA-19367).
+// once the markers are written.
+//
+// Epoch exhaustion: the EndTxn that ends a transaction at epoch
+// Short.MaxValue - 1 takes the next producer id, writes PrepareCommit or
+// PrepareAbort at Short.MaxValue with it (NextProducerId), and answers the
+// next id at epoch 0, the state the completion will hold; the markers
+// carry the old id at Short.MaxValue, and the completion moves to the
+// next id (PreviousProducerId: the old one). Until then the producer's
+// AddPartitionsToTxn and EndTxn under the new id wait or are answered
+// CONCURRENT_TRANSACTIONS (the Prepare check comes before the producer id
+// check, KAFKA-18660); afterwards its EndTxn retry at the old id and last
+// epoch, and InitProducerId naming them (KIP-360), answer the new id. A
+// fence by the coordinator at the last epoch rotates as well (KAFKA-20090).
+// Kafka's later fixes are also in: the pending check before the epoch
+// check (KAFKA-18464) and no second epoch bump when a fence aborts
+// (KAFKA-19367).
 //
 // # Where Moldau differs
 //
 // Kafka's pending states and its retry queue for completions are not
-// needed (see above); Kafka answers DescribeTransactions with the
+// needed (see above). The last producer epoch is not stored (Kafka stores
+// it from KAFKA-20357, in a tag kmsg does not know yet); loading a
+// rotation (PrepareCommit or PrepareAbort with a next producer id, or its
+// completion under the new id at epoch 0) restores it as Short.MaxValue -
+// 1, the only epoch it can have there, so the KIP-360 retry above also
+// works after a restart; Kafka answers DescribeTransactions with the
 // partitions still waiting for markers, as here. Producer ids come from
 // ProducerIDManager, which answers COORDINATOR_LOAD_IN_PROGRESS when no
 // id is at hand, as Kafka's RPCProducerIdManager does; the service first

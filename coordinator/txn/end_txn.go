@@ -79,10 +79,18 @@ func (s *Shard) endTxn(id string, pid int64, epoch int16, commit bool, tv int16)
 	if v2 && (m.state == CompleteCommit || m.state == CompleteAbort) {
 		validEpoch = validEpoch || retry
 	}
+	// Markers being written come first under transaction version 2
+	// (KAFKA-18660): after an epoch overflow the producer already holds
+	// the next producer id, which becomes the current one only when the
+	// markers are written; until then it must retry, not be told its id
+	// is unknown.
+	preparing := m.state == PrepareCommit || m.state == PrepareAbort
 	switch {
+	case preparing && supportsEpochBump(tv):
+		return res, errConcurrent(m)
 	case m.producerID != pid && !retryOnOverflow:
 		return res, errProducerIDMapping(id, pid)
-	case m.state == PrepareCommit || m.state == PrepareAbort:
+	case preparing:
 		return res, errConcurrent(m)
 	case !validEpoch:
 		return res, errProducerFenced(m, epoch)
@@ -133,6 +141,10 @@ func (s *Shard) endOngoing(m *txnMetadata, commit bool, tv int16) (runtime.Resul
 	}
 	res.Records, res.NoReplay = []runtime.Record{rec}, true
 	res.OnWritten = s.markersAfterWrite([]*txnMetadata{m})
-	res.Response = EndTxnResult{ProducerID: m.producerID, ProducerEpoch: m.producerEpoch}
+	// The producer continues with what the completion will hold
+	// (Kafka answers with the transit of prepareComplete): the bumped
+	// epoch, or after an overflow the next producer id at epoch 0.
+	pidAfter, epochAfter := m.afterComplete()
+	res.Response = EndTxnResult{ProducerID: pidAfter, ProducerEpoch: epochAfter}
 	return res, nil
 }

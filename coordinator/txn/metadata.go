@@ -277,11 +277,22 @@ func (m *txnMetadata) prepareComplete(now int64) (transit, error) {
 	if m.state == PrepareCommit {
 		to = CompleteCommit
 	}
-	pid, epoch := m.producerID, m.producerEpoch
+	pid, epoch := m.afterComplete()
+	// The last epoch stays the one the client last saw: the epoch before
+	// the bump (Short.MaxValue - 1 after an overflow; the client never
+	// sees Short.MaxValue), so that InitProducerId naming it is a retry
+	// (KIP-360), as in Kafka's prepareComplete.
+	return m.prepareTransition(to, pid, noProducerID, epoch, m.lastProducerEpoch, m.timeoutMs, nil, m.startTimestamp, now, m.clientTV)
+}
+
+// afterComplete is the producer id and epoch a transaction in
+// PrepareCommit or PrepareAbort completes with: after an epoch overflow
+// under transaction version 2, the next producer id at epoch 0.
+func (m *txnMetadata) afterComplete() (int64, int16) {
 	if supportsEpochBump(m.clientTV) && m.nextProducerID != noProducerID {
-		pid, epoch = m.nextProducerID, 0
+		return m.nextProducerID, 0
 	}
-	return m.prepareTransition(to, pid, noProducerID, epoch, m.producerEpoch, m.timeoutMs, nil, m.startTimestamp, now, m.clientTV)
+	return m.producerID, m.producerEpoch
 }
 
 // prepareFenceProducerEpoch bumps the epoch to fence the current producer
@@ -344,5 +355,24 @@ func fromTransit(id string, t transit) *txnMetadata {
 			m.partitions[tp] = struct{}{}
 		}
 	}
+	if supportsEpochBump(t.clientTV) && rotating(t) {
+		m.lastProducerEpoch = math.MaxInt16 - 1
+	}
 	return m
+}
+
+// rotating reports a stored transition of a producer id rotation under
+// transaction version 2: ending with a next producer id, or completed
+// under it. The last epoch is not stored (Kafka stores it only from
+// KAFKA-20357), but there it can only be the one the client last saw
+// before the overflow, Short.MaxValue - 1: restoring it keeps a retried
+// InitProducerId at the old id and epoch a retry after a reload (KIP-360).
+func rotating(t transit) bool {
+	switch t.state {
+	case PrepareCommit, PrepareAbort:
+		return t.nextProducerID != noProducerID
+	case CompleteCommit, CompleteAbort:
+		return t.producerEpoch == 0 && t.prevProducerID != noProducerID && t.prevProducerID != t.producerID
+	}
+	return false
 }

@@ -271,14 +271,33 @@ func (s *Shard) markersAfterWrite(ms []*txnMetadata) func(error) {
 // fenceAndAbort bumps the epoch of an ongoing transaction's producer and
 // aborts the transaction at that epoch (Kafka's prepareFenceProducerEpoch
 // followed by endTransaction(ABORT) from the coordinator itself, at the
-// cluster's transaction version).
+// cluster's transaction version). Under transaction version 2 a fence
+// that exhausts the epochs also moves the producer to a new id once the
+// abort is written (KAFKA-20090): otherwise the producer's late EndTxn
+// would be taken for a retry and handed epoch Short.MaxValue, which no
+// later EndTxn can bump.
 func (s *Shard) fenceAndAbort(m *txnMetadata) (runtime.Record, error) {
 	bumped, err := m.prepareFenceProducerEpoch()
 	if err != nil {
 		return runtime.Record{}, err
 	}
-	m.producerEpoch, m.lastProducerEpoch = bumped, noProducerEpoch
-	return s.prepareEnd(m, false, s.svc.transactionVersion(), noProducerID, true)
+	tv := s.svc.transactionVersion()
+	next := noProducerID
+	if supportsEpochBump(tv) && epochExhausted(m.producerEpoch) {
+		var ok bool
+		if next, ok = s.svc.opts.ProducerIDs.TryGenerate(); !ok {
+			return runtime.Record{}, errNoProducerID
+		}
+	}
+	// The last epoch: none under transaction version 1 (Kafka's
+	// endTransaction for a fence); under 2 the epoch before the fence, as
+	// Kafka's prepareAbortOrCommit leaves it.
+	last := noProducerEpoch
+	if supportsEpochBump(tv) {
+		last = m.producerEpoch
+	}
+	m.producerEpoch, m.lastProducerEpoch = bumped, last
+	return s.prepareEnd(m, false, tv, next, true)
 }
 
 func (s *Shard) scheduleAbortTimedOut() {
