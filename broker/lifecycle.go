@@ -88,15 +88,8 @@ func (m *lifecycleManager) WaitUnfenced(ctx context.Context) error {
 }
 
 func (m *lifecycleManager) run(done <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := routine.Context(done)
 	defer cancel()
-	go func() { // ends with run: cancel is deferred
-		select {
-		case <-done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for ctx.Err() == nil {
 		if m.Epoch() < 0 {
 			if err := m.register(ctx); err != nil {

@@ -160,15 +160,8 @@ func (t *ReplicaFetcherThread) poke() {
 }
 
 func (t *ReplicaFetcherThread) run(done <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := routine.Context(done)
 	defer cancel()
-	go func() { // ends with run: cancel is deferred
-		select {
-		case <-done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	var lastErr time.Time
 	for ctx.Err() == nil {
 		if t.m.cfg.BrokerEpoch != nil && t.m.cfg.BrokerEpoch() < 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/routine"
 )
 
 // The leader side of replication (Kafka's Partition as leader): followers'
@@ -165,15 +166,10 @@ func (m *Manager) sendAlterPartition(p *Partition, isr []int32, leaderEpoch, par
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	m.bg.Go(func(done <-chan struct{}) {
-		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Replication.SocketTimeout)
+		stop, cancelStop := routine.Context(done)
+		defer cancelStop()
+		ctx, cancel := context.WithTimeout(stop, m.cfg.Replication.SocketTimeout)
 		defer cancel()
-		go func() {
-			select {
-			case <-done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		resp, err := m.cfg.AlterPartition(ctx, req)
 		m.alterPartitionDone(p, isr, partitionEpoch, resp, err)
 	})

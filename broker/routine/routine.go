@@ -13,6 +13,7 @@
 package routine
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -119,4 +120,19 @@ func (g *Group) Wait() { <-g.Done() }
 func (g *Group) StopAndWait() {
 	g.Stop()
 	g.Wait()
+}
+
+// Context returns a context cancelled when done is closed (a goroutine of
+// a Group stopping) or cancel is called; call cancel when finished, which
+// also ends the goroutine that watches done.
+func Context(done <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

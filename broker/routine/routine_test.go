@@ -45,3 +45,18 @@ func TestGroupZeroValueStopWithNothingRunning(t *testing.T) {
 	g.Stop()
 	<-g.Done()
 }
+
+// Context is cancelled when done closes, and by its cancel.
+func TestContext(t *testing.T) {
+	done := make(chan struct{})
+	ctx, cancel := Context(done)
+	defer cancel()
+	if ctx.Err() != nil {
+		t.Fatal("cancelled before done closed")
+	}
+	close(done)
+	<-ctx.Done()
+	ctx2, cancel2 := Context(make(chan struct{}))
+	cancel2()
+	<-ctx2.Done()
+}
