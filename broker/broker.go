@@ -39,6 +39,11 @@ type Options struct {
 	// (__cluster_metadata-0, quorum-state, snapshots); nil: the OS. Tests
 	// inject faults with a log.FaultFS.
 	MetadataLogFS log.FS
+	// Dial dials the other nodes: the metadata quorum's peers, the
+	// active controller, and brokers (replica fetchers, transaction
+	// markers, AddPartitionsToTxn); nil: a net.Dialer. Tests cut links
+	// between brokers with one.
+	Dial network.DialFunc
 }
 
 // Broker is one Moldau node: a broker and, with process.roles including
@@ -275,6 +280,7 @@ func (b *Broker) newMetadataQuorum() error {
 		Registry: b.registry,
 		Config:   cfg,
 		FS:       b.opts.MetadataLogFS,
+		Dial:     b.opts.Dial,
 	}, b.loader, b.controller)
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
@@ -282,6 +288,7 @@ func (b *Broker) newMetadataQuorum() error {
 	b.controller.SetRaft(b.quorum)
 	ctrlHandler := kapi.NewControllerHandler(cfg.NodeID, b.log, b.controller, b.quorum)
 	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
+	b.channel.SetDialer(b.opts.Dial)
 	b.ctrlHandler = ctrlHandler
 	return nil
 }

@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +43,8 @@ type quorumConfig struct {
 	Registry prometheus.Registerer
 	Config   *config.KafkaConfig
 	FS       log.FS // nil: the OS
+	// Dial dials the quorum's peers; nil: raft's default.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // inProcessAddr stands for the address of a single voter, which never
@@ -69,6 +73,7 @@ func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.Quorum
 		MaxRetentionBytes:           c.Config.MetadataMaxRetentionBytes,
 		SegmentBytes:                c.Config.MetadataLogSegmentBytes,
 		FS:                          c.FS,
+		Dial:                        c.Dial,
 	}, q)
 	if err != nil {
 		return nil, err

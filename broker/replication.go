@@ -45,7 +45,9 @@ func (b *Broker) brokerEpoch() int64 {
 // leaders, on the inter-broker listener.
 func (b *Broker) newFetcherClient() replica.BrokerClient {
 	clientID := fmt.Sprintf("broker-%d-replica-fetcher", b.cfg.NodeID)
-	return network.NewInterBrokerChannel(b.cfg.NodeID, b.cfg.InterBrokerListenerName, clientID, 1, b.log, b.loader.Image, func() network.RequestHandler { return nil })
+	c := network.NewInterBrokerChannel(b.cfg.NodeID, b.cfg.InterBrokerListenerName, clientID, 1, b.log, b.loader.Image, func() network.RequestHandler { return nil })
+	c.SetDialer(b.opts.Dial)
+	return c
 }
 
 // sendAlterPartition sends a leader's ISR change to the active controller

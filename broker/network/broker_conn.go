@@ -24,12 +24,17 @@ import (
 // next request dials again.
 type brokerConn struct {
 	addr string
+	dial DialFunc // nil: a net.Dialer
 
 	mu     sync.Mutex
 	conn   net.Conn
 	r      *bufio.Reader
 	corrID int32
 }
+
+// DialFunc dials another node (net.Dialer.DialContext's signature); tests
+// put network faults between brokers with one.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // maxBrokerResponse bounds a response from another node.
 const maxBrokerResponse = 100 << 20
@@ -38,8 +43,12 @@ func (cc *brokerConn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, r
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if cc.conn == nil {
-		d := net.Dialer{Timeout: 2 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", cc.addr)
+		dial := cc.dial
+		if dial == nil {
+			d := net.Dialer{Timeout: 2 * time.Second}
+			dial = d.DialContext
+		}
+		conn, err := dial(ctx, "tcp", cc.addr)
 		if err != nil {
 			return nil, err
 		}

@@ -32,6 +32,7 @@ type ControllerChannel struct {
 	// node without the controller role.
 	local  *kapi.ControllerHandler
 	voters map[int32]string
+	dial   DialFunc // nil: a net.Dialer (SetDialer)
 
 	formatter *kmsg.RequestFormatter
 
@@ -116,7 +117,7 @@ func (c *ControllerChannel) sendRemote(ctx context.Context, id int32, req kmsg.R
 	}
 	cc := c.conns[id]
 	if cc == nil {
-		cc = &brokerConn{addr: addr}
+		cc = &brokerConn{addr: addr, dial: c.dial}
 		c.conns[id] = cc
 	}
 	c.mu.Unlock()
@@ -137,3 +138,6 @@ func (c *ControllerChannel) Close() {
 		cc.close()
 	}
 }
+
+// SetDialer makes the channel dial with d (before its first Send).
+func (c *ControllerChannel) SetDialer(d DialFunc) { c.dial = d }

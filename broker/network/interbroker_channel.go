@@ -47,6 +47,7 @@ type InterBrokerChannel struct {
 	// local is the request handler of this broker (set once it exists).
 	local    func() RequestHandler
 	maxConns int
+	dial     DialFunc // nil: a net.Dialer (SetDialer)
 
 	formatter *kmsg.RequestFormatter
 	clientID  string
@@ -141,7 +142,7 @@ func (c *InterBrokerChannel) acquire(broker int32, addr string) (*pooledConn, []
 	switch {
 	case pc != nil:
 	case len(d.conns) < c.maxConns:
-		pc = &pooledConn{cc: &brokerConn{addr: addr}}
+		pc = &pooledConn{cc: &brokerConn{addr: addr, dial: c.dial}}
 		d.conns = append(d.conns, pc)
 	default:
 		pc = d.conns[d.next%len(d.conns)]
@@ -222,3 +223,6 @@ func (c *InterBrokerChannel) Close() {
 		}
 	}
 }
+
+// SetDialer makes the channel dial with d (before its first Send).
+func (c *InterBrokerChannel) SetDialer(d DialFunc) { c.dial = d }
