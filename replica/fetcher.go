@@ -139,8 +139,15 @@ func newReplicaFetcherThread(fm *ReplicaFetcherManager, key fetcherKey) *Replica
 	return t
 }
 
+// add fetches p at leaderEpoch. Already fetched at that epoch (a metadata
+// update that changed only the ISR), it keeps its state, so a response in
+// flight is not thrown away.
 func (t *ReplicaFetcherThread) add(p *Partition, leaderEpoch int32) {
 	t.mu.Lock()
+	if st := t.parts[p.TopicPartition]; st != nil && st.p == p && st.leaderEpoch == leaderEpoch {
+		t.mu.Unlock()
+		return
+	}
 	t.parts[p.TopicPartition] = &fetchState{p: p, leaderEpoch: leaderEpoch}
 	t.mu.Unlock()
 	t.poke()
@@ -203,11 +210,17 @@ func (t *ReplicaFetcherThread) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// sentPartition is what a request asked for a partition.
+// sentPartition is what a request asked for a partition: the state it was
+// asked for (a partition followed anew gets a new one) and the offset.
 type sentPartition struct {
 	st          *fetchState
 	fetchOffset int64
-	leaderEpoch int32
+}
+
+// topicIDPartition names a partition as a Fetch response does.
+type topicIDPartition struct {
+	id        [16]byte
+	partition int32
 }
 
 // buildRequest is the next Fetch for the partitions not backing off; nil
@@ -247,7 +260,7 @@ func (t *ReplicaFetcherThread) buildRequest(now time.Time) (*kmsg.FetchRequest, 
 			byTopic[st.p.TopicID] = i
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		sent[tp] = sentPartition{st: st, fetchOffset: rp.FetchOffset, leaderEpoch: st.leaderEpoch}
+		sent[tp] = sentPartition{st: st, fetchOffset: rp.FetchOffset}
 	}
 	if len(sent) == 0 {
 		return nil, nil, wait
@@ -275,22 +288,19 @@ func (t *ReplicaFetcherThread) processResponse(ctx context.Context, resp *kmsg.F
 		t.delay(sent, t.m.cfg.Replication.FetchBackoff)
 		return
 	}
+	byID := make(map[topicIDPartition]TopicPartition, len(sent))
+	for tp, s := range sent {
+		byID[topicIDPartition{s.st.p.TopicID, tp.Partition}] = tp
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, rt := range resp.Topics {
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
-			var tp TopicPartition
-			var s sentPartition
-			found := false
-			for k, v := range sent {
-				if v.st.p.TopicID == rt.TopicID && k.Partition == rp.Partition {
-					tp, s, found = k, v, true
-					break
-				}
-			}
-			if !found || t.parts[tp] != s.st || s.st.leaderEpoch != s.leaderEpoch {
-				continue // removed, or moved to another epoch meanwhile
+			tp, ok := byID[topicIDPartition{rt.TopicID, rp.Partition}]
+			s := sent[tp]
+			if !ok || t.parts[tp] != s.st {
+				continue // removed, or followed anew (another epoch) meanwhile
 			}
 			if err := t.processPartition(ctx, s, rp); err != nil {
 				s.st.delayUntil = time.Now().Add(t.m.cfg.Replication.FetchBackoff)
@@ -379,7 +389,7 @@ func (t *ReplicaFetcherThread) truncateOnDivergence(s sentPartition, epoch int32
 // end; one that ends before the leader's log start starts over there.
 func (t *ReplicaFetcherThread) handleOutOfRange(ctx context.Context, s sentPartition) error {
 	tp := s.st.p.TopicPartition
-	latest, err := t.leaderOffset(ctx, tp, s.leaderEpoch, -1)
+	latest, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -1)
 	if err != nil {
 		return err
 	}
@@ -390,7 +400,7 @@ func (t *ReplicaFetcherThread) handleOutOfRange(ctx context.Context, s sentParti
 		_, err := l.TruncateTo(latest)
 		return err
 	}
-	earliest, err := t.leaderOffset(ctx, tp, s.leaderEpoch, -2)
+	earliest, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -2)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func (m *Manager) updateFollowerFetchState(p *Partition, id int32, brokerEpoch, 
 // what the followers allow, never back; it reports whether it moved.
 // p.mu held.
 func (m *Manager) maybeIncrementHighWatermarkLocked(p *Partition, now time.Time) bool {
-	hw := p.leaderHighWatermarkLocked(m.cfg.NodeID, now, m.cfg.Replication.LagTimeMax, m.isrEligible)
+	hw := p.leaderHighWatermarkLocked(now, m.cfg.Replication.LagTimeMax, m.isrEligible)
 	if hw <= p.Log.HighWatermark() {
 		return false
 	}

@@ -47,7 +47,6 @@ type Partition struct {
 	replicas       []int32 // the assignment, preferred leader first
 	isr            []int32 // committed by the controller
 	partitionEpoch int32
-	leader         int32 // the leader the metadata names (-1: none)
 	// pending is the ISR of an AlterPartition in flight (nil: none);
 	// pendingEpoch the partition epoch it was proposed against.
 	pending      []int32
@@ -77,20 +76,6 @@ func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 // IsLeader reports whether this broker leads the partition.
 func (p *Partition) IsLeader() bool { return p.isLeader.Load() }
 
-// ISR returns the in-sync replicas the controller committed.
-func (p *Partition) ISR() []int32 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return slices.Clone(p.isr)
-}
-
-// Replicas returns the partition's assignment.
-func (p *Partition) Replicas() []int32 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return slices.Clone(p.replicas)
-}
-
 // maximalISRLocked is the ISR the high watermark waits for: the committed
 // one, and what an expansion in flight adds (an in-flight shrink still
 // waits for the members it would drop). mu held.
@@ -111,7 +96,7 @@ func (p *Partition) maximalISRLocked() []int32 {
 // that the epoch is new (the followers' states start over, as Kafka's
 // makeLeader resets them). mu held for writing.
 func (p *Partition) makeLeaderLocked(self int32, replicas, isr []int32, partitionEpoch int32, reset bool, now time.Time) {
-	p.applyAssignmentLocked(replicas, isr, partitionEpoch, self)
+	p.applyAssignmentLocked(replicas, isr, partitionEpoch)
 	if reset || p.remotes == nil {
 		p.remotes = make(map[int32]*remoteReplica, len(replicas))
 		p.epochStart = p.Log.LogEndOffset()
@@ -138,10 +123,10 @@ func (p *Partition) makeLeaderLocked(self int32, replicas, isr []int32, partitio
 	}
 }
 
-// makeFollowerLocked takes the metadata's state as a follower of leader.
-// mu held for writing.
-func (p *Partition) makeFollowerLocked(replicas, isr []int32, partitionEpoch, leader int32) {
-	p.applyAssignmentLocked(replicas, isr, partitionEpoch, leader)
+// makeFollowerLocked takes the metadata's state as a follower. mu held for
+// writing.
+func (p *Partition) makeFollowerLocked(replicas, isr []int32, partitionEpoch int32) {
+	p.applyAssignmentLocked(replicas, isr, partitionEpoch)
 	p.remotes = nil
 	p.pending = nil
 }
@@ -149,8 +134,8 @@ func (p *Partition) makeFollowerLocked(replicas, isr []int32, partitionEpoch, le
 // applyAssignmentLocked records what the metadata says; an ISR change the
 // controller committed ends the proposal in flight (whatever it was: the
 // leader proposes again from the new state if it still needs to).
-func (p *Partition) applyAssignmentLocked(replicas, isr []int32, partitionEpoch, leader int32) {
-	p.replicas, p.leader = slices.Clone(replicas), leader
+func (p *Partition) applyAssignmentLocked(replicas, isr []int32, partitionEpoch int32) {
+	p.replicas = slices.Clone(replicas)
 	if partitionEpoch >= p.partitionEpoch || p.isr == nil {
 		p.isr, p.partitionEpoch = slices.Clone(isr), partitionEpoch
 	}
@@ -163,7 +148,7 @@ func (p *Partition) applyAssignmentLocked(replicas, isr []int32, partitionEpoch,
 // allow (Kafka's maybeIncrementLeaderHW): the least log end offset over the
 // maximal ISR and over followers that are caught up and would join it
 // (eligible). mu held.
-func (p *Partition) leaderHighWatermarkLocked(self int32, now time.Time, lagMax time.Duration, eligible func(int32) bool) int64 {
+func (p *Partition) leaderHighWatermarkLocked(now time.Time, lagMax time.Duration, eligible func(int32) bool) int64 {
 	leo := p.Log.LogEndOffset()
 	hw := leo
 	maximal := p.maximalISRLocked()

@@ -202,7 +202,7 @@ func (m *Manager) applyReplication(part *Partition, p metadata.Partition, leader
 	part.mu.Lock()
 	part.isLeader.Store(false)
 	part.leaderEpoch.Store(p.LeaderEpoch)
-	part.makeFollowerLocked(p.Replicas, p.ISR, p.PartitionEpoch, p.Leader)
+	part.makeFollowerLocked(p.Replicas, p.ISR, p.PartitionEpoch)
 	part.mu.Unlock()
 	if p.Leader >= 0 {
 		m.fetchers.follow(part, p.Leader, p.LeaderEpoch)
