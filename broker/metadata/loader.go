@@ -35,7 +35,7 @@ type Loader struct {
 	failed     error
 	// catchingUp holds publishing back (HoldUntilCaughtUp): the batches
 	// and snapshots handed over build working, which the publishers get
-	// as one delta at CaughtUp.
+	// as one delta at CaughtUpTo.
 	catchingUp bool
 	working    *Image
 
