@@ -79,9 +79,18 @@ func TestTransactionalProducerAcrossEpochExhaustion(t *testing.T) {
 	}
 	// 32765 and 32766 under the old id, then 0, 1, 2 under the next one,
 	// whose last transaction's EndTxn left it at epoch 3.
+	// EndTxn is answered once PrepareCommit is written; the markers, and
+	// with them CompleteCommit, follow.
 	dreq := kmsg.NewPtrDescribeTransactionsRequest()
 	dreq.TransactionalIDs = []string{id}
-	st := raw.do(dreq, 0).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+	var st kmsg.DescribeTransactionsResponseTransactionState
+	eventually(t, 10*time.Second, func() error {
+		st = raw.do(dreq, 0).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+		if st.ErrorCode == 0 && st.State == "PrepareCommit" {
+			return fmt.Errorf("markers not written yet: %+v", st)
+		}
+		return nil
+	})
 	if st.ErrorCode != 0 || st.State != "CompleteCommit" || st.ProducerID == pid || st.ProducerID < 0 || st.ProducerEpoch != txns-2 {
 		t.Fatalf("after the exhaustion: %+v, want CompleteCommit under a new producer id (not %d) at epoch %d", st, pid, txns-2)
 	}
