@@ -172,6 +172,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
 		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
 	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
+	b.lifecycle.previousEpoch = b.logs.PreviousBrokerEpoch()
 	b.lifecycleRef.Store(b.lifecycle)
 	b.handler = b.newRequestHandler()
 	b.socket.SetHandler(b.handler)
@@ -606,6 +607,9 @@ func (b *Broker) Close() error {
 			b.replicas.Close()
 		}
 		if b.logs != nil {
+			if b.lifecycle != nil {
+				b.logs.SetBrokerEpoch(b.lifecycle.Epoch())
+			}
 			errs = append(errs, b.logs.Close())
 		}
 		if b.channel != nil {

@@ -42,6 +42,10 @@ type lifecycleManager struct {
 	// offlineDirs returns the directory ids of the log dirs that are
 	// offline; nil: none.
 	offlineDirs func() [][16]byte
+	// previousEpoch is the broker epoch of the last clean shutdown, -1
+	// after an unclean one (KIP-966: the controller keeps a cleanly
+	// restarted broker among its partitions' eligible leader replicas).
+	previousEpoch int64
 
 	epoch    atomic.Int64 // -1 until registered
 	fenced   atomic.Bool
@@ -55,7 +59,7 @@ func newLifecycleManager(nodeID int32, clusterID string, logger *slog.Logger, ch
 	m := &lifecycleManager{
 		nodeID: nodeID, clusterID: clusterID, log: logger.With("component", "broker-lifecycle"),
 		channel: channel, offset: offset, interval: interval, incarnation: uuid.Random(), rack: rack,
-		unfenced: make(chan struct{}),
+		unfenced: make(chan struct{}), previousEpoch: -1,
 	}
 	for _, e := range endpoints {
 		l := kmsg.NewBrokerRegistrationRequestListener()
@@ -124,7 +128,7 @@ func (m *lifecycleManager) register(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID, req.ClusterID, req.IncarnationID = m.nodeID, m.clusterID, m.incarnation
 	req.Listeners, req.Rack = m.listeners, m.rack
-	req.PreviousBrokerEpoch = -1
+	req.PreviousBrokerEpoch = m.previousEpoch
 	for _, f := range metadata.SupportedFeatures {
 		rf := kmsg.NewBrokerRegistrationRequestFeature()
 		rf.Name, rf.MinSupportedVersion, rf.MaxSupportedVersion = f.Name, f.Min, f.Max

@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -267,4 +268,34 @@ func readPartitionMetadata(fsys FS, dir string) (id [16]byte, ok bool, err error
 		return id, false, fmt.Errorf("%s: %w", path, err)
 	}
 	return id, true, nil
+}
+
+// cleanShutdownMarker is the content of .kafka_cleanshutdown, as Kafka 4's
+// CleanShutdownFileHandler writes it.
+type cleanShutdownMarker struct {
+	Version     int    `json:"version"`
+	BrokerEpoch *int64 `json:"brokerEpoch"`
+}
+
+func cleanShutdownContent(brokerEpoch int64) []byte {
+	b, _ := json.Marshal(cleanShutdownMarker{Version: 0, BrokerEpoch: &brokerEpoch})
+	return b
+}
+
+// readCleanShutdownEpoch is the broker epoch in a clean shutdown marker,
+// -1 when it has none (an empty marker, as Kafka 3 and older Moldau wrote,
+// or one that does not parse).
+func readCleanShutdownEpoch(fsys FS, path string) int64 {
+	if st, err := fsys.Stat(path); err != nil || st.Size() > 4096 {
+		return -1
+	}
+	b, err := ReadFile(fsys, path)
+	if err != nil {
+		return -1
+	}
+	var m cleanShutdownMarker
+	if json.Unmarshal(b, &m) != nil || m.BrokerEpoch == nil {
+		return -1
+	}
+	return *m.BrokerEpoch
 }

@@ -9,7 +9,7 @@
 //
 // Per log dir (each entry of log.dirs):
 //
-//	.kafka_cleanshutdown              empty; present only after a clean Close
+//	.kafka_cleanshutdown              {"version":0,"brokerEpoch":N}; present only after a clean Close
 //	recovery-point-offset-checkpoint  offset below which data is fsynced
 //	replication-offset-checkpoint     high watermarks
 //	log-start-offset-checkpoint       log start offsets
@@ -191,7 +191,11 @@
 // If .kafka_cleanshutdown is present, recovery is skipped: indexes are
 // trusted after a sanity check and only the active segment's tail after its
 // last index entry is scanned (headers only) to find the LEO. The marker is
-// then removed, so a later crash is not mistaken for a clean shutdown.
+// then removed, so a later crash is not mistaken for a clean shutdown. It
+// holds the broker epoch of the shutdown (Kafka 4's format; an empty one,
+// as Kafka 3 writes, is clean too): the broker names it in its next
+// registration, and the controller keeps a cleanly restarted broker among
+// its partitions' eligible leader replicas (KIP-966).
 //
 // Otherwise every segment from the one holding the recovery point on is
 // recovered: each batch's header, length, CRC-32C and offsets are checked,

@@ -34,6 +34,8 @@ func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic,
 // start, log end, high watermark, size). Order: mu before segMu. Readers
 // take only segMu.RLock, briefly, and do their I/O without locks.
 type Log struct {
+	// minISR mirrors cfg.MinInSyncReplicas.
+	minISR atomic.Int32
 	tp     TopicPartition
 	fsys   FS
 	logger *slog.Logger
@@ -127,8 +129,13 @@ func (l *Log) Config() Config {
 func (l *Log) SetConfig(cfg Config) {
 	l.mu.Lock()
 	l.cfg = cfg.withDefaults()
+	l.minISR.Store(l.cfg.MinInSyncReplicas)
 	l.mu.Unlock()
 }
+
+// MinInSyncReplicas is the config's min.insync.replicas, read without the
+// log's lock (the leader reads it at every high watermark update).
+func (l *Log) MinInSyncReplicas() int32 { return l.minISR.Load() }
 
 // HighWatermark returns the high watermark.
 func (l *Log) HighWatermark() int64 {

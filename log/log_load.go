@@ -87,6 +87,7 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		pstate: newProducerStateManager(), pidExpirationMs: p.pidExpirationMs, firstUndecided: -1,
 		health: p.health,
 	}
+	ld.l.minISR.Store(p.cfg.MinInSyncReplicas)
 	if ld.l.pidExpirationMs == nil {
 		ld.l.pidExpirationMs = func() int64 { return defaultPidExpirationMs }
 	}

@@ -143,7 +143,9 @@ type Manager struct {
 
 	closeOnce sync.Once
 	closeErr  error
-	loads     []DirLoadResult
+	// brokerEpoch goes into the clean shutdown markers (-1: unknown).
+	brokerEpoch atomic.Int64
+	loads       []DirLoadResult
 	// onDirFailure is told of the partitions of a failed dir.
 	onDirFailure atomic.Pointer[func(dir string, partitions []TopicPartition)]
 	// onDirOffline is told of every failed dir and the dirs still online.
@@ -166,7 +168,10 @@ func (d *logDir) failed() error { return d.health.failed() }
 type DirLoadResult struct {
 	Dir string
 	// CleanShutdown: the dir had .kafka_cleanshutdown, recovery was skipped.
-	CleanShutdown     bool
+	CleanShutdown bool
+	// BrokerEpoch is the broker epoch the marker holds (-1: none, or
+	// a marker without one).
+	BrokerEpoch       int64
 	Logs              int
 	RecoveredSegments int
 	TruncatedBytes    int64
@@ -187,6 +192,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		logs: make(map[TopicPartition]*Log), perDir: make(map[string]int),
 		offline: make(map[TopicPartition]string),
 	}
+	m.brokerEpoch.Store(-1)
 	m.fsys = &dirFailureFS{inner: cfg.FS, report: m.reportIOError}
 	if len(cfg.Dirs) == 0 {
 		return nil, errors.New("log: no log.dirs")
@@ -242,6 +248,26 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 
 // LoadResults says, per log dir, what start-up did.
 func (m *Manager) LoadResults() []DirLoadResult { return m.loads }
+
+// PreviousBrokerEpoch is the broker epoch of the last clean shutdown
+// (Kafka's readBrokerEpochFromCleanShutdownFiles): every log dir online,
+// each with a clean shutdown marker holding the same epoch; -1 otherwise.
+// The broker sends it with its registration, so that the controller can
+// tell a clean restart from an unclean one (KIP-966).
+func (m *Manager) PreviousBrokerEpoch() int64 {
+	epoch := int64(-1)
+	for _, r := range m.loads {
+		if r.Err != nil || !r.CleanShutdown || r.BrokerEpoch < 0 || epoch >= 0 && r.BrokerEpoch != epoch {
+			return -1
+		}
+		epoch = r.BrokerEpoch
+	}
+	return epoch
+}
+
+// SetBrokerEpoch sets the broker epoch Close writes into the clean
+// shutdown markers.
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
 
 func (m *Manager) closeLogs() {
 	for _, l := range m.logs {
@@ -308,7 +334,10 @@ func (m *Manager) loadDir(d *logDir) (res DirLoadResult) {
 	if err != nil {
 		return offline(err)
 	}
-	res.CleanShutdown = clean
+	res.CleanShutdown, res.BrokerEpoch = clean, -1
+	if clean {
+		res.BrokerEpoch = readCleanShutdownEpoch(fsys, marker)
+	}
 	ckpts, err := m.readDirCheckpoints(d.path)
 	if err != nil {
 		return offline(err)
@@ -675,7 +704,7 @@ func (m *Manager) Close() error {
 				errs = append(errs, dirErrs...)
 			}
 			if ok {
-				if err := WriteFileAtomic(m.fsys, filepath.Join(d.path, CleanShutdownFile), nil); err != nil {
+				if err := WriteFileAtomic(m.fsys, filepath.Join(d.path, CleanShutdownFile), cleanShutdownContent(m.brokerEpoch.Load())); err != nil {
 					errs = append(errs, err)
 				}
 			}

@@ -368,3 +368,55 @@ func TestManagerSkipsMetadataLog(t *testing.T) {
 		t.Fatal("the metadata log is a partition of the manager")
 	}
 }
+
+// The clean shutdown marker holds the broker epoch as Kafka 4's
+// CleanShutdownFileHandler writes it; the next start reads it back only if
+// every dir had it (Kafka's readBrokerEpochFromCleanShutdownFiles). An
+// empty marker (Kafka 3, older Moldau) is clean but names no epoch.
+func TestCleanShutdownBrokerEpoch(t *testing.T) {
+	clock := newLtClock()
+	dirs := []string{t.TempDir(), t.TempDir()}
+	var logs syncBuffer
+	m := ltManager(t, dirs, clock, prometheus.NewRegistry(), &logs)
+	if e := m.PreviousBrokerEpoch(); e != -1 {
+		t.Fatalf("first start: previous epoch %d", e)
+	}
+	m.SetBrokerEpoch(42)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dirs[1], CleanShutdownFile))
+	if err != nil || string(b) != `{"version":0,"brokerEpoch":42}` {
+		t.Fatalf("marker %q %v", b, err)
+	}
+	m = ltManager(t, dirs, clock, prometheus.NewRegistry(), &logs)
+	if e := m.PreviousBrokerEpoch(); e != 42 {
+		t.Fatalf("after a clean shutdown: previous epoch %d", e)
+	}
+	m.Close() // epoch unknown: -1 written
+	m = ltManager(t, dirs, clock, prometheus.NewRegistry(), &logs)
+	if e := m.PreviousBrokerEpoch(); e != -1 {
+		t.Fatalf("after a shutdown with no epoch: %d", e)
+	}
+	m.SetBrokerEpoch(7)
+	m.Close()
+	// One dir crashed (no marker), one is empty (Kafka 3): no epoch.
+	os.Remove(filepath.Join(dirs[0], CleanShutdownFile))
+	m = ltManager(t, dirs, clock, prometheus.NewRegistry(), &logs)
+	if e := m.PreviousBrokerEpoch(); e != -1 {
+		t.Fatalf("one dir without a marker: %d", e)
+	}
+	m.SetBrokerEpoch(8)
+	m.Close()
+	os.WriteFile(filepath.Join(dirs[0], CleanShutdownFile), nil, 0o644)
+	m = ltManager(t, dirs, clock, prometheus.NewRegistry(), &logs)
+	if e := m.PreviousBrokerEpoch(); e != -1 {
+		t.Fatalf("an empty marker: %d", e)
+	}
+	for _, r := range m.LoadResults() {
+		if !r.CleanShutdown {
+			t.Fatalf("%s not clean: %+v", r.Dir, r)
+		}
+	}
+	m.Close()
+}

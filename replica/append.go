@@ -160,8 +160,8 @@ func (m *Manager) appendAsLeader(p *Partition, records []byte, acks int16, opts 
 	if !p.IsLeader() {
 		return log.AppendInfo{}, apierr.Errorf(kerr.NotLeaderForPartition, "Broker %d is no longer the leader of %s.", m.cfg.NodeID, p.TopicPartition)
 	}
-	if acks == -1 { // the config is read (under the log's lock) only then
-		if minISR := int(p.Log.Config().MinInSyncReplicas); len(p.isr) < minISR {
+	if acks == -1 {
+		if minISR := p.effectiveMinISRLocked(); len(p.isr) < minISR {
 			return log.AppendInfo{}, apierr.Errorf(kerr.NotEnoughReplicas, "The size of the current ISR %v is insufficient to satisfy the min.isr requirement of %d for partition %s", p.isr, minISR, p.TopicPartition)
 		}
 	}

@@ -92,9 +92,9 @@ func (m *Manager) checkEnoughReplicasReachOffset(tp TopicPartition, required int
 		// min.insync.replicas; a write that waited while it shrank
 		// below is NOT_ENOUGH_REPLICAS_AFTER_APPEND (retried).
 		p.mu.RLock()
-		n := len(p.isr)
+		n, minISR := len(p.isr), p.effectiveMinISRLocked()
 		p.mu.RUnlock()
-		if n < int(p.Log.Config().MinInSyncReplicas) {
+		if n < minISR {
 			return true, kerr.NotEnoughReplicasAfterAppend
 		}
 		return true, nil

@@ -28,10 +28,14 @@
 // and the high watermark is the least log end offset over the ISR the
 // controller committed, plus what an expansion in flight adds (Kafka's
 // maximal ISR), plus followers that are caught up and eligible; it never
-// moves back. An acks=all produce waits in the produce purgatory as a
+// moves back, and it does not move at all while the committed ISR is
+// smaller than min.insync.replicas (at most the replication factor, as
+// Kafka's effectiveMinIsr): the replicas that left the ISR meanwhile then
+// hold every committed record, which is what lets the controller elect
+// them (KIP-966's eligible leader replicas). An acks=all produce waits in the produce purgatory as a
 // DelayedProduce until the high watermark passes its last offset; it is
 // refused with NOT_ENOUGH_REPLICAS before the append while the ISR is
-// smaller than min.insync.replicas, and answered
+// smaller than that, and answered
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below it while it
 // waited. A follower joins the ISR once its log end has reached the high
 // watermark and the start of the leader's epoch, and leaves it when it has

@@ -144,11 +144,23 @@ func (p *Partition) applyAssignmentLocked(replicas, isr []int32, partitionEpoch 
 	}
 }
 
+// effectiveMinISRLocked is Kafka's effectiveMinIsr: min.insync.replicas,
+// at most the number of replicas. mu held.
+func (p *Partition) effectiveMinISRLocked() int {
+	return min(int(p.Log.MinInSyncReplicas()), max(len(p.replicas), 1))
+}
+
 // leaderHighWatermarkLocked is the high watermark the followers' states
 // allow (Kafka's maybeIncrementLeaderHW): the least log end offset over the
 // maximal ISR and over followers that are caught up and would join it
-// (eligible). mu held.
+// (eligible). While the committed ISR is smaller than min.insync.replicas
+// it does not move (-1): what is above it then is not committed, so that
+// the replicas that left the ISR meanwhile hold every committed record
+// and may lead (KIP-966's eligible leader replicas). mu held.
 func (p *Partition) leaderHighWatermarkLocked(now time.Time, lagMax time.Duration, eligible func(int32) bool) int64 {
+	if len(p.isr) < p.effectiveMinISRLocked() {
+		return -1
+	}
 	leo := p.Log.LogEndOffset()
 	hw := leo
 	maximal := p.maximalISRLocked()

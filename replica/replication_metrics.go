@@ -70,9 +70,8 @@ func (r *replicationMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		leaders++
 		p.mu.RLock()
-		isr, replicas := len(p.isr), len(p.replicas)
+		isr, replicas, minISR := len(p.isr), len(p.replicas), p.effectiveMinISRLocked()
 		p.mu.RUnlock()
-		minISR := int(p.Log.Config().MinInSyncReplicas)
 		if isr < replicas {
 			under++
 		}

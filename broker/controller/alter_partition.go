@@ -137,9 +137,8 @@ func (c *QuorumController) alterOnePartition(im *metadata.Image, t *metadata.Top
 	for i, m := range isr {
 		ids[i] = m.id
 	}
-	b := newPartitionChange(t.ID, p, func(r int32) bool { return isActive(im, r) })
+	b := c.newChange(im, t, p, func(r int32) bool { return isActive(im, r) })
 	b.targetISR, b.targetLRS = ids, rp.LeaderRecoveryState
-	b.unclean = c.uncleanElectionEnabled(im, t)
 	rec, _ := b.build()
 	if rec == nil {
 		return p, nil, nil

@@ -81,9 +81,15 @@ func (c *QuorumController) RegisterBroker(ctx context.Context, req *kmsg.BrokerR
 		} else {
 			// A new incarnation: whatever the old one led is led
 			// no longer until this one has caught up (Kafka's
-			// handleBrokerUncleanShutdown).
+			// handleBrokerUncleanShutdown). Unless it names the
+			// epoch of the one before as that of its clean shutdown
+			// (KIP-966), it also leaves every ELR.
 			if existing != nil {
-				recs = append(recs, c.leadershipLossRecords(im, req.BrokerID, keepSoleReplicas)...)
+				opts := keepSoleReplicas
+				if req.PreviousBrokerEpoch < 0 || req.PreviousBrokerEpoch != existing.Epoch {
+					opts |= uncleanShutdown
+				}
+				recs = append(recs, c.leadershipLossRecords(im, req.BrokerID, opts)...)
 			}
 			// The broker epoch is the offset the record will have,
 			// as in Kafka: unique and growing.

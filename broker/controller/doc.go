@@ -53,13 +53,32 @@
 //     (alter_partition.go: Kafka's checks, codes and order), and by the
 //     controller when a broker is fenced, shuts down in a controlled way
 //     or re-registers: the broker leaves every ISR where another member
-//     remains. The ISR is never empty: its last member keeps its place.
-//   - A leader is always an ISR member that is registered, unfenced and
-//     not shutting down; the current leader is kept while it qualifies,
-//     else the first qualifying replica in replica order leads, else no
-//     one (leader -1). Unfencing a broker elects again every leaderless
-//     partition. A re-registering broker keeps the leadership of the
-//     partitions it alone hosts (nobody else could lead them).
+//     remains. Without eligible leader replicas the ISR is never empty:
+//     its last member keeps its place.
+//   - Eligible leader replicas (KIP-966, eligible.leader.replicas.version
+//     1, a new cluster's default): while an ISR is smaller than the
+//     topic's min.insync.replicas (at most its replication factor), the
+//     members it loses join the partition's ELR, and the ISR may become
+//     empty; the leader does not advance the high watermark meanwhile, so
+//     they hold every committed record. An ISR back at
+//     min.insync.replicas clears the ELR. A broker re-registering without
+//     naming the epoch of its previous incarnation as that of a clean
+//     shutdown (BrokerRegistration's PreviousBrokerEpoch, read from the
+//     .kafka_cleanshutdown markers) leaves every ELR. When the ISR is
+//     empty the first qualifying ELR member leads and becomes the ISR;
+//     when the ELR is empty too, the partition's last leader
+//     (LastKnownElr) leads again when it qualifies (Kafka's balanced
+//     recovery: RECOVERING, logged and counted as unclean). Kafka 4.0
+//     treats every new incarnation as an unclean shutdown; Moldau uses
+//     the previous epoch as KIP-966 designed it, so a rolling restart
+//     keeps brokers eligible.
+//   - A leader is always an ISR member (or, the ISR empty, an ELR member)
+//     that is registered, unfenced and not shutting down; the current
+//     leader is kept while it qualifies, else the first qualifying replica
+//     in replica order leads, else no one (leader -1). Unfencing a broker
+//     elects again every leaderless partition. A re-registering broker
+//     keeps the leadership of the partitions it alone hosts (nobody else
+//     could lead them).
 //   - Unclean election, only where unclean.leader.election.enable holds
 //     for the topic (its override, then this controller's and the
 //     cluster's dynamic broker config, then the static one): when no ISR
@@ -89,8 +108,9 @@
 //     that says why; everything under the cap is built and tested for
 //     larger factors. Internal topics are capped to it and to the
 //     registered brokers, so that a single node creates __consumer_offsets.
-//   - No eligible leader replicas (KIP-966, ELR), no reassignment
-//     (AlterPartitionReassignments), no ElectLeaders, and no periodic
+//   - No reassignment (AlterPartitionReassignments), no ElectLeaders,
+//     no ELR update when min.insync.replicas changes (neither has Kafka
+//     4.0: the lists follow at the partition's next change), and no periodic
 //     unclean election (Kafka's unclean.leader.election.interval.ms): a
 //     leaderless partition whose topic allows unclean election is elected
 //     again when a broker is unfenced.

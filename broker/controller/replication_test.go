@@ -317,8 +317,21 @@ func waitFor(t *testing.T, c *QuorumController, what string, cond func(im *metad
 // A broker whose session expires leaves every ISR where others remain, and
 // what it led moves to the next in-sync replica with a new leader epoch;
 // where the ISR keeps it, its leadership moves nowhere.
+// setFeature finalizes a feature level, as UpdateFeatures would.
+func setFeature(t *testing.T, c *QuorumController, name string, level int16) {
+	t.Helper()
+	_, _, err := write(ctx(t), c, "setFeature", func(*metadata.Image) (writeResult[struct{}], error) {
+		return writeResult[struct{}]{records: []metadata.Record{&metadata.FeatureLevelRecord{Name: name, FeatureLevel: level}}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without eligible leader replicas (eligible.leader.replicas.version 0).
 func TestFencingMovesLeadershipToISRMember(t *testing.T) {
 	c, f, clk := newReplicatedController(t)
+	setFeature(t, c, metadata.EligibleLeaderReplicasFeature, 0)
 	e := map[int32]int64{}
 	for id := int32(1); id <= 3; id++ {
 		e[id] = register(t, c, id, nil)
@@ -401,8 +414,10 @@ func TestFencingMovesLeadershipToISRMember(t *testing.T) {
 // member is led by a live replica outside it (the ISR becomes it,
 // RECOVERING) and the election is counted; without, it stays leaderless
 // with its ISR. Enabling the config later elects at the next unfencing.
+// Without eligible leader replicas (with them, see TestEligibleLeaderReplicas).
 func TestUncleanLeaderElection(t *testing.T) {
 	c, _, _ := newReplicatedController(t)
+	setFeature(t, c, metadata.EligibleLeaderReplicasFeature, 0)
 	e := map[int32]int64{}
 	for id := int32(1); id <= 3; id++ {
 		e[id] = register(t, c, id, nil)

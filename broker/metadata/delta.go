@@ -255,6 +255,7 @@ func (d *Delta) replayTopic(rec Record) error {
 		p := Partition{
 			Index: r.PartitionID, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
 			Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR), LeaderRecoveryState: r.LeaderRecoveryState,
+			ELR: nonEmpty(r.EligibleLeaderReplicas), LastKnownELR: nonEmpty(r.LastKnownElr),
 		}
 		switch n := int32(len(t.Partitions)); {
 		case r.PartitionID < n:
@@ -314,12 +315,27 @@ func (p Partition) Merge(r *PartitionChangeRecord) Partition {
 	if r.LeaderRecoveryState != -1 {
 		p.LeaderRecoveryState = r.LeaderRecoveryState
 	}
+	if r.EligibleLeaderReplicas != nil {
+		p.ELR = nonEmpty(r.EligibleLeaderReplicas)
+	}
+	if r.LastKnownElr != nil {
+		p.LastKnownELR = nonEmpty(r.LastKnownElr)
+	}
 	if r.Leader != NoLeaderChange {
 		p.Leader = r.Leader
 		p.LeaderEpoch++
 	}
 	p.PartitionEpoch++
 	return p
+}
+
+// nonEmpty is a copy of v, nil when it is empty (an image keeps no empty
+// lists, so an empty ELR and none compare equal).
+func nonEmpty(v []int32) []int32 {
+	if len(v) == 0 {
+		return nil
+	}
+	return slices.Clone(v)
 }
 
 func (d *Delta) markPartition(id uuid.UUID, p int32) {

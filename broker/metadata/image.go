@@ -56,6 +56,12 @@ type Partition struct {
 	Replicas            []int32
 	ISR                 []int32
 	LeaderRecoveryState int8
+	// ELR are the eligible leader replicas (KIP-966): replicas that left
+	// the ISR while it was below min.insync.replicas and so still hold
+	// every committed record; LastKnownELR is the last leader of a
+	// partition whose ISR became empty. nil when empty.
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // Broker is a registered broker.
@@ -172,7 +178,8 @@ func (im *Image) Records() []Record {
 			recs = append(recs, &PartitionRecord{
 				PartitionID: p.Index, TopicID: t.ID, Replicas: p.Replicas, ISR: p.ISR,
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				LeaderRecoveryState: p.LeaderRecoveryState,
+				LeaderRecoveryState:    p.LeaderRecoveryState,
+				EligibleLeaderReplicas: p.ELR, LastKnownElr: p.LastKnownELR,
 			})
 		}
 	}

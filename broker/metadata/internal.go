@@ -33,13 +33,28 @@ const MetadataVersionFeature = "metadata.version"
 // TxnOffsetCommit v5 instead of AddPartitionsToTxn and AddOffsetsToTxn).
 const TransactionVersionFeature = "transaction.version"
 
+// EligibleLeaderReplicasFeature is Kafka's eligible.leader.replicas.version
+// (KIP-966): at 1 the controller keeps eligible leader replicas and may
+// empty a partition's ISR (it needs metadata.version 4.0-IV1, 23).
+const EligibleLeaderReplicasFeature = "eligible.leader.replicas.version"
+
 // SupportedFeatures are the features this software supports, as brokers
 // report them in BrokerRegistration and ApiVersions. metadata.version 25 is
 // Kafka's 4.0-IV3; 7 (3.3-IV3) is the oldest Kafka 4 reads.
 // transaction.version defaults to 2, as a Kafka 4.0 cluster formatted at
 // 4.0-IV3 finalizes it (TV_2 needs 4.0-IV2). The group coordinator adds
 // group.version when the protocol it gates is served.
+// eligible.leader.replicas.version defaults to 1, as Kafka 4.1 and later
+// finalize it for a new cluster.
 var SupportedFeatures = []FeatureRange{
 	{Name: MetadataVersionFeature, Min: 7, Max: 25, Default: 25},
 	{Name: TransactionVersionFeature, Min: 0, Max: 2, Default: 2},
+	{Name: EligibleLeaderReplicasFeature, Min: 0, Max: 1, Default: 1},
+}
+
+// ELREnabled is Kafka's ReplicationControlManager.isElrEnabled: the
+// cluster finalized eligible.leader.replicas.version 1 or later on a
+// metadata.version that has it.
+func (im *Image) ELREnabled() bool {
+	return im.Features[EligibleLeaderReplicasFeature] >= 1 && im.Features[MetadataVersionFeature] >= 23
 }

@@ -148,7 +148,9 @@ func (x *TopicRecord) decode(r *reader, _ int16) {
 }
 
 // PartitionRecord (key 3, v0-2) creates a partition, or replaces one.
-// Moldau writes v0 (no directories, no ELR).
+// Moldau writes v0 (no directories), or v2 when the partition has eligible
+// leader replicas or a last known leader (KIP-966), with every replica's
+// directory unassigned (Kafka's DirectoryId.UNASSIGNED, the zero id).
 type PartitionRecord struct {
 	PartitionID         int32
 	TopicID             uuid.UUID
@@ -161,13 +163,21 @@ type PartitionRecord struct {
 	LeaderEpoch         int32
 	PartitionEpoch      int32
 	Directories         []uuid.UUID // v1+
-	// EligibleLeaderReplicas and LastKnownElr (v2+, tags 1 and 2) are
-	// read and dropped: Moldau does not implement KIP-966.
+	// EligibleLeaderReplicas (tag 1) and LastKnownElr (tag 2), v2+:
+	// KIP-966's replicas that may lead although out of the ISR, and the
+	// last leader of a partition whose ISR became empty.
+	EligibleLeaderReplicas []int32
+	LastKnownElr           []int32
 }
 
-func (*PartitionRecord) Type() RecordType    { return PartitionRecordType }
-func (*PartitionRecord) writeVersion() int16 { return 0 }
-func (*PartitionRecord) maxVersion() int16   { return 2 }
+func (*PartitionRecord) Type() RecordType { return PartitionRecordType }
+func (x *PartitionRecord) writeVersion() int16 {
+	if len(x.EligibleLeaderReplicas) > 0 || len(x.LastKnownElr) > 0 {
+		return 2
+	}
+	return 0
+}
+func (*PartitionRecord) maxVersion() int16 { return 2 }
 func (x *PartitionRecord) encode(w *writer, v int16) {
 	w.i32(x.PartitionID)
 	w.uuid(x.TopicID)
@@ -179,13 +189,23 @@ func (x *PartitionRecord) encode(w *writer, v int16) {
 	w.i32(x.LeaderEpoch)
 	w.i32(x.PartitionEpoch)
 	if v >= 1 {
-		w.uuids(x.Directories)
+		dirs := x.Directories
+		if len(dirs) != len(x.Replicas) {
+			dirs = make([]uuid.UUID, len(x.Replicas)) // unassigned
+		}
+		w.uuids(dirs)
 	}
+	var fs []tagged
 	if x.LeaderRecoveryState != 0 {
-		w.tags(field(0, func(w *writer) { w.i8(x.LeaderRecoveryState) }))
-	} else {
-		w.noTags()
+		fs = append(fs, field(0, func(w *writer) { w.i8(x.LeaderRecoveryState) }))
 	}
+	if v >= 2 && len(x.EligibleLeaderReplicas) > 0 {
+		fs = append(fs, field(1, func(w *writer) { w.ni32s(x.EligibleLeaderReplicas) }))
+	}
+	if v >= 2 && len(x.LastKnownElr) > 0 {
+		fs = append(fs, field(2, func(w *writer) { w.ni32s(x.LastKnownElr) }))
+	}
+	w.tags(fs...)
 }
 func (x *PartitionRecord) decode(r *reader, v int16) {
 	x.PartitionID = r.i32()
@@ -201,8 +221,13 @@ func (x *PartitionRecord) decode(r *reader, v int16) {
 		x.Directories = r.uuids()
 	}
 	r.tags(func(tag uint32, fr *reader) {
-		if tag == 0 {
+		switch {
+		case tag == 0:
 			x.LeaderRecoveryState = fr.i8()
+		case tag == 1 && v >= 2:
+			x.EligibleLeaderReplicas = fr.i32s()
+		case tag == 2 && v >= 2:
+			x.LastKnownElr = fr.i32s()
 		}
 	})
 }
@@ -255,6 +280,11 @@ type PartitionChangeRecord struct {
 	RemovingReplicas    []int32 // tag 3
 	AddingReplicas      []int32 // tag 4
 	LeaderRecoveryState int8    // tag 5; -1 unchanged
+	// EligibleLeaderReplicas (tag 6) and LastKnownElr (tag 7), v2+
+	// (KIP-966): nil unchanged, empty cleared. Written as v2 only when
+	// one is set.
+	EligibleLeaderReplicas []int32
+	LastKnownElr           []int32
 }
 
 // Leader values of PartitionChangeRecord and Partition.
@@ -268,10 +298,15 @@ func NewPartitionChangeRecord(topicID uuid.UUID, partition int32) *PartitionChan
 	return &PartitionChangeRecord{PartitionID: partition, TopicID: topicID, Leader: NoLeaderChange, LeaderRecoveryState: -1}
 }
 
-func (*PartitionChangeRecord) Type() RecordType    { return PartitionChangeRecordType }
-func (*PartitionChangeRecord) writeVersion() int16 { return 0 }
-func (*PartitionChangeRecord) maxVersion() int16   { return 2 }
-func (x *PartitionChangeRecord) encode(w *writer, _ int16) {
+func (*PartitionChangeRecord) Type() RecordType { return PartitionChangeRecordType }
+func (x *PartitionChangeRecord) writeVersion() int16 {
+	if x.EligibleLeaderReplicas != nil || x.LastKnownElr != nil {
+		return 2
+	}
+	return 0
+}
+func (*PartitionChangeRecord) maxVersion() int16 { return 2 }
+func (x *PartitionChangeRecord) encode(w *writer, v int16) {
 	w.i32(x.PartitionID)
 	w.uuid(x.TopicID)
 	var fs []tagged
@@ -293,9 +328,15 @@ func (x *PartitionChangeRecord) encode(w *writer, _ int16) {
 	if x.LeaderRecoveryState != -1 {
 		fs = append(fs, field(5, func(w *writer) { w.i8(x.LeaderRecoveryState) }))
 	}
+	if v >= 2 && x.EligibleLeaderReplicas != nil {
+		fs = append(fs, field(6, func(w *writer) { w.ni32s(x.EligibleLeaderReplicas) }))
+	}
+	if v >= 2 && x.LastKnownElr != nil {
+		fs = append(fs, field(7, func(w *writer) { w.ni32s(x.LastKnownElr) }))
+	}
 	w.tags(fs...)
 }
-func (x *PartitionChangeRecord) decode(r *reader, _ int16) {
+func (x *PartitionChangeRecord) decode(r *reader, v int16) {
 	x.PartitionID = r.i32()
 	x.TopicID = r.uuid()
 	x.Leader, x.LeaderRecoveryState = NoLeaderChange, -1
@@ -313,6 +354,14 @@ func (x *PartitionChangeRecord) decode(r *reader, _ int16) {
 			x.AddingReplicas = fr.i32s()
 		case 5:
 			x.LeaderRecoveryState = fr.i8()
+		case 6:
+			if v >= 2 {
+				x.EligibleLeaderReplicas = fr.i32s()
+			}
+		case 7:
+			if v >= 2 {
+				x.LastKnownElr = fr.i32s()
+			}
 		}
 	})
 }
