@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -112,6 +113,10 @@ func (q *quorum) Close() error {
 
 // Leader is the quorum's leader (the active controller), -1 if none.
 func (q *quorum) Leader() int32 { return q.leader.Load() }
+
+// LastHeard is when this node last heard from another voter (see
+// raft.Node.LastHeard); the controller asks it when it becomes active.
+func (q *quorum) LastHeard(id int32) (time.Time, bool) { return q.node.LastHeard(id) }
 
 // ScheduleAppend implements controller.RaftClient.
 func (q *quorum) ScheduleAppend(epoch int32, records [][]byte) (int64, error) {

@@ -77,6 +77,9 @@ type QuorumController struct {
 	committed *metadata.Image // replay of the committed log
 	latest    *metadata.Image // committed plus this controller's uncommitted writes
 	active    bool
+	// prevLeader is the last other node seen leading the quorum (-1:
+	// none).
+	prevLeader int32
 	epoch     int32 // epoch we lead (or claim)
 	claiming  bool
 	claimAt   int64 // offset of the claim record; active once committed
@@ -97,7 +100,7 @@ type pendingWrite struct {
 // New creates a controller; Start runs it.
 func New(cfg Config) *QuorumController {
 	c := &QuorumController{cfg: cfg, log: cfg.Logger, now: cfg.Now, committed: metadata.Empty, latest: metadata.Empty,
-		sessions: map[int32]*brokerSession{}, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		sessions: map[int32]*brokerSession{}, rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), prevLeader: -1}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -242,6 +245,9 @@ func (c *QuorumController) fail(err error) {
 }
 
 func (c *QuorumController) handleLeaderChange(leader, epoch int32) {
+	if leader >= 0 && leader != c.cfg.NodeID {
+		c.prevLeader = leader
+	}
 	if leader != c.cfg.NodeID || epoch != c.epoch {
 		if c.active || c.claiming {
 			c.log.Info("no longer the active controller", "new_leader", leader, "epoch", epoch)
@@ -271,11 +277,28 @@ func (c *QuorumController) activate() {
 	c.latest = c.committed
 	now := c.now()
 	// Every registered broker gets a full session to heartbeat to the
-	// new controller (Kafka's BrokerHeartbeatManager starts afresh).
+	// new controller (Kafka's BrokerHeartbeatManager starts afresh), but
+	// the previous active controller's: in combined mode it is the same
+	// process as the broker of that id (node ids are unique over brokers
+	// and controllers), and this node knows when it last heard from it.
+	// Its session counts from then, so that a combined node killed while
+	// it was the active controller is fenced a session after it died, not
+	// a session after the election (Kafka waits the longer time).
 	c.sessions = map[int32]*brokerSession{}
 	for id, b := range c.latest.Brokers {
 		c.sessions[id] = &brokerSession{lastContact: now, fenced: b.Fenced}
 	}
+	if s := c.sessions[c.prevLeader]; s != nil && c.prevLeader != c.cfg.NodeID {
+		if h, ok := c.cfg.Raft.(interface {
+			LastHeard(int32) (time.Time, bool)
+		}); ok {
+			if t, ok := h.LastHeard(c.prevLeader); ok && t.Before(now) {
+				s.lastContact = t
+				c.log.Info("the previous active controller's broker session counts from when it was last heard of", "broker", c.prevLeader, "last_heard", t.Format(time.RFC3339Nano))
+			}
+		}
+	}
+	c.prevLeader = -1
 	c.log.Info("became the active controller", "epoch", c.epoch, "committed_offset", c.committed.Offset)
 	c.bootstrap()
 }

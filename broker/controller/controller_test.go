@@ -28,6 +28,14 @@ type fakeRaft struct {
 	c       *QuorumController
 	hold    bool // keep appends uncommitted
 	held    []Batch
+	heard   map[int32]time.Time // LastHeard
+}
+
+func (f *fakeRaft) LastHeard(id int32) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.heard[id]
+	return t, ok
 }
 
 var errNotLeader = errors.New("not the leader")
@@ -492,5 +500,31 @@ func TestReregistrationKeepsSoleReplicaLeadership(t *testing.T) {
 		if p.Leader != 1 || p.LeaderEpoch != 0 {
 			t.Fatalf("partition %d: leader %d epoch %d after the restart, want 1 and 0", p.Index, p.Leader, p.LeaderEpoch)
 		}
+	}
+}
+
+// A controller that takes over from another combined node counts that
+// node's broker session from when it last heard from it (the quorum's
+// LastHeard), not from its own activation: a node killed while it was the
+// active controller is fenced a session after it died. The other brokers
+// get a full session.
+func TestNewControllerCountsPreviousControllersSessionFromLastHeard(t *testing.T) {
+	c, f, clk := newTestController(t)
+	e := map[int32]int64{}
+	for id := int32(1); id <= 3; id++ {
+		e[id] = register(t, c, id, nil)
+	}
+	f.elect(2, 2) // node 2 leads the quorum: this one stands by
+	f.mu.Lock()
+	f.heard = map[int32]time.Time{2: clk.now(), 3: clk.now()}
+	f.mu.Unlock()
+	clk.add(4 * time.Second) // node 2 dies; an election follows
+	f.elect(3, -1)
+	f.elect(4, 1)
+	waitActive(t, c)
+	clk.add(5500 * time.Millisecond) // 9.5 s after 2 was last heard of
+	waitFor(t, c, "broker 2 fenced", func(im *metadata.Image) bool { return im.Brokers[2].Fenced })
+	if im := image(t, c); im.Brokers[3].Fenced || im.Brokers[1].Fenced {
+		t.Fatalf("a broker that was not the active controller lost its session early: %+v %+v", im.Brokers[1], im.Brokers[3])
 	}
 }

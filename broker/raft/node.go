@@ -105,6 +105,7 @@ type status struct {
 	logStart  int64
 	voters    []ReplicaState // leader only
 	sinceLead time.Time      // when the leader was last lost (election latency)
+	heard     map[int32]time.Time
 }
 
 // notes are what other goroutines leave for the raft goroutine.
@@ -160,7 +161,7 @@ func Open(cfg Config, sm StateMachine) (*Node, error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.written = newQuorumState(int32(ml.hs.GetTerm()), nodeID(ml.hs.GetVote()), -1, ml.voters)
 	n.st = status{leader: -1, epoch: int32(ml.hs.GetTerm()), vote: nodeID(ml.hs.GetVote()), hw: ml.offsetOf(ml.hs.GetCommit() + 1),
-		leo: ml.l.LogEndOffset(), logStart: ml.l.LogStartOffset(), sinceLead: cfg.Now()}
+		leo: ml.l.LogEndOffset(), logStart: ml.l.LogStartOffset(), sinceLead: cfg.Now(), heard: map[int32]time.Time{}}
 	if ml.snap.Offset == 0 {
 		n.st.hw = 0
 	}
@@ -394,15 +395,33 @@ func (n *Node) panicErr(r any) error {
 
 func (n *Node) step(msgs []*pb.Message) {
 	now := n.cfg.Now()
+	var from uint64
 	for _, m := range msgs {
 		switch m.GetType() {
 		case pb.MsgAppResp, pb.MsgHeartbeatResp:
 			n.contact[m.GetFrom()] = now
 		}
+		if m.GetFrom() != from {
+			from = m.GetFrom()
+			n.mu.Lock()
+			n.st.heard[nodeID(from)] = now
+			n.mu.Unlock()
+		}
 		if err := n.rn.Step(m); err != nil {
 			n.logger.Debug("dropped a raft message", "type", m.GetType().String(), "from", nodeID(m.GetFrom()), "err", err)
 		}
 	}
+}
+
+// LastHeard is when this node last received a message from another voter
+// (false: never since it opened). A follower hears from its leader at every
+// heartbeat, so after an election it tells how long the old leader has been
+// silent.
+func (n *Node) LastHeard(id int32) (time.Time, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.st.heard[id]
+	return t, ok
 }
 
 func (n *Node) propose(p *proposal) {
