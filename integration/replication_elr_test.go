@@ -165,7 +165,7 @@ func TestEligibleLeaderReplicaLeadsAfterLastISRMemberDies(t *testing.T) {
 
 // createWithAssignment creates a topic whose partitions have the replicas
 // given (the first of each is its preferred leader).
-func createWithAssignment(t *testing.T, seed, topic string, assignment [][]int32, configs map[string]string) {
+func createWithAssignment(t testing.TB, seed, topic string, assignment [][]int32, configs map[string]string) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()

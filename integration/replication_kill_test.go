@@ -209,7 +209,7 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 // Kafka's KRaft settings, a short broker session (so that a killed broker
 // is fenced in seconds) and extra overrides, and waits until all serve.
 // start(i) starts node i again (its process in procs[i]).
-func startClusterProcesses(t *testing.T, nodes []clusterNode, extra ...string) (procs []*brokerProcess, start func(i int)) {
+func startClusterProcesses(t testing.TB, nodes []clusterNode, extra ...string) (procs []*brokerProcess, start func(i int)) {
 	t.Helper()
 	procs = make([]*brokerProcess, len(nodes))
 	start = func(i int) {

@@ -80,7 +80,7 @@ func partitionState(t *testing.T, adm *kadm.Client, topic string, p int32) (lead
 }
 
 // waitISR waits until every partition of topic has the full ISR.
-func waitISR(t *testing.T, adm *kadm.Client, topic string, partitions int32, want int) {
+func waitISR(t testing.TB, adm *kadm.Client, topic string, partitions int32, want int) {
 	t.Helper()
 	eventually(t, 60*time.Second, func() error {
 		md, err := adm.Metadata(ctxTimeout(t, 10*time.Second), topic)
