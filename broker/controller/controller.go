@@ -90,6 +90,7 @@ type QuorumController struct {
 	metrics   *controllerMetrics
 	// metricsDirty: the images changed since the gauges were recounted.
 	metricsDirty bool
+	balance      leaderBalance // leader_balance.go
 }
 
 type pendingWrite struct {
@@ -127,6 +128,7 @@ func (c *QuorumController) Start() {
 	c.g.Every(c.cfg.SessionTimeout/8+time.Millisecond, func() {
 		c.queue.push(event{"fenceStaleBrokers", c.fenceStaleBrokers})
 	})
+	c.startLeaderBalance()
 }
 
 // Close stops the controller; writes waiting for their commit fail with
@@ -161,6 +163,7 @@ func (c *QuorumController) run(done <-chan struct{}) {
 		if c.metricsDirty {
 			c.metrics.update(c.latest, c.active)
 			c.metricsDirty = false
+			c.maybeScheduleBalance(c.metrics.imbalanced.Load())
 		}
 	}
 }
