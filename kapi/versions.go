@@ -95,6 +95,8 @@ func init() {
 		{key: 66, min: 0, max: 2, async: (*Handler).handleListTransactions},
 		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
+		{key: 74, min: 0, max: 1, sync: (*Handler).handleListConfigResources},
+		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {
