@@ -27,8 +27,8 @@ package kapi
 // endpoint on the request's listener is reported as -1. Offline replicas
 // are those on unregistered or fenced brokers or brokers without the
 // listener, and this broker's own offline replicas (as Metadata).
-// Eligible leader replicas and the last known ELR are empty lists (the
-// metadata has no ELR yet). Topic authorized operations are every topic
+// Eligible leader replicas and the last known ELR are the image's (KIP-966),
+// empty lists when there are none. Topic authorized operations are every topic
 // operation, as Kafka answers without an authorizer (this API has no
 // flag to leave them out).
 
@@ -125,7 +125,10 @@ func (h *Handler) describedPartition(im *metadata.Image, t *metadata.Topic, p me
 	if sp.ISR == nil {
 		sp.ISR = []int32{}
 	}
-	sp.EligibleLeaderReplicas, sp.LastKnownELR, sp.OfflineReplicas = []int32{}, []int32{}, []int32{}
+	// Kafka's Replicas.toList: empty lists, never null.
+	sp.EligibleLeaderReplicas = append([]int32{}, p.ELR...)
+	sp.LastKnownELR = append([]int32{}, p.LastKnownELR...)
+	sp.OfflineReplicas = []int32{}
 	for _, r := range p.Replicas {
 		b := im.Brokers[r]
 		offline := b == nil || b.Fenced

@@ -142,7 +142,7 @@ func (e *elector) elect(topic string, partition int32) error {
 	if e.typ == electionPreferred {
 		rec = e.c.preferredChange(e.im, t, p)
 	} else {
-		b := newPartitionChange(t.ID, p, func(r int32) bool { return isActive(e.im, r) })
+		b := e.c.newChange(e.im, t, p, func(r int32) bool { return isActive(e.im, r) })
 		b.unclean = true
 		rec = e.c.buildChange(t, b)
 	}
@@ -164,19 +164,22 @@ func hasPreferredLeader(p metadata.Partition) bool {
 }
 
 // preferredChange is Kafka's PartitionChangeBuilder with Election
-// PREFERRED: the preferred replica leads if it is in the ISR and active;
+// PREFERRED: the preferred replica leads if it may (it is active, and in
+// the ISR, or in the ELR when the ISR is empty: Kafka's isValidNewLeader);
 // else the election is an ONLINE one (the current leader stays if it may,
-// else the first ISR member that may lead). Nil when nothing changes.
+// else the first valid replica, else the last known leader). Nil when
+// nothing changes.
 func (c *QuorumController) preferredChange(im *metadata.Image, t *metadata.Topic, p metadata.Partition) *metadata.PartitionChangeRecord {
 	if len(p.Replicas) == 0 {
 		return nil
 	}
 	preferred := p.Replicas[0]
 	acceptable := func(r int32) bool { return isActive(im, r) }
-	if slices.Contains(p.ISR, preferred) && isActive(im, preferred) {
+	valid := slices.Contains(p.ISR, preferred) || len(p.ISR) == 0 && im.ELREnabled() && slices.Contains(p.ELR, preferred)
+	if valid && isActive(im, preferred) {
 		// Only the preferred replica may lead: the ONLINE election
 		// then elects it, the current leader notwithstanding.
 		acceptable = func(r int32) bool { return r == preferred }
 	}
-	return c.buildChange(t, newPartitionChange(t.ID, p, acceptable))
+	return c.buildChange(t, c.newChange(im, t, p, acceptable))
 }

@@ -168,7 +168,9 @@ type featureLevel struct {
 }
 
 // featureDependencies are Kafka's FeatureVersion.dependencies of the
-// levels this software supports (transaction.version has none).
+// levels this software supports: none in Kafka 4.0 (transaction.version
+// and eligible.leader.replicas.version; the image enables ELR only on
+// metadata.version 23 or later, as Kafka's isElrEnabled).
 var featureDependencies = map[featureLevel]map[string]int16{}
 
 // reasonNotSupported is Kafka's FeatureControlManager.reasonNotSupported:
