@@ -20,17 +20,19 @@ import (
 // startReplicatedCluster starts three in-process combined-mode nodes and
 // waits until they serve; the returned function closes node i (a
 // controlled shutdown), and restart starts it again on its data.
+// Every node gets the config overrides.
 type replicatedCluster struct {
-	t      *testing.T
-	nodes  []clusterNode
-	bs     []*broker.Broker
-	closed []bool
+	t         *testing.T
+	nodes     []clusterNode
+	bs        []*broker.Broker
+	closed    []bool
+	overrides []string
 }
 
-func startReplicatedCluster(t *testing.T) *replicatedCluster {
-	c := &replicatedCluster{t: t, nodes: newClusterNodes(t, 3), bs: make([]*broker.Broker, 3), closed: make([]bool, 3)}
+func startReplicatedCluster(t *testing.T, overrides ...string) *replicatedCluster {
+	c := &replicatedCluster{t: t, nodes: newClusterNodes(t, 3), bs: make([]*broker.Broker, 3), closed: make([]bool, 3), overrides: overrides}
 	for i, n := range c.nodes {
-		c.bs[i] = startInProcessNode(t, n, c.nodes)
+		c.bs[i] = startInProcessNode(t, n, c.nodes, overrides...)
 	}
 	t.Cleanup(func() {
 		for i, b := range c.bs {
@@ -53,7 +55,7 @@ func (c *replicatedCluster) stop(i int) {
 
 func (c *replicatedCluster) restart(i int) {
 	c.t.Helper()
-	c.bs[i] = startInProcessNode(c.t, c.nodes[i], c.nodes)
+	c.bs[i] = startInProcessNode(c.t, c.nodes[i], c.nodes, c.overrides...)
 	c.closed[i] = false
 	waitReady(c.t, c.bs[i])
 }

@@ -6,8 +6,9 @@ package kapi
 //   - ApiVersions, with the versions below.
 //   - BrokerRegistration and BrokerHeartbeat (KIP-631), from every broker.
 //   - CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//     IncrementalAlterConfigs, AlterClientQuotas, forwarded by brokers (or sent by an admin
-//     client with --bootstrap-controller), and AllocateProducerIds.
+//     IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders and
+//     UpdateFeatures, forwarded by brokers (or sent by an admin client
+//     with --bootstrap-controller), and AllocateProducerIds.
 //   - DescribeQuorum (KIP-595).
 //   - AlterPartition, from partition leaders (see 56_alter_partition.go).
 //   - The metadata quorum's own messages, on a Moldau-private API key that
@@ -38,6 +39,8 @@ type ControllerAPI interface {
 	BrokerHeartbeat(context.Context, *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error)
 	AlterClientQuotas(context.Context, *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error)
 	AlterPartition(context.Context, *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
+	ElectLeaders(context.Context, *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
+	UpdateFeatures(context.Context, *kmsg.UpdateFeaturesRequest) (*kmsg.UpdateFeaturesResponse, error)
 }
 
 // QuorumAPI is the metadata quorum as the controller plane calls it.
@@ -67,10 +70,12 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{20, 0, 6}, // DeleteTopics
 	{33, 0, 2}, // AlterConfigs
 	{37, 0, 3}, // CreatePartitions
+	{43, 0, 2}, // ElectLeaders
 	{44, 0, 1}, // IncrementalAlterConfigs
 	{49, 0, 1}, // AlterClientQuotas
 	{55, 0, 2}, // DescribeQuorum
 	{56, 0, 3}, // AlterPartition
+	{57, 0, 2}, // UpdateFeatures
 	{62, 0, 4}, // BrokerRegistration
 	{63, 0, 1}, // BrokerHeartbeat
 	{67, 0, 0}, // AllocateProducerIds
@@ -172,6 +177,10 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.AlterClientQuotas(ctx, req)
 	case *kmsg.AlterPartitionRequest:
 		return c.AlterPartition(ctx, req)
+	case *kmsg.ElectLeadersRequest:
+		return c.ElectLeaders(ctx, req)
+	case *kmsg.UpdateFeaturesRequest:
+		return c.UpdateFeatures(ctx, req)
 	case *kmsg.DescribeQuorumRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)

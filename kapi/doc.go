@@ -11,8 +11,9 @@
 // Metadata and decisions: handlers read the cluster metadata from the
 // image this broker has applied (MetadataCache, no lock), and never decide
 // what the cluster should be: CreateTopics, DeleteTopics, CreatePartitions,
-// AlterConfigs, IncrementalAlterConfigs, DescribeQuorum, auto-creation and
-// producer-id blocks are forwarded to the active controller
+// AlterConfigs, IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders,
+// UpdateFeatures, DescribeQuorum, auto-creation and producer-id blocks are
+// forwarded to the active controller
 // (ControllerChannel, forward.go), and an answer that changed something is
 // relayed once this broker's metadata shows the change. The controller
 // plane, served on the controller listener, is controller_apis.go.

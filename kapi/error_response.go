@@ -98,6 +98,26 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 			resp.ErrorMessage = msg
 		}
 		return resp
+	case *kmsg.ElectLeadersRequest:
+		// Kafka's ElectLeadersRequest.getErrorResponse: every named
+		// partition, and the top-level code from v1.
+		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+		resp.ErrorCode = code
+		for _, rt := range req.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewElectLeadersResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.ErrorMessage = p, code, msg
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.UpdateFeaturesRequest:
+		resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
 	}
 	return nil
 }
@@ -140,6 +160,15 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 		for _, e := range r.Entries {
 			codes = append(codes, e.ErrorCode)
 		}
+	case *kmsg.ElectLeadersResponse:
+		codes = append(codes, r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+	case *kmsg.UpdateFeaturesResponse:
+		codes = append(codes, r.ErrorCode)
 	}
 	return codes
 }

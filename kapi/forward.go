@@ -2,12 +2,13 @@ package kapi
 
 // Forwarding to the active controller (Kafka's ForwardingManager): the
 // admin APIs (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-// IncrementalAlterConfigs, DescribeQuorum) and producer-id blocks are
-// decided by the controller, not here. A broker forwards the client's
-// request as it came, at the client's version, and relays the answer; when
-// the answer created or deleted something, it first waits (bounded by the
-// request's own timeout) until its own metadata shows it, so that the
-// client's next request to this broker sees what it was told happened.
+// IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders, UpdateFeatures,
+// DescribeQuorum) and producer-id blocks are decided by the controller, not
+// here. A broker forwards the client's request as it came, at the client's
+// version, and relays the answer; when the answer created, deleted or
+// elected something, it first waits (bounded by the request's own timeout)
+// until its own metadata shows it, so that the client's next request to
+// this broker sees what it was told happened.
 
 import (
 	"context"

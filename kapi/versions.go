@@ -82,17 +82,21 @@ func init() {
 		{key: 35, min: 0, max: 5, sync: (*Handler).handleDescribeLogDirs},
 		{key: 37, min: 0, max: 3, async: forwarded((*Handler).handleCreatePartitions)},
 		{key: 42, min: 0, max: 3, async: (*Handler).handleDeleteGroups},
+		{key: 43, min: 0, max: 2, async: forwarded((*Handler).handleElectLeaders)},
 		{key: 44, min: 0, max: 1, async: forwarded((*Handler).handleIncrementalAlterConfigs)},
 		{key: 47, min: 0, max: 0, async: (*Handler).handleOffsetDelete},
 		{key: 48, min: 0, max: 1, sync: (*Handler).handleDescribeClientQuotas},
 		{key: 49, min: 0, max: 1, async: forwarded((*Handler).handleAlterClientQuotas)},
 		{key: 55, min: 0, max: 2, async: forwarded((*Handler).handleDescribeQuorum)},
+		{key: 57, min: 0, max: 2, async: forwarded((*Handler).handleUpdateFeatures)},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
 		{key: 61, min: 0, max: 0, sync: (*Handler).handleDescribeProducers},
 		{key: 65, min: 0, max: 0, async: (*Handler).handleDescribeTransactions},
 		{key: 66, min: 0, max: 2, async: (*Handler).handleListTransactions},
 		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
+		{key: 74, min: 0, max: 1, sync: (*Handler).handleListConfigResources},
+		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {

@@ -88,6 +88,7 @@ var brokerDefs = []*Def{
 	def("max.connections.per.ip", TypeInt, maxInt32, Medium, "The maximum number of connections allowed from each ip address; a new connection above it is closed at once. It can be set to 0 only if there are overrides in max.connections.per.ip.overrides.", atLeast(0), ClusterWide),
 	def("message.max.bytes", TypeInt, 1048588, High, "The largest record batch size allowed by Kafka (after compression if compression is enabled). The topic-level max.message.bytes overrides it.", atLeast(0), ClusterWide),
 	def("fetch.max.bytes", TypeInt, 57671680, Medium, "The maximum number of bytes returned for a fetch request. Must be at least 1024.", atLeast(1024)),
+	def("max.request.partition.size.limit", TypeInt, 2000, Medium, "The maximum number of partitions can be served in one request (DescribeTopicPartitions answers at most this many).", atLeast(1)),
 	def("max.incremental.fetch.session.cache.slots", TypeInt, 1000, Medium, "The maximum number of total incremental fetch sessions that we will maintain.", atLeast(0)),
 
 	// Replication.
@@ -98,6 +99,8 @@ var brokerDefs = []*Def{
 	def("replica.fetch.min.bytes", TypeInt, 1, Medium, "Minimum bytes expected for each fetch response."),
 	def("replica.high.watermark.checkpoint.interval.ms", TypeLong, 5000, High, "The frequency with which the high watermark is saved out to disk."),
 	def("unclean.leader.election.enable", TypeBoolean, false, High, "Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, even though doing so may result in data loss.", ClusterWide),
+	def("auto.leader.rebalance.enable", TypeBoolean, true, High, "Enables auto leader balancing: the active controller periodically moves the leadership of each partition back to its preferred replica (the first of its assignment) when that replica is in the ISR and unfenced."),
+	def("leader.imbalance.check.interval.seconds", TypeLong, 300, High, "The frequency with which the active controller checks for partitions not led by their preferred replica, when auto.leader.rebalance.enable is set.", atLeast(1)),
 	def("min.insync.replicas", TypeInt, 1, High, "When a producer sets acks to all (-1), the minimum number of replicas that must acknowledge a write for the write to be considered successful.", atLeast(1), ClusterWide),
 
 	// Topics.

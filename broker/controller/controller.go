@@ -90,6 +90,7 @@ type QuorumController struct {
 	metrics   *controllerMetrics
 	// metricsDirty: the images changed since the gauges were recounted.
 	metricsDirty bool
+	balance      leaderBalance // leader_balance.go
 }
 
 type pendingWrite struct {
@@ -123,6 +124,7 @@ func (c *QuorumController) SetRaft(r RaftClient) { c.cfg.Raft = r }
 
 // Start runs the event loop and the timers.
 func (c *QuorumController) Start() {
+	c.startLeaderBalance() // before the loop, which reads its schedule
 	c.g.Go(c.run)
 	c.g.Every(c.cfg.SessionTimeout/8+time.Millisecond, func() {
 		c.queue.push(event{"fenceStaleBrokers", c.fenceStaleBrokers})
@@ -161,6 +163,7 @@ func (c *QuorumController) run(done <-chan struct{}) {
 		if c.metricsDirty {
 			c.metrics.update(c.latest, c.active)
 			c.metricsDirty = false
+			c.maybeScheduleBalance(c.metrics.imbalanced.Load())
 		}
 	}
 }

@@ -89,6 +89,25 @@
 //   - min.insync.replicas is accepted as a topic config; the controller
 //     only validates it (the leader enforces it on acks=all).
 //
+// Elections on request and leader balance (elect_leaders.go,
+// leader_balance.go): ElectLeaders runs Kafka's PREFERRED election (the
+// first replica of the assignment leads if it is in the ISR and active)
+// or UNCLEAN one (a leaderless partition gets a leader, from outside the
+// ISR if need be, whatever the topic's config), with Kafka's per-partition
+// codes. With auto.leader.rebalance.enable the active controller runs the
+// PREFERRED election itself, leader.imbalance.check.interval.seconds after
+// a change leaves partitions off their preferred replica (Kafka 4's
+// schedule); leader.imbalance.per.broker.percentage is not used, as in
+// Kafka's KRaft controller.
+//
+// # Features
+//
+// UpdateFeatures (features.go) is Kafka's FeatureControlManager: levels
+// within this controller's and every registered broker's supported range,
+// upgrade types, validate_only, metadata.version downgrades refused across
+// versions that changed the metadata, Kafka's messages; one
+// FeatureLevelRecord per feature, level 0 removing it.
+//
 // A heartbeat names the broker's offline log dirs (OfflineLogDirs,
 // KIP-858); the session records them and a change is logged.
 //
@@ -108,8 +127,7 @@
 //     that says why; everything under the cap is built and tested for
 //     larger factors. Internal topics are capped to it and to the
 //     registered brokers, so that a single node creates __consumer_offsets.
-//   - No reassignment (AlterPartitionReassignments), no ElectLeaders,
-//     no ELR update when min.insync.replicas changes (neither has Kafka
+//   - No reassignment (AlterPartitionReassignments), no ELR update when min.insync.replicas changes (neither has Kafka
 //     4.0: the lists follow at the partition's next change), and no periodic
 //     unclean election (Kafka's unclean.leader.election.interval.ms): a
 //     leaderless partition whose topic allows unclean election is elected
@@ -131,5 +149,12 @@
 //     learn they are caught up from their registration offset.
 //   - A new cluster finalizes this software's default feature levels, and
 //     an existing one is upgraded to them when a controller activates, with
-//     no kafka-features.sh step.
+//     no kafka-features.sh step. So a level lowered with UpdateFeatures
+//     below the default is raised again by the next controller to
+//     activate.
+//   - UpdateFeatures checks controllers only as brokers (Moldau's
+//     controllers are combined nodes, registered as brokers; Kafka also
+//     checks ControllerRegistrations), and takes v0's allow_downgrade as
+//     SAFE_DOWNGRADE (Kafka's controller reads only upgrade_type, which v0
+//     lacks, so it refuses a v0 downgrade).
 package controller
