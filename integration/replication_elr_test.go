@@ -79,6 +79,18 @@ func TestEligibleLeaderReplicaLeadsAfterLastISRMemberDies(t *testing.T) {
 	produce(all(joinSeeds(seeds[:2])), 1000, 1000, ackedAll) // broker 3 lacks these
 	procs[1].stop(t)
 	isr(1)
+	// DescribeTopicPartitions names broker 2 eligible (Metadata cannot).
+	dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	dt.Topic = "elr"
+	dreq.Topics = append(dreq.Topics, dt)
+	dresp, derr := dreq.RequestWith(ctx, newClient(t, seeds[0]))
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	if got := dresp.Topics[0].Partitions[0].EligibleLeaderReplicas; !slices.Equal(got, []int32{2}) {
+		t.Fatalf("eligible leader replicas %v with the ISR {1}, want [2]", got)
+	}
 	one := newClient(t, seeds[0], kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	produce(one, 100_000, 100, ackedOne)
 	end, err := adm.ListEndOffsets(ctx, "elr")

@@ -5,20 +5,24 @@ import (
 )
 
 // bootstrap runs when a controller activates: a brand-new cluster (no
-// metadata.version yet) gets its feature levels and the records of
-// Config.Bootstrap (the metadata of a pre-KRaft data dir), in one batch, as
-// Kafka's controller writes its bootstrap metadata; an existing cluster
-// whose finalized features are older than this software's defaults is
-// upgraded to them. On the loop.
+// metadata.version yet) gets this software's default feature levels and
+// the records of Config.Bootstrap (the metadata of a pre-KRaft data dir),
+// in one batch, as Kafka's controller writes its bootstrap metadata. An
+// existing cluster keeps the levels it finalized, as Kafka's does: a
+// newer level is the operator's to set with UpdateFeatures
+// (kafka-features.sh upgrade), and one lowered that way stays lowered.
+// On the loop.
 func (c *QuorumController) bootstrap() {
+	if c.latest.Features[metadata.MetadataVersionFeature] != 0 {
+		return
+	}
 	var recs []metadata.Record
-	fresh := c.latest.Features[metadata.MetadataVersionFeature] == 0
 	for _, f := range metadata.SupportedFeatures {
-		if cur := c.latest.Features[f.Name]; cur < f.Default {
+		if f.Default > 0 {
 			recs = append(recs, &metadata.FeatureLevelRecord{Name: f.Name, FeatureLevel: f.Default})
 		}
 	}
-	if fresh && c.cfg.Bootstrap != nil {
+	if c.cfg.Bootstrap != nil {
 		more, err := c.cfg.Bootstrap()
 		if err != nil {
 			c.fail(err)

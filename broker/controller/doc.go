@@ -127,11 +127,12 @@
 //     that says why; everything under the cap is built and tested for
 //     larger factors. Internal topics are capped to it and to the
 //     registered brokers, so that a single node creates __consumer_offsets.
-//   - No reassignment (AlterPartitionReassignments), no ELR update when min.insync.replicas changes (neither has Kafka
-//     4.0: the lists follow at the partition's next change), and no periodic
-//     unclean election (Kafka's unclean.leader.election.interval.ms): a
-//     leaderless partition whose topic allows unclean election is elected
-//     again when a broker is unfenced.
+//   - No reassignment (AlterPartitionReassignments); no ELR update when
+//     min.insync.replicas changes (neither has Kafka 4.0: the lists follow
+//     at the partition's next change); no periodic unclean election
+//     (Kafka's unclean.leader.election.interval.ms): a leaderless
+//     partition whose topic allows unclean election is elected again when
+//     a broker is unfenced.
 //   - An AlterPartition naming an unknown LeaderRecoveryState is
 //     INVALID_REQUEST for that partition (Kafka fails the request).
 //   - The unclean election counter counts what the active controller
@@ -147,11 +148,6 @@
 //     directory assignments first.
 //   - No periodic NoOpRecord (metadata.max.idle.interval.ms): brokers
 //     learn they are caught up from their registration offset.
-//   - A new cluster finalizes this software's default feature levels, and
-//     an existing one is upgraded to them when a controller activates, with
-//     no kafka-features.sh step. So a level lowered with UpdateFeatures
-//     below the default is raised again by the next controller to
-//     activate.
 //   - UpdateFeatures checks controllers only as brokers (Moldau's
 //     controllers are combined nodes, registered as brokers; Kafka also
 //     checks ControllerRegistrations), and takes v0's allow_downgrade as

@@ -121,3 +121,17 @@ func TestUpdateFeatures(t *testing.T) {
 		}
 	}
 }
+
+// A level lowered by the operator stays lowered when another controller
+// activates: only a brand-new cluster gets this software's defaults.
+func TestLoweredFeatureSurvivesFailover(t *testing.T) {
+	c, f, _ := newTestController(t)
+	setFeature(t, c, metadata.EligibleLeaderReplicasFeature, 0)
+	f.elect(2, 2)
+	f.elect(3, 1)
+	waitActive(t, c)
+	register(t, c, 1, nil) // a write after the activation's bootstrap
+	if lvl := image(t, c).Features[metadata.EligibleLeaderReplicasFeature]; lvl != 0 {
+		t.Fatalf("eligible.leader.replicas.version raised to %d by the next active controller", lvl)
+	}
+}
