@@ -80,14 +80,14 @@ type QuorumController struct {
 	// prevLeader is the last other node seen leading the quorum (-1:
 	// none).
 	prevLeader int32
-	epoch     int32 // epoch we lead (or claim)
-	claiming  bool
-	claimAt   int64 // offset of the claim record; active once committed
-	pending   []pendingWrite
-	sessions  map[int32]*brokerSession
-	lastErr   error // a replay error: the log does not fit; stop writing
-	rnd       *rand.Rand
-	metrics   *controllerMetrics
+	epoch      int32 // epoch we lead (or claim)
+	claiming   bool
+	claimAt    int64 // offset of the claim record; active once committed
+	pending    []pendingWrite
+	sessions   map[int32]*brokerSession
+	lastErr    error // a replay error: the log does not fit; stop writing
+	rnd        *rand.Rand
+	metrics    *controllerMetrics
 	// metricsDirty: the images changed since the gauges were recounted.
 	metricsDirty bool
 	balance      leaderBalance // leader_balance.go
