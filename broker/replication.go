@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +31,7 @@ func replicationConfig(cfg *config.KafkaConfig) replica.ReplicationConfig {
 		FetchResponseMaxBytes: cfg.GetInt("replica.fetch.response.max.bytes"),
 		LagTimeMax:            cfg.ReplicaLagTimeMax,
 		SocketTimeout:         ms("replica.socket.timeout.ms"),
+		SelectorClass:         strings.TrimSpace(cfg.GetString("replica.selector.class")),
 	}
 }
 

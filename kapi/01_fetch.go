@@ -12,7 +12,11 @@ package kapi
 //   - v7: fetch sessions: session_id, session_epoch, forgotten topics
 //     (KIP-227); the response adds a top-level error_code and session_id.
 //   - v9: current_leader_epoch per partition (KIP-320).
-//   - v11: rack_id; the response adds preferred_read_replica (KIP-392).
+//   - v11: rack_id; the response adds preferred_read_replica (KIP-392):
+//     with replica.selector.class set, a leader sends a consumer in
+//     another replica's rack there (no records, the offsets); from v11 a
+//     consumer's fetch may be served by a follower, up to its high
+//     watermark. Older consumers read from leaders only.
 //   - v12: flexible versions; last_fetched_epoch; diverging epoch and
 //     snapshot id (KIP-595).
 //   - v13: topics named by topic ID (KIP-516); unknown ID is UNKNOWN_TOPIC_ID.
@@ -72,6 +76,10 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 		MinBytes:      req.MinBytes,
 		MaxBytes:      maxBytes,
 		ReadCommitted: req.IsolationLevel == 1,
+	}
+	if req.Version >= 11 && replicaID < 0 {
+		// KIP-392: a follower may serve it, the leader may redirect it.
+		params.Client = &replica.ClientMetadata{RackID: req.Rack}
 	}
 	sess, incremental, err := h.fetchSessionFor(req)
 	if err != nil {
@@ -258,7 +266,7 @@ func fillFetchResponse(resp *kmsg.FetchResponse, items []fetchItem, byItem []*re
 	for i, it := range items {
 		sp, size := fetchPartitionResponse(it, byItem[i], &slices)
 		if c := it.sp; c != nil {
-			changed := size > 0 || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 ||
+			changed := size > 0 || sp.ErrorCode != 0 || sp.DivergingEpoch.EndOffset >= 0 || sp.PreferredReadReplica >= 0 ||
 				c.hw != sp.HighWatermark || c.lso != sp.LastStableOffset || c.lstart != sp.LogStartOffset
 			c.hw, c.lso, c.lstart = sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset
 			if size > 0 {
@@ -298,6 +306,10 @@ func fetchPartitionResponse(it fetchItem, r *replica.FetchResult, slices *[]log.
 	sp.ErrorCode = ErrorCode(r.Err)
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
 	if r.Err != nil {
+		return sp, 0
+	}
+	if r.PreferredReadReplica >= 0 {
+		sp.PreferredReadReplica = r.PreferredReadReplica
 		return sp, 0
 	}
 	if r.DivergingEpoch.EndOffset >= 0 {

@@ -62,6 +62,16 @@
 // or from a broker epoch that is not the registered one, is refused with
 // NOT_LEADER_OR_FOLLOWER and moves nothing.
 //
+// Fetch from the closest replica (KIP-392, replica_selector.go): a
+// consumer's fetch of v11 or later (it has client metadata, the rack it
+// names) may be served by a follower, up to the follower's high watermark,
+// and a follower whose high watermark moves completes the delayed fetches
+// waiting on it. With replica.selector.class set to Kafka's
+// RackAwareReplicaSelector, a leader answers a consumer in another
+// replica's rack with no records and preferred_read_replica: the most
+// caught-up in-sync, unfenced replica in that rack that holds the fetch
+// offset.
+//
 // A fetch waits in the fetch purgatory as a DelayedFetch until
 // fetch.min.bytes are available below the high watermark (below the log
 // end for a follower) or fetch.max.wait.ms passes. Both delayed types live

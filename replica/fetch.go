@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,7 +25,15 @@ type FetchParams struct {
 	// last stable offset and carry the aborted transactions they overlap
 	// (Kafka's FetchIsolation.TXN_COMMITTED).
 	ReadCommitted bool
+	// Client is a consumer's metadata (Fetch v11+; nil before, and for
+	// followers): such a fetch may be served by a follower, and the
+	// leader may point it to a replica in its rack (KIP-392).
+	Client *ClientMetadata
 }
+
+// fetchOnlyFromLeader is Kafka's FetchParams.fetchOnlyLeader: followers
+// and consumers without client metadata read from leaders only.
+func (p FetchParams) fetchOnlyFromLeader() bool { return p.ReplicaID >= 0 || p.Client == nil }
 
 // FetchPartition is one partition of a fetch.
 type FetchPartition struct {
@@ -57,6 +66,9 @@ type FetchResult struct {
 	// that its log diverged from the leader's after EndOffset in Epoch
 	// (KIP-320); Records is empty then.
 	DivergingEpoch EpochEndOffset
+	// PreferredReadReplica, when not -1, is the replica the consumer
+	// should fetch this partition from (KIP-392); Records is empty then.
+	PreferredReadReplica int32
 
 	hwMoved bool // a follower's fetch moved the high watermark
 }
@@ -78,7 +90,8 @@ func (m *Manager) FetchMessages(params FetchParams, parts []FetchPartition, done
 	if params.ReplicaID >= 0 {
 		m.completeDelayed(m.takeMoved(results))
 	}
-	if params.MaxWait <= 0 || len(parts) == 0 || bytes >= int64(params.MinBytes) || anyErr || m.shuttingDown.Load() {
+	redirected := slices.ContainsFunc(results, func(r FetchResult) bool { return r.PreferredReadReplica >= 0 })
+	if params.MaxWait <= 0 || len(parts) == 0 || bytes >= int64(params.MinBytes) || anyErr || redirected || m.shuttingDown.Load() {
 		done(results)
 		return
 	}
@@ -108,8 +121,9 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		r.TopicPartition = fp.TopicPartition
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
 		r.DivergingEpoch = EpochEndOffset{-1, -1}
+		r.PreferredReadReplica = -1
 		start[i] = log.UnknownOffsetMetadata
-		p, err := m.getPartition(fp.TopicPartition)
+		p, err := m.readablePartition(fp.TopicPartition, params)
 		if err == nil {
 			err = checkLeaderEpoch(p, fp.CurrentLeaderEpoch)
 		}
@@ -137,6 +151,14 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 				r.DivergingEpoch = EpochEndOffset{e, end}
 				r.HighWatermark, r.LastStableOffset, r.LogStartOffset = l.HighWatermark(), l.LastStableOffset(), l.LogStartOffset()
 				r.Records = log.FileSlice{}
+				continue
+			}
+		}
+		if params.ReplicaID < 0 && params.Client != nil && p.IsLeader() {
+			if id := m.preferredReadReplica(p, *params.Client, fp.FetchOffset); id >= 0 {
+				// Kafka's: no records, the offsets, and where to go.
+				r.PreferredReadReplica = id
+				r.HighWatermark, r.LastStableOffset, r.LogStartOffset = l.HighWatermark(), l.LastStableOffset(), l.LogStartOffset()
 				continue
 			}
 		}

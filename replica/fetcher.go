@@ -292,6 +292,14 @@ func (t *ReplicaFetcherThread) processResponse(ctx context.Context, resp *kmsg.F
 	for tp, s := range sent {
 		byID[topicIDPartition{s.st.p.TopicID, tp.Partition}] = tp
 	}
+	var moved []TopicPartition
+	defer func() {
+		// Consumers reading from this follower (KIP-392) wait for its
+		// high watermark; never under the thread's lock.
+		for _, tp := range moved {
+			t.m.fetchP.CheckAndComplete(tp)
+		}
+	}()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, rt := range resp.Topics {
@@ -302,7 +310,12 @@ func (t *ReplicaFetcherThread) processResponse(ctx context.Context, resp *kmsg.F
 			if !ok || t.parts[tp] != s.st {
 				continue // removed, or followed anew (another epoch) meanwhile
 			}
-			if err := t.processPartition(ctx, s, rp); err != nil {
+			hw := s.st.p.Log.HighWatermark()
+			err := t.processPartition(ctx, s, rp)
+			if s.st.p.Log.HighWatermark() > hw {
+				moved = append(moved, tp)
+			}
+			if err != nil {
 				s.st.delayUntil = time.Now().Add(t.m.cfg.Replication.FetchBackoff)
 				if !isExpectedFetchError(err) {
 					t.m.log.Warn("replicating a partition failed; backing off", "partition", tp.String(), "leader", t.key.leader, "err", err)

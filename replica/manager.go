@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -60,6 +61,9 @@ type ReplicationConfig struct {
 	FetchResponseMaxBytes int32         // replica.fetch.response.max.bytes, 10 MiB
 	LagTimeMax            time.Duration // replica.lag.time.max.ms, 30s
 	SocketTimeout         time.Duration // replica.socket.timeout.ms, 30s
+	// SelectorClass is replica.selector.class: "" (consumers read from
+	// leaders) or Kafka's RackAwareReplicaSelector (KIP-392).
+	SelectorClass string
 }
 
 func (c ReplicationConfig) withDefaults() ReplicationConfig {
@@ -130,6 +134,7 @@ type Manager struct {
 
 	fetchers *ReplicaFetcherManager
 	repl     *replicationMetrics
+	selector ReplicaSelector // nil: consumers read from leaders
 
 	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
@@ -145,6 +150,10 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg,
 		log: cfg.Logger,
+	}
+	var err error
+	if m.selector, err = NewReplicaSelector(cfg.Replication.SelectorClass); err != nil {
+		return nil, err
 	}
 	if m.log == nil {
 		m.log = slog.Default()
@@ -265,6 +274,20 @@ func (m *Manager) getPartition(tp TopicPartition) (*Partition, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, tp.Topic, tp.Partition)
+}
+
+// readablePartition is getPartition for a fetch: a consumer fetch with
+// client metadata (Fetch v11+, KIP-392) may also read a partition this
+// broker follows, up to its high watermark.
+func (m *Manager) readablePartition(tp TopicPartition, params FetchParams) (*Partition, error) {
+	p, err := m.getPartition(tp)
+	if err == nil || params.fetchOnlyFromLeader() || !errors.Is(err, kerr.NotLeaderForPartition) {
+		return p, err
+	}
+	if f := m.Partition(tp); f != nil && f.Log != nil && f.Log.Offline() == nil {
+		return f, nil
+	}
+	return nil, err
 }
 
 // checkLeaderEpoch validates a client's current leader epoch (KIP-320):
