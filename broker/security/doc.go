@@ -77,7 +77,11 @@
 // stores (tls.Config.GetConfigForClient reads them per handshake);
 // established connections keep theirs. Kafka also reloads a store whose
 // file changed when the same value is set again; Moldau applies only a
-// change of value. The other ssl.* keys are read at start-up.
+// change of value. A change of the listener's other dynamic ssl.* keys
+// (ssl.client.auth, ssl.enabled.protocols, ssl.cipher.suites, ...) is
+// validated and applied to new handshakes the same way;
+// ssl.principal.mapping.rules and ssl.allow.*.changes are read-only, as
+// in Kafka.
 //
 // # Thread-safety
 //
