@@ -21,6 +21,7 @@ import (
 	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
+	"github.com/moldau/moldau/broker/security"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/kapi"
@@ -42,7 +43,8 @@ type Options struct {
 	// Dial dials the other nodes: the metadata quorum's peers, the
 	// active controller, and brokers (replica fetchers, transaction
 	// markers, AddPartitionsToTxn); nil: a net.Dialer. Tests cut links
-	// between brokers with one.
+	// between brokers with one. To an SSL listener the broker runs the
+	// TLS handshake over the connection Dial returns.
 	Dial network.DialFunc
 }
 
@@ -85,6 +87,13 @@ type Broker struct {
 	metrics       *network.Metrics
 	httpSrv       *MetricsServer
 
+	// sslFactories are the SSL listeners' (served, or dialed by this
+	// node), by name; controllerDial and interBrokerDial dial the
+	// controller and inter-broker listeners of other nodes (TLS when
+	// they are SSL). See security.go.
+	sslFactories                    map[string]*security.SslFactory
+	controllerDial, interBrokerDial network.DialFunc
+
 	// unregister removes the broker's Reconfigurables from cfg.
 	unregister []func()
 
@@ -121,6 +130,11 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	}()
 
 	if b.clusterID, err = ensureMetaProperties(cfg.LogDirs, cfg.NodeID, defaultClusterID(cfg.QuorumVoters)); err != nil {
+		return nil, err
+	}
+	// The SSL listeners' stores first: a key store that does not load
+	// stops start-up before anything is opened.
+	if err := b.newSecurity(); err != nil {
 		return nil, err
 	}
 	b.loader = metadata.NewLoader(b.log)
@@ -281,7 +295,7 @@ func (b *Broker) newMetadataQuorum() error {
 		Registry: b.registry,
 		Config:   cfg,
 		FS:       b.opts.MetadataLogFS,
-		Dial:     b.opts.Dial,
+		Dial:     b.controllerDial,
 	}, b.loader, b.controller)
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
@@ -289,7 +303,7 @@ func (b *Broker) newMetadataQuorum() error {
 	b.controller.SetRaft(b.quorum)
 	ctrlHandler := kapi.NewControllerHandler(cfg.NodeID, b.log, b.controller, b.quorum)
 	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
-	b.channel.SetDialer(b.opts.Dial)
+	b.channel.SetDialer(b.controllerDial)
 	b.ctrlHandler = ctrlHandler
 	return nil
 }
@@ -299,7 +313,7 @@ func (b *Broker) newSocketServers() error {
 	common := func(ls []config.Listener, h network.RequestHandler) network.Config {
 		listeners := make([]network.ListenerConfig, len(ls))
 		for i, l := range ls {
-			listeners[i] = network.ListenerConfig{Name: l.Name, Host: l.Host, Port: l.Port}
+			listeners[i] = network.ListenerConfig{Name: l.Name, Host: l.Host, Port: l.Port, ChannelBuilder: b.channelBuilder(l.Name)}
 		}
 		return network.Config{
 			Listeners:                listeners,
@@ -360,6 +374,9 @@ func (b *Broker) registerReconfigurables() {
 		},
 	}))
 	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(b.socketLimitsReconfigurable()))
+	for _, r := range b.sslReconfigurables() {
+		b.unregister = append(b.unregister, b.cfg.AddReconfigurable(r))
+	}
 }
 
 // socketLimitsReconfigurable applies the connection quotas and the request
@@ -535,7 +552,7 @@ func (b *Broker) registrationEndpoints() []metadata.BrokerEndpoint {
 	})
 	eps := make([]metadata.BrokerEndpoint, 0, len(adv))
 	for _, l := range adv {
-		eps = append(eps, metadata.BrokerEndpoint{Name: l.Name, Host: l.Host, Port: uint16(l.Port)})
+		eps = append(eps, metadata.BrokerEndpoint{Name: l.Name, Host: l.Host, Port: uint16(l.Port), SecurityProtocol: securityProtocolIDs[b.cfg.SecurityProtocol(l.Name)]})
 	}
 	return eps
 }

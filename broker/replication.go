@@ -48,7 +48,7 @@ func (b *Broker) brokerEpoch() int64 {
 func (b *Broker) newFetcherClient() replica.BrokerClient {
 	clientID := fmt.Sprintf("broker-%d-replica-fetcher", b.cfg.NodeID)
 	c := network.NewInterBrokerChannel(b.cfg.NodeID, b.cfg.InterBrokerListenerName, clientID, 1, b.log, b.loader.Image, func() network.RequestHandler { return nil })
-	c.SetDialer(b.opts.Dial)
+	c.SetDialer(b.interBrokerDial)
 	return c
 }
 

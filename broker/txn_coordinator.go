@@ -44,8 +44,8 @@ func (b *Broker) newTxnCoordinator() (*txn.Service, error) {
 		fmt.Sprintf("broker-%d-txn-marker-sender", cfg.NodeID), 1, b.log, b.loader.Image, local)
 	b.addPartitionsChannel = network.NewInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
 		fmt.Sprintf("broker-%d-add-partitions-to-txn", cfg.NodeID), addPartitionsConnsPerBroker, b.log, b.loader.Image, local)
-	b.markerChannel.SetDialer(b.opts.Dial)
-	b.addPartitionsChannel.SetDialer(b.opts.Dial)
+	b.markerChannel.SetDialer(b.interBrokerDial)
+	b.addPartitionsChannel.SetDialer(b.interBrokerDial)
 	b.producerIDs = txn.NewProducerIDManager(b.allocateProducerIDs, b.log)
 	return txn.NewService(txn.Options{
 		Config: tcfg,

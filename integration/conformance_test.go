@@ -178,3 +178,35 @@ func TestKgoConformanceThreeNodes(t *testing.T) {
 	run := "^(" + strings.Join(mustPass, "|") + ")$"
 	requireKgoPass(t, runKgo(t, seeds, run, "KGO_TEST_RF=3"), mustPass)
 }
+
+// kgoTLSSubset is the part of the must-pass list run again over TLS: the
+// produce, consume, group and transaction paths, each over connections
+// that are all mTLS. (The whole list over TLS would add minutes to CI
+// for the same code paths above the socket.)
+var kgoTLSSubset = []string{"TestPing", "TestClient_Produce", "TestClient_ProduceLargeMessages", "TestConsumeTopicRetrieval", "TestGroupETL", "TestTxnEtl"}
+
+// TestKgoConformanceTLS runs a representative subset of the must-pass
+// list against a broker whose only client listener is SSL with
+// ssl.client.auth=required, with kgo's KGO_TEST_TLS
+// ("ca:path,cert:path,key:path": the suite dials with that CA and client
+// certificate).
+func TestKgoConformanceTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("conformance suite is not run with -short")
+	}
+	p := newTestPKI(t)
+	b := startBroker(t, "", "listeners=SSL://127.0.0.1:0",
+		"listener.security.protocol.map=SSL:SSL",
+		"ssl.keystore.type=PEM", "ssl.keystore.location="+p.keystore,
+		"ssl.truststore.type=PEM", "ssl.truststore.location="+p.caFile,
+		"ssl.client.auth=required")
+	certFile, keyFile := p.client.PEMFiles(t, "kgo-client")
+	mustPass := readList(t, "testdata/kgo-must-pass.txt")
+	for _, name := range kgoTLSSubset {
+		if !slices.Contains(mustPass, name) {
+			t.Fatalf("%s is not on the must-pass list", name)
+		}
+	}
+	run := "^(" + strings.Join(kgoTLSSubset, "|") + ")$"
+	requireKgoPass(t, runKgo(t, b.Addr("SSL").String(), run, "KGO_TEST_TLS=ca:"+p.caFile+",cert:"+certFile+",key:"+keyFile), kgoTLSSubset)
+}

@@ -26,7 +26,12 @@ type Request struct {
 	Listener   string   // listener name, e.g. "PLAINTEXT"
 	ClientAddr net.Addr // remote peer
 	ConnID     string   // Kafka-style connection id: local-remote-index
-	Received   time.Time
+	// Principal is the connection's authenticated principal, Kafka's
+	// "User:<name>": User:ANONYMOUS on a PLAINTEXT listener or without a
+	// client certificate, else the mapped subject of the certificate
+	// (ssl.principal.mapping.rules). For the authorizer to come.
+	Principal string
+	Received  time.Time
 }
 
 // Response is what the handler hands back to the socket server for one

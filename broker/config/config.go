@@ -120,8 +120,8 @@ var (
 	// that brokerDefs does not define (a key moved to broker_defs.go,
 	// because Moldau now acts on it, simply wins over the generated one).
 	brokerIndex = func() map[string]*Def {
-		m := make(map[string]*Def, len(brokerDefs)+len(networkDefs)+len(kafkaBrokerDefs))
-		for _, d := range append(slices.Clone(brokerDefs), networkDefs...) {
+		m := make(map[string]*Def, len(brokerDefs)+len(networkDefs)+len(sslDefs)+len(kafkaBrokerDefs))
+		for _, d := range slices.Concat(brokerDefs, networkDefs, sslDefs) {
 			if m[d.Name] != nil {
 				panic("config: duplicate definition " + d.Name)
 			}
@@ -379,15 +379,12 @@ func (c *KafkaConfig) fillListeners() error {
 		if !ok {
 			return &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("listener names present in listener.security.protocol.map (no protocol for %s)", l.Name)}
 		}
+		if err := checkServedProtocol(l.Name, proto); err != nil {
+			return err
+		}
 		if slices.Contains(c.ControllerListenerNames, l.Name) {
-			if proto != "PLAINTEXT" {
-				return &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: controller listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
-			}
 			c.ControllerListeners = append(c.ControllerListeners, l)
 			continue
-		}
-		if proto != "PLAINTEXT" {
-			return &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("PLAINTEXT listeners only: listener %s uses security protocol %s, which Moldau does not support yet", l.Name, proto)}
 		}
 		c.Listeners = append(c.Listeners, l)
 	}
@@ -421,8 +418,13 @@ func (c *KafkaConfig) fillAdvertised() error {
 	ibl := strings.ToUpper(strings.TrimSpace(str("inter.broker.listener.name")))
 	if ibl == "" {
 		c.InterBrokerListenerName = c.AdvertisedListeners[0].Name
-		if p := str("security.inter.broker.protocol"); slices.ContainsFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == p }) {
+		p := str("security.inter.broker.protocol")
+		switch {
+		case slices.ContainsFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == p }):
 			c.InterBrokerListenerName = p
+		case c.isSet("security.inter.broker.protocol"):
+			// Kafka names the inter-broker listener after the protocol.
+			return c.badStatic("security.inter.broker.protocol", "the name of a listener in advertised.listeners (the inter-broker listener is the one named after the protocol; or set inter.broker.listener.name)")
 		}
 		return nil
 	}
@@ -594,6 +596,18 @@ func parseListeners(key, s string) ([]Listener, error) {
 }
 
 var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// checkServedProtocol refuses a listener whose security protocol Moldau
+// does not serve yet: the SASL ones, which the map may name (Kafka's
+// default map does) but no listener may use.
+func checkServedProtocol(listener, proto string) error {
+	switch proto {
+	case "PLAINTEXT", "SSL":
+		return nil
+	}
+	return &ValueError{Name: "listener.security.protocol.map", Value: listener + ":" + proto,
+		Expected: fmt.Sprintf("PLAINTEXT or SSL for listener %s: SASL (%s) is not implemented yet", listener, proto)}
+}
 
 func parseProtocolMap(s string) (map[string]string, error) {
 	m := make(map[string]string)

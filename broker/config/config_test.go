@@ -83,7 +83,11 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"listeners=localhost:9092"}, `configuration listeners: expected a comma-separated list of NAME://host:port`},
 		{[]string{"listeners=PLAINTEXT://:9092,plaintext://:9093"}, `unique listener names (PLAINTEXT appears twice)`},
 		{[]string{"listeners=PLAINTEXT://:70000"}, `ports in [0, 65535]`},
-		{[]string{"listeners=SSL://:9093"}, `listener SSL uses security protocol SSL`},
+		{[]string{"listeners=SASL_SSL://:9093"}, `SASL (SASL_SSL) is not implemented yet`},
+		{[]string{"listeners=PLAINTEXT://:9092,SP://:9093", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SP:SASL_PLAINTEXT"}, `for listener SP: SASL (SASL_PLAINTEXT) is not implemented yet`},
+		{[]string{"listeners=PLAINTEXT://:9092", "security.inter.broker.protocol=SSL"}, `the name of a listener in advertised.listeners`},
+		{[]string{"ssl.client.auth=sometimes"}, `one of: required, requested, none`},
+		{[]string{"ssl.enabled.protocols=TLSv1.1"}, `TLSv1.2, TLSv1.3`},
 		{[]string{"listeners=FOO://:9093"}, `no protocol for FOO`},
 		{[]string{"advertised.listeners=OTHER://h:1"}, `OTHER is not`},
 		{[]string{"advertised.listeners=PLAINTEXT://0.0.0.0:9092"}, `unspecified address`},
@@ -314,7 +318,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("%v %q", err, warnings)
 	}
 	text := string(b)
-	for _, d := range append(slices.Clone(brokerDefs), networkDefs...) {
+	for _, d := range slices.Concat(brokerDefs, networkDefs, sslDefs) {
 		if !strings.Contains(text, "\n"+d.Name+"=") && !strings.Contains(text, "\n#"+d.Name+"=") {
 			t.Errorf("%s is not in %s", d.Name, path)
 		}

@@ -53,6 +53,10 @@ type connection struct {
 	// the receive timeout, not connections.max.idle.ms.
 	receiveLimited bool
 
+	// principal is the connection's ("User:ANONYMOUS" on a PLAINTEXT
+	// listener), set by authenticate before the first request.
+	principal string
+
 	// why is the reason the connection closes (closed* constants), set
 	// by the serving goroutine before it returns.
 	why string
@@ -168,6 +172,9 @@ func (c *connection) force() {
 // serve is the connection's goroutine.
 func (c *connection) serve() {
 	defer c.close()
+	if !c.authenticate() {
+		return
+	}
 	for c.serveRequest() {
 	}
 }
@@ -227,6 +234,12 @@ func (c *connection) serveRequest() bool {
 	if s.metrics != nil {
 		s.metrics.observeRequest(r, s.epoch, sendStart, sendEnd)
 	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		// Kafka's kafka.request.logger at DEBUG.
+		s.log.Debug("completed request", "request", apiName(r.APIKey), "version", r.APIVersion,
+			"correlation_id", r.CorrelationID, "client_id", r.ClientID, "principal", c.principal,
+			"listener", c.processor.listener, "conn", c.id, "total_ms", sendEnd.Sub(r.Received).Milliseconds())
+	}
 	if err != nil {
 		c.why = closedByShutdown
 		if err != errForced {
@@ -243,7 +256,7 @@ func (c *connection) serveRequest() bool {
 			level = slog.LevelInfo // first time in this summary interval
 		}
 		s.log.Log(context.Background(), level, "closing connection as the request handler asked",
-			"peer", c.peer, "conn", c.id, "listener", c.processor.listener, "client_id", r.ClientID,
+			"peer", c.peer, "conn", c.id, "listener", c.processor.listener, "principal", c.principal, "client_id", r.ClientID,
 			"request", apiName(r.APIKey), "version", r.APIVersion, "reason", resp.CloseReason)
 		return false
 	}

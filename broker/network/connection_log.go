@@ -29,6 +29,10 @@ const (
 	// closedPerIPLimit: accepted but closed at once, its address being at
 	// max.connections.per.ip (never registered as a connection).
 	closedPerIPLimit = "per_ip_limit"
+	// the listener's security handshake failed or timed out (Kafka's
+	// failed authentication: an SSL handshake, a wrong certificate, a
+	// PLAINTEXT client on an SSL listener)
+	closedAuthentication = "authentication_failed"
 )
 
 // defaultConnectionSummaryInterval is how often the INFO summary of
@@ -73,7 +77,7 @@ func (l *connectionLog) closed1(c *connection, reason string) {
 	l.mu.Lock()
 	l.closed[reason]++
 	l.mu.Unlock()
-	l.log.Debug("connection closed", "peer", c.peer, "conn", c.id, "listener", c.processor.listener, "reason", reason)
+	l.log.Debug("connection closed", "peer", c.peer, "conn", c.id, "listener", c.processor.listener, "principal", c.principal, "reason", reason)
 }
 
 // rejected counts a connection closed as soon as it was accepted (over

@@ -41,8 +41,11 @@ func (c *connection) readRequest(first time.Time) (*request, bool) {
 	}
 	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
 	if size < 0 || size > s.cfg.SocketRequestMaxBytes {
-		c.badFrame("size", "invalid request size, closing connection",
-			"size", size, "socket.request.max.bytes", s.cfg.SocketRequestMaxBytes)
+		attrs := []any{"size", size, "socket.request.max.bytes", s.cfg.SocketRequestMaxBytes}
+		if looksLikeTLS(c.sizeBuf) && s.builders[c.processor.listener] == nil {
+			attrs = append(attrs, "hint", "this is a TLS handshake: an SSL client on a PLAINTEXT listener?")
+		}
+		c.badFrame("size", "invalid request size, closing connection", attrs...)
 		return nil, false
 	}
 	var reserved, taken int64
@@ -114,6 +117,7 @@ func (c *connection) parseHeader(r *request) bool {
 		Listener:      c.processor.listener,
 		ClientAddr:    c.nc.RemoteAddr(),
 		ConnID:        c.id,
+		Principal:     c.principal,
 		Received:      received,
 	}
 	r.respondFn = r.respond

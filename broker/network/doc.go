@@ -39,6 +39,26 @@
 //	                    v
 //	                 respond ──> the connection's goroutine writes the response
 //
+// # Security: channel builders
+//
+// A listener may have a ChannelBuilder (ListenerConfig.ChannelBuilder;
+// broker/security's SslFactory for an SSL listener; nil is PLAINTEXT).
+// Its Authenticate runs in the connection's goroutine before the first
+// request is read (channel_builder.go): the TLS handshake, then the
+// principal, kept on the connection and copied into every kapi.Request
+// (Principal; User:ANONYMOUS on PLAINTEXT). The handshake is bounded by
+// the request receive timeout (connections.max.idle.ms when that is
+// disabled), as a request is, and a drain or forced shutdown interrupts
+// it through the socket's deadline. A failed handshake (a PLAINTEXT
+// client on an SSL listener, garbage, a certificate refused, a timeout)
+// closes that connection with reason authentication_failed, is counted
+// in kafka_server_socketservermetrics_authentication_total{result} and
+// logged once per peer and minute (peerLog) with a hint for the usual
+// mistakes; a TLS client on a PLAINTEXT listener shows as an invalid size
+// with a hint. A TLS connection writes fetched file regions by copying
+// them through the TLS layer (no sendfile). Completed requests are logged
+// at DEBUG with their principal (Kafka's kafka.request.logger).
+//
 // # Processors and connections
 //
 // Kafka's processor is a thread running a java.nio Selector over many
@@ -179,7 +199,7 @@
 //
 // Each connection opened or closed is logged at DEBUG, with its reason
 // (peer, idle, refused, bad_request, io_error, shutdown, receive_timeout,
-// max_connections, per_ip_limit, processor_removed). At INFO there is
+// max_connections, per_ip_limit, authentication_failed, processor_removed). At INFO there is
 // one summary line per minute (ConnectionSummaryInterval), only when
 // something happened: opened N, closed M by reason, open now. A connection
 // the request handler closed (an API or version not served, a malformed
@@ -257,7 +277,8 @@
 //
 // A node sends to other nodes over brokerConn (broker_conn.go), the one
 // broker-to-broker client (Kafka's NetworkClient): a TCP connection, dialed
-// on first use with a 2 s timeout, carrying one request at a time framed
+// on first use with a 2 s timeout (through the channel's DialFunc, which
+// the broker wraps with a TLS handshake when the target listener is SSL), carrying one request at a time framed
 // with kmsg.RequestFormatter; the response must carry the request's
 // correlation id and be at most 100 MiB, and is decoded with kmsg (a
 // flexible response header's tags first, except for ApiVersions). The

@@ -29,6 +29,11 @@ type limitMetrics struct {
 	// acceptThrottled counts connections delayed by
 	// max.connection.creation.rate, by listener.
 	acceptThrottled *prometheus.CounterVec
+	// authentications counts the security handshakes of SSL (later
+	// SASL) listeners, by listener and result (success, failure):
+	// Kafka's successful-authentication-total and
+	// failed-authentication-total.
+	authentications *prometheus.CounterVec
 	// logsSuppressed counts log lines about peers left out by the
 	// per-peer rate limit, by kind.
 	logsSuppressed *prometheus.CounterVec
@@ -64,7 +69,7 @@ func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
 	}))
 	m.closeReason = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_server_socketservermetrics_connection_close_reason_total",
-		Help: "Connections closed (or refused once accepted), by listener and reason: peer, idle, receive_timeout, bad_request, refused, io_error, max_connections, per_ip_limit, shutdown, processor_removed.",
+		Help: "Connections closed (or refused once accepted), by listener and reason: peer, idle, receive_timeout, bad_request, refused, io_error, max_connections, per_ip_limit, authentication_failed, shutdown, processor_removed.",
 	}, []string{"listener", "reason"}))
 	m.invalidRequests = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_network_socketserver_invalidrequests_total",
@@ -78,6 +83,10 @@ func newLimitMetrics(reg prometheus.Registerer) *limitMetrics {
 		Name: "kafka_server_socketservermetrics_connection_accept_throttled_total",
 		Help: "Connections delayed by max.connection.creation.rate, by listener.",
 	}, []string{"listener"}))
+	m.authentications = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kafka_server_socketservermetrics_authentication_total",
+		Help: "Security handshakes of connections to SSL listeners, by listener and result: success, failure (Kafka's successful-authentication-total and failed-authentication-total).",
+	}, []string{"listener", "result"}))
 	m.logsSuppressed = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_network_socketserver_suppressedlogs_total",
 		Help: "Log lines about misbehaving peers left out by the per-peer rate limit (one line per peer and kind per minute), by kind.",

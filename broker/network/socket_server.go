@@ -33,6 +33,9 @@ type ListenerConfig struct {
 	Name string
 	Host string // "" binds every interface
 	Port int
+	// ChannelBuilder secures the listener's connections (SSL); nil:
+	// PLAINTEXT.
+	ChannelBuilder ChannelBuilder
 }
 
 // Config configures a SocketServer. The fields take the values
@@ -116,6 +119,8 @@ type SocketServer struct {
 	connLog *connectionLog
 
 	acceptors []*acceptor
+	// builders are the listeners' channel builders (nil: PLAINTEXT).
+	builders map[string]ChannelBuilder
 	// procMu guards processors and nextProcessorID. processors holds
 	// every processor that may still own connections: those the
 	// acceptors assign to, and those retired by a smaller
@@ -221,6 +226,7 @@ func NewSocketServer(cfg Config) (*SocketServer, error) {
 		stopHandlers:   make(chan struct{}),
 		stopBackground: make(chan struct{}),
 		acceptDone:     make(chan struct{}),
+		builders:       make(map[string]ChannelBuilder),
 	}
 	s.connLog = newConnectionLog(logger, s.epoch)
 	s.peerLog = newPeerLog(cfg.ConnectionSummaryInterval, s.epoch)
@@ -249,6 +255,9 @@ func NewSocketServer(cfg Config) (*SocketServer, error) {
 			return nil, fmt.Errorf("socket server: listener name %q empty or repeated", lc.Name)
 		}
 		seen[lc.Name] = true
+		if lc.ChannelBuilder != nil {
+			s.builders[lc.Name] = lc.ChannelBuilder
+		}
 		addr := net.JoinHostPort(lc.Host, strconv.Itoa(lc.Port))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // bench is `moldau bench MODE [flags]`: a load generator in the style of
@@ -76,6 +77,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type kafkaBenchConfig struct {
 	mode              string
 	brokers           []string
+	commandConfig     string    // --command-config: Kafka client properties (TLS)
+	tlsOpts           []kgo.Opt // from commandConfig
 	topic             string
 	partitions        int32
 	replicationFactor int16
@@ -133,6 +136,7 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 	fs.SetOutput(stderr)
 	c := &kafkaBenchConfig{mode: mode}
 	fs.StringSliceVar(&c.brokers, "brokers", []string{"localhost:9092"}, "seed brokers, host:port (comma-separated)")
+	fs.StringVar(&c.commandConfig, "command-config", "", "file of Kafka client properties: security.protocol=SSL with ssl.ca.location, ssl.certificate.location, ssl.key.location (PEM), ssl.endpoint.identification.algorithm")
 	fs.StringVar(&c.topic, "topic", "moldau-bench", "topic")
 	fs.Int32Var(&c.partitions, "partitions", 8, "partitions when creating the topic")
 	fs.Int16Var(&c.replicationFactor, "replication-factor", 1, "replication factor when creating the topic")
@@ -167,6 +171,10 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 		return nil, fmt.Errorf("bench %s: unexpected argument %q", mode, fs.Arg(0))
 	}
 	c.lingerSet = fs.Changed("linger")
+	var err error
+	if c.tlsOpts, err = benchTLSOpts(c.commandConfig); err != nil {
+		return nil, err
+	}
 	c.deleteTopicSet = fs.Changed("delete-topic")
 	switch {
 	case len(c.brokers) == 0:

@@ -27,7 +27,7 @@ import (
 // ctx, not the run context, so those still buffered when the duration ends
 // are delivered; after Ctrl-C they are aborted and counted as such.
 func runKafkaBench(ctx context.Context, c *kafkaBenchConfig, stdout, stderr io.Writer) error {
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...))
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.brokers...)}, c.tlsOpts...)...)
 	if err != nil {
 		return err
 	}
@@ -184,6 +184,7 @@ func (c *kafkaBenchConfig) producerOpts(i int) []kgo.Opt {
 		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerBatchMaxBytes(c.maxBatchBytes),
 	}
+	opts = append(opts, c.tlsOpts...)
 	switch c.acks {
 	case "all": // idempotent, kgo's default
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -392,11 +393,11 @@ func consumeLoad(ctx context.Context, c *kafkaBenchConfig, partitions []int32, p
 		if len(own) == 0 {
 			continue
 		}
-		cl, err := kgo.NewClient(
+		cl, err := kgo.NewClient(append([]kgo.Opt{
 			kgo.SeedBrokers(c.brokers...),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		)
+		}, c.tlsOpts...)...)
 		if err != nil {
 			close(ready)
 			return err
