@@ -273,7 +273,7 @@ func kcatAgrees(t *testing.T, seeds []string, adm *kadm.Client, topic string, pa
 		}
 		for p := range partitions {
 			pd := md.Topics[topic].Partitions[p]
-			if len(pd.Replicas) != 3 || pd.Leader < 1 {
+			if len(pd.Replicas) == 0 || pd.Leader < 1 {
 				return fmt.Errorf("%s-%d: leader %d replicas %v", topic, p, pd.Leader, pd.Replicas)
 			}
 			want := fmt.Sprintf("partition %d, leader %d, replicas: %s, isrs: %s", p, pd.Leader, join(pd.Replicas), join(pd.ISR))

@@ -40,6 +40,8 @@ type ControllerAPI interface {
 	AlterClientQuotas(context.Context, *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error)
 	AlterPartition(context.Context, *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
 	ElectLeaders(context.Context, *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
+	AlterPartitionReassignments(context.Context, *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error)
+	ListPartitionReassignments(context.Context, *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error)
 	UpdateFeatures(context.Context, *kmsg.UpdateFeaturesRequest) (*kmsg.UpdateFeaturesResponse, error)
 }
 
@@ -72,6 +74,8 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{37, 0, 3}, // CreatePartitions
 	{43, 0, 2}, // ElectLeaders
 	{44, 0, 1}, // IncrementalAlterConfigs
+	{45, 0, 1}, // AlterPartitionReassignments
+	{46, 0, 0}, // ListPartitionReassignments
 	{49, 0, 1}, // AlterClientQuotas
 	{55, 0, 2}, // DescribeQuorum
 	{56, 0, 3}, // AlterPartition
@@ -179,6 +183,10 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.AlterPartition(ctx, req)
 	case *kmsg.ElectLeadersRequest:
 		return c.ElectLeaders(ctx, req)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return c.AlterPartitionReassignments(ctx, req)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return c.ListPartitionReassignments(ctx, req)
 	case *kmsg.UpdateFeaturesRequest:
 		return c.UpdateFeatures(ctx, req)
 	case *kmsg.DescribeQuorumRequest:

@@ -114,6 +114,25 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 			resp.Topics = append(resp.Topics, st)
 		}
 		return resp
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		// Kafka's AlterPartitionReassignmentsRequest.getErrorResponse.
+		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		for _, rt := range req.Topics {
+			st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode, sp.ErrorMessage = p.Partition, code, msg
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
 	case *kmsg.UpdateFeaturesRequest:
 		resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, msg

@@ -84,6 +84,8 @@ func init() {
 		{key: 42, min: 0, max: 3, async: (*Handler).handleDeleteGroups},
 		{key: 43, min: 0, max: 2, async: forwarded((*Handler).handleElectLeaders)},
 		{key: 44, min: 0, max: 1, async: forwarded((*Handler).handleIncrementalAlterConfigs)},
+		{key: 45, min: 0, max: 1, async: forwarded((*Handler).handleAlterPartitionReassignments)},
+		{key: 46, min: 0, max: 0, async: forwarded((*Handler).handleListPartitionReassignments)},
 		{key: 47, min: 0, max: 0, async: (*Handler).handleOffsetDelete},
 		{key: 48, min: 0, max: 1, sync: (*Handler).handleDescribeClientQuotas},
 		{key: 49, min: 0, max: 1, async: forwarded((*Handler).handleAlterClientQuotas)},

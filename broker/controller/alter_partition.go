@@ -89,6 +89,20 @@ func (c *QuorumController) alterPartition(im *metadata.Image, req *kmsg.AlterPar
 			if rec != nil {
 				recs = append(recs, rec)
 				c.log.Debug("altering ISR", "broker", req.BrokerID, "topic", t.Name, "partition", rp.Partition, "isr", p.ISR, "partition_epoch", p.PartitionEpoch)
+				if rec.Leader != metadata.NoLeaderChange && rec.Leader != req.BrokerID {
+					// The change completed a reassignment that
+					// removed the leader (Kafka's case): the
+					// record stands, and the leader learns it from
+					// its metadata.
+					code := kerr.NewLeaderElected.Code
+					if req.Version <= 1 {
+						code = kerr.FencedLeaderEpoch.Code
+					}
+					c.log.Info("AlterPartition completed a reassignment and moved the leadership", "broker", req.BrokerID, "topic", t.Name, "partition", rp.Partition, "new_leader", rec.Leader)
+					sp.ErrorCode = code
+					st.Partitions = append(st.Partitions, sp)
+					continue
+				}
 			}
 			sp.LeaderID, sp.LeaderEpoch, sp.ISR = p.Leader, p.LeaderEpoch, slices.Clone(p.ISR)
 			sp.LeaderRecoveryState, sp.PartitionEpoch = p.LeaderRecoveryState, p.PartitionEpoch
@@ -142,12 +156,6 @@ func (c *QuorumController) alterOnePartition(im *metadata.Image, t *metadata.Top
 	rec, _ := b.build()
 	if rec == nil {
 		return p, nil, nil
-	}
-	if rec.Leader != metadata.NoLeaderChange && rec.Leader != broker {
-		// Kafka gets here only when the change completes a
-		// reassignment; Moldau has none, and the leader, in the ISR
-		// and active, is always re-elected.
-		return p, nil, apierr.Errorf(kerr.UnknownServerError, "an ISR change of %s-%d would move its leadership", t.Name, p.Index)
 	}
 	return p.Merge(rec), rec, nil
 }

@@ -89,6 +89,18 @@
 //   - min.insync.replicas is accepted as a topic config; the controller
 //     only validates it (the leader enforces it on acks=all).
 //
+// Reassignment (reassignment.go, KIP-455, Kafka's
+// changePartitionReassignment): AlterPartitionReassignments writes the
+// target replicas followed by those it removes, with AddingReplicas and
+// RemovingReplicas; the new replicas follow the leader and join the ISR
+// by AlterPartition, and the ISR change that holds every target replica
+// completes the move in the same record (replicas become the target, the
+// removed replicas leave the ISR, a removed leader is replaced and the
+// leader that asked gets NEW_LEADER_ELECTED). The leader epoch moves
+// whenever a replica leaves. Cancelling reverts to the original replicas
+// (unclean election needed if only added replicas were in the ISR).
+// ListPartitionReassignments reports the moves in progress.
+//
 // Elections on request and leader balance (elect_leaders.go,
 // leader_balance.go): ElectLeaders runs Kafka's PREFERRED election (the
 // first replica of the assignment leads if it is in the ISR and active)
@@ -127,7 +139,8 @@
 //     that says why; everything under the cap is built and tested for
 //     larger factors. Internal topics are capped to it and to the
 //     registered brokers, so that a single node creates __consumer_offsets.
-//   - No reassignment (AlterPartitionReassignments); no ELR update when
+//   - No replication throttles during a reassignment
+//     (leader/follower.replication.throttled.*); no ELR update when
 //     min.insync.replicas changes (neither has Kafka 4.0: the lists follow
 //     at the partition's next change); no periodic unclean election
 //     (Kafka's unclean.leader.election.interval.ms): a leaderless

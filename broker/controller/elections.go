@@ -60,11 +60,16 @@ type partitionChange struct {
 	minISR          int
 	uncleanShutdown int32
 	targetELR       []int32
+
+	// Reassignment (reassignment.go): the replicas, and those being
+	// added and removed, the change leaves.
+	targetReplicas, targetAdding, targetRemoving []int32
 }
 
 func newPartitionChange(topicID uuid.UUID, p metadata.Partition, acceptable func(int32) bool) *partitionChange {
 	return &partitionChange{topicID: topicID, p: p, targetISR: p.ISR, targetLRS: p.LeaderRecoveryState, acceptable: acceptable,
-		uncleanShutdown: metadata.NoLeader, targetELR: p.ELR, minISR: 1}
+		uncleanShutdown: metadata.NoLeader, targetELR: p.ELR, minISR: 1,
+		targetReplicas: p.Replicas, targetAdding: p.AddingReplicas, targetRemoving: p.RemovingReplicas}
 }
 
 // newChange is newPartitionChange with the topic's election settings
@@ -102,7 +107,7 @@ func (b *partitionChange) elect() electionResult {
 	if b.p.Leader != metadata.NoLeader && b.validLeader(b.p.Leader) {
 		return electionResult{leader: b.p.Leader}
 	}
-	for _, r := range b.p.Replicas {
+	for _, r := range b.targetReplicas {
 		if b.validLeader(r) {
 			return electionResult{leader: r}
 		}
@@ -111,7 +116,7 @@ func (b *partitionChange) elect() electionResult {
 		return electionResult{leader: b.p.LastKnownELR[0], unclean: true}
 	}
 	if b.unclean {
-		for _, r := range b.p.Replicas {
+		for _, r := range b.targetReplicas {
 			if b.acceptable(r) {
 				return electionResult{leader: r, unclean: true}
 			}
@@ -154,6 +159,7 @@ func (b *partitionChange) populateTargetELR() {
 // the election's result (Kafka's PartitionChangeBuilder.build).
 func (b *partitionChange) build() (*metadata.PartitionChangeRecord, electionResult) {
 	r := metadata.NewPartitionChangeRecord(b.topicID, b.p.Index)
+	b.completeReassignment()
 	b.populateTargetELR()
 	res := b.elect()
 	if res.leader != b.p.Leader {
@@ -173,6 +179,11 @@ func (b *partitionChange) build() (*metadata.PartitionChangeRecord, electionResu
 	} else {
 		res.unclean = false
 	}
+	if r.Leader == metadata.NoLeaderChange && !containsAll(b.targetReplicas, b.p.Replicas) {
+		// Kafka's triggerLeaderEpochBumpForReplicaReassignmentIfNeeded:
+		// a replica leaves, so the leader epoch moves, fencing it.
+		r.Leader = b.p.Leader
+	}
 	b.updateRecordELR(r)
 	// Without ELR the ISR never becomes empty: its last member keeps
 	// its place, as only it is known to have every committed record.
@@ -180,14 +191,39 @@ func (b *partitionChange) build() (*metadata.PartitionChangeRecord, electionResu
 		r.ISR = append([]int32{}, b.targetISR...)
 	}
 	b.updateLastKnownLeader(r)
+	b.setAssignmentChanges(r)
 	if r.LeaderRecoveryState == -1 && b.targetLRS != b.p.LeaderRecoveryState {
 		r.LeaderRecoveryState = b.targetLRS
 	}
 	if r.ISR == nil && r.Leader == metadata.NoLeaderChange && r.LeaderRecoveryState == -1 &&
-		r.EligibleLeaderReplicas == nil && r.LastKnownElr == nil {
+		r.EligibleLeaderReplicas == nil && r.LastKnownElr == nil &&
+		r.Replicas == nil && r.AddingReplicas == nil && r.RemovingReplicas == nil {
 		return nil, res
 	}
 	return r, res
+}
+
+// setAssignmentChanges is Kafka's: the replicas, adding and removing
+// lists that changed go into the record (an empty list clears one).
+func (b *partitionChange) setAssignmentChanges(r *metadata.PartitionChangeRecord) {
+	if len(b.targetReplicas) > 0 && !slices.Equal(b.targetReplicas, b.p.Replicas) {
+		r.Replicas = slices.Clone(b.targetReplicas)
+	}
+	if !slices.Equal(b.targetRemoving, b.p.RemovingReplicas) {
+		r.RemovingReplicas = append([]int32{}, b.targetRemoving...)
+	}
+	if !slices.Equal(b.targetAdding, b.p.AddingReplicas) {
+		r.AddingReplicas = append([]int32{}, b.targetAdding...)
+	}
+}
+
+func containsAll(set, of []int32) bool {
+	for _, x := range of {
+		if !slices.Contains(set, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // updateRecordELR is Kafka's maybeUpdateRecordElr (with the last known

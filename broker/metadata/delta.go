@@ -256,6 +256,7 @@ func (d *Delta) replayTopic(rec Record) error {
 			Index: r.PartitionID, Leader: r.Leader, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch,
 			Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR), LeaderRecoveryState: r.LeaderRecoveryState,
 			ELR: nonEmpty(r.EligibleLeaderReplicas), LastKnownELR: nonEmpty(r.LastKnownElr),
+			AddingReplicas: nonEmpty(r.AddingReplicas), RemovingReplicas: nonEmpty(r.RemovingReplicas),
 		}
 		switch n := int32(len(t.Partitions)); {
 		case r.PartitionID < n:
@@ -314,6 +315,12 @@ func (p Partition) Merge(r *PartitionChangeRecord) Partition {
 	}
 	if r.LeaderRecoveryState != -1 {
 		p.LeaderRecoveryState = r.LeaderRecoveryState
+	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = nonEmpty(r.AddingReplicas)
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = nonEmpty(r.RemovingReplicas)
 	}
 	if r.EligibleLeaderReplicas != nil {
 		p.ELR = nonEmpty(r.EligibleLeaderReplicas)

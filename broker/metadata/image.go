@@ -62,6 +62,17 @@ type Partition struct {
 	// partition whose ISR became empty. nil when empty.
 	ELR          []int32
 	LastKnownELR []int32
+	// AddingReplicas and RemovingReplicas are an ongoing reassignment's
+	// (Kafka's PartitionRegistration): Replicas is then the target
+	// replicas followed by the removing ones. nil when none.
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment of the partition is in
+// progress.
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // Broker is a registered broker.
@@ -180,6 +191,7 @@ func (im *Image) Records() []Record {
 				Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				LeaderRecoveryState:    p.LeaderRecoveryState,
 				EligibleLeaderReplicas: p.ELR, LastKnownElr: p.LastKnownELR,
+				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
 			})
 		}
 	}

@@ -1,0 +1,205 @@
+package integration
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moldau/moldau/broker"
+)
+
+// Reassignment (KIP-455) over TCP with kadm: four brokers, a topic with
+// replication factor 2 on brokers 1 and 2 moved to brokers 3 and 4 while an
+// idempotent acks=all producer writes and a consumer group reads. The move
+// is listed while it runs, ends with replicas {3,4} and a leader among
+// them, brokers 1 and 2 delete their replicas, and every acknowledged
+// record is read exactly once; kcat -L agrees on the replicas.
+func TestReassignmentUnderLoad(t *testing.T) {
+	nodes := newClusterNodes(t, 4)
+	bs := make([]*broker.Broker, len(nodes))
+	for i, n := range nodes {
+		bs[i] = startInProcessNode(t, n, nodes)
+		b := bs[i]
+		t.Cleanup(func() { b.Close() })
+	}
+	waitReady(t, bs...)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.seed())
+	}
+	const partitions = 3
+	createWithAssignment(t, seeds[0], "move", [][]int32{{1, 2}, {2, 1}, {1, 2}}, nil)
+	adm := newAdmin(t, joinSeeds(seeds))
+	waitISR(t, adm, "move", partitions, 2)
+	ctx := ctxTimeout(t, 3*time.Minute)
+
+	var mu sync.Mutex
+	acked := map[uint64]bool{}
+	produceErrs := map[string]int{}
+	prod := newClient(t, joinSeeds(seeds), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("move"),
+		kgo.RecordDeliveryTimeout(2*time.Minute))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := uint64(0); ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := make([]byte, 200)
+			binary.BigEndian.PutUint64(v, i)
+			prod.Produce(ctx, &kgo.Record{Value: v}, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					produceErrs[err.Error()]++
+					return
+				}
+				acked[binary.BigEndian.Uint64(r.Value)] = true
+			})
+			if i%100 == 99 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	seen := map[uint64]int{}
+	var seenMu sync.Mutex
+	cons := newClient(t, joinSeeds(seeds), kgo.ConsumerGroup("movers"), kgo.ConsumeTopics("move"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	wg.Add(1)
+	cctx, stopConsumer := context.WithCancel(ctx)
+	go func() {
+		defer wg.Done()
+		for cctx.Err() == nil {
+			fs := cons.PollFetches(cctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				seenMu.Lock()
+				seen[binary.BigEndian.Uint64(r.Value)]++
+				seenMu.Unlock()
+			})
+			if err := cons.CommitUncommittedOffsets(cctx); err != nil && cctx.Err() == nil {
+				t.Logf("commit: %v", err)
+			}
+		}
+	}()
+	eventually(t, 30*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(acked) < 5000 {
+			return fmt.Errorf("%d acknowledged", len(acked))
+		}
+		return nil
+	})
+
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for p := range int32(partitions) {
+		req.Assign("move", p, []int32{3, 4})
+	}
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
+		if r.Err != nil {
+			t.Fatalf("reassign %s-%d: %v", r.Topic, r.Partition, r.Err)
+		}
+	})
+	started := time.Now()
+	eventually(t, 90*time.Second, func() error {
+		listed, err := adm.ListPartitionReassignments(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if n := len(listed.Sorted()); n > 0 {
+			return fmt.Errorf("%d partitions still reassigning", n)
+		}
+		md, err := adm.Metadata(ctx, "move")
+		if err != nil {
+			return err
+		}
+		for p := range int32(partitions) {
+			pd := md.Topics["move"].Partitions[p]
+			if got := slices.Sorted(slices.Values(pd.Replicas)); !slices.Equal(got, []int32{3, 4}) || (pd.Leader != 3 && pd.Leader != 4) || len(pd.ISR) != 2 {
+				return fmt.Errorf("move-%d: replicas %v leader %d ISR %v", p, pd.Replicas, pd.Leader, pd.ISR)
+			}
+		}
+		return nil
+	})
+	t.Logf("three partitions moved from brokers {1,2} to {3,4} in %v under load", time.Since(started).Round(10*time.Millisecond))
+	// The old replicas are gone from brokers 1 and 2.
+	eventually(t, 30*time.Second, func() error {
+		for _, n := range nodes[:2] {
+			for p := range partitions {
+				if _, err := os.Stat(filepath.Join(n.dir, fmt.Sprintf("move-%d", p))); err == nil {
+					return fmt.Errorf("broker %d still has move-%d", n.id, p)
+				}
+			}
+		}
+		return nil
+	})
+	close(stop)
+	flushed := time.Now()
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	t.Logf("flushed in %v; produce errors %v", time.Since(flushed), produceErrs)
+	mu.Unlock()
+	mu.Lock()
+	total := len(acked)
+	mu.Unlock()
+	eventually(t, 60*time.Second, func() error {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		if len(seen) < total {
+			return fmt.Errorf("consumed %d of %d", len(seen), total)
+		}
+		return nil
+	})
+	stopConsumer()
+	wg.Wait()
+	// The log holds every acknowledged record exactly once.
+	offsets := map[string]map[int32]kgo.Offset{"move": {}}
+	for p := range int32(partitions) {
+		offsets["move"][p] = kgo.NewOffset().AtStart()
+	}
+	end, err := adm.ListEndOffsets(ctx, "move")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	end.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	all := newClient(t, joinSeeds(seeds), kgo.ConsumePartitions(offsets))
+	inLog := map[uint64]int{}
+	for n := int64(0); n < want; {
+		fs := all.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d: %v", n, want, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { inLog[binary.BigEndian.Uint64(r.Value)]++; n++ })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for s := range acked {
+		if inLog[s] != 1 {
+			t.Fatalf("acknowledged record %d is in the log %d times", s, inLog[s])
+		}
+	}
+	if int64(len(acked)) != want {
+		t.Fatalf("%d records in the log, %d acknowledged", want, len(acked))
+	}
+	t.Logf("%d records acknowledged, each in the log once; the group consumed them all", total)
+	kcatAgrees(t, seeds, adm, "move", partitions)
+}
