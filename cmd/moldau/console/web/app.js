@@ -4,7 +4,8 @@
 // window.moldauConsole exposes timings for tests and the curious:
 // firstRender (ms from navigation start to the first snapshot rendered),
 // seq (the snapshot on screen) and updates (per snapshot: its seq and the
-// ms from the poll that made it to the DOM showing it).
+// ms from the poll that made it to the DOM showing it, from the second
+// snapshot on).
 
 import { esc } from './util.js';
 import { Diagram } from './diagram.js';
@@ -19,6 +20,7 @@ window.moldauConsole = stats;
 
 const ui = {
   expanded: new Map(), // diagram: topic -> expanded
+  expandAll: location.hash === '#expand-all', // every topic starts expanded
   tableOpen: new Set(), // topics table: topics showing their partitions
   selection: null, // { kind, key }
   isSelected(kind, key) { return this.selection && this.selection.kind === kind && this.selection.key === key; },
@@ -60,8 +62,9 @@ function render() {
   void document.body.offsetHeight; // include layout in the timings
   if (stats.seq !== s.seq) {
     const now = performance.now();
+    // The first snapshot may be older than the page: it times nothing.
     if (stats.firstRender === null) stats.firstRender = now;
-    stats.updates.push({ seq: s.seq, ms: Date.now() - s.time });
+    else stats.updates.push({ seq: s.seq, ms: Date.now() - s.time });
     if (stats.updates.length > 100) stats.updates.shift();
     stats.seq = s.seq;
     document.body.dataset.seq = s.seq;

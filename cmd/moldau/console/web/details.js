@@ -7,7 +7,7 @@ function dl(pairs) {
 }
 
 function partitionDetails(snap, key) {
-  const [topic, n] = key.split('\u0000');
+  const [topic, n] = key.split('|');
   const t = snap.topics.find((x) => x.name === topic);
   const p = t && t.partitions.find((x) => String(x.partition) === n);
   if (!p) return null;

@@ -30,6 +30,7 @@ export class Diagram {
   isExpanded(snap, t) {
     const set = this.ui.expanded.get(t.name);
     if (set !== undefined) return set;
+    if (this.ui.expandAll) return true;
     if (t.internal) return false;
     return snap.topics.reduce((n, x) => n + x.partitions.length, 0) <= expandLimit;
   }
@@ -43,7 +44,7 @@ export class Diagram {
       return;
     }
     const lane = ev.target.closest('.lane[data-partition]');
-    if (lane) this.ui.select('partition', lane.dataset.topic + '\u0000' + lane.dataset.partition);
+    if (lane) this.ui.select('partition', lane.dataset.topic + '|' + lane.dataset.partition);
   }
 
   render(snap) {
@@ -88,7 +89,10 @@ export class Diagram {
   cardHTML(snap, b) {
     const state = b.alive ? 'alive' : b.fenced ? 'fenced' : 'dead';
     const addr = b.host ? esc(b.host) + ':' + b.port : 'not in Metadata';
-    let h = '<section class="broker ' + state + '" data-broker-id="' + b.id + '" data-state="' + state + '" aria-label="Broker ' + b.id + ', ' + state + '">' +
+    // A fenced broker (stopped, or lost its session) is down as a dead one
+    // is: both are crossed out, the text tells them apart.
+    let h = '<section class="broker ' + state + '" data-broker-id="' + b.id + '" data-state="' + state + '" data-down="' + !b.alive +
+      '" aria-label="Broker ' + b.id + ', ' + state + '">' +
       '<header><h3>Broker ' + b.id + (b.id === snap.controller_id ? ' <span class="badge">controller</span>' : '') + '</h3>' +
       '<span class="addr">' + addr + '</span>' +
       '<span class="state">' + state + '</span>' +
@@ -105,7 +109,7 @@ export class Diagram {
           h += '<div class="lane none" aria-hidden="true"></div>';
           continue;
         }
-        const key = t.name + '\u0000' + p.partition + '\u0000' + b.id;
+        const key = t.name + '|' + p.partition + '|' + b.id;
         h += '<div class="lane" data-key="' + esc(key) + '" data-topic="' + esc(t.name) + '" data-partition="' + p.partition +
           '" data-broker="' + b.id + '"><span class="label">' + esc(t.name) + '-' + p.partition + '</span>' +
           '<span class="log"><span class="bar"></span><span class="lso"></span><span class="hw"></span></span></div>';
@@ -124,7 +128,7 @@ export class Diagram {
     for (const t of snap.topics) {
       for (const p of t.partitions) {
         for (const r of p.replicas) {
-          const el = this.lanes.get(t.name + '\u0000' + p.partition + '\u0000' + r);
+          const el = this.lanes.get(t.name + '|' + p.partition + '|' + r);
           if (el) updateLane(el, p, r, alive.get(r));
         }
       }

@@ -1,7 +1,8 @@
 // The tables under the diagram: topics (a topic row expands to its
 // partitions), groups (with a lag sparkline), transactions, brokers and
 // metrics. A row with details is a focusable control: click, Enter or
-// Space selects it and the details panel shows it.
+// Space selects it and the details panel shows it. Keys join names with
+// "|" (never in a Kafka topic name; an HTML attribute cannot hold NUL).
 
 import { esc, num, bytes, ago, list, sparkline } from './util.js';
 
@@ -32,7 +33,7 @@ export function topicsTable(snap, ui) {
     ], ui.isSelected('topic', t.name)));
     if (!open) continue;
     for (const p of t.partitions) {
-      const key = t.name + '\u0000' + p.partition;
+      const key = t.name + '|' + p.partition;
       rows.push(row('partition', key, [
         '<span class="indent">' + esc(t.name) + '-' + p.partition + '</span>', 'leader ' + num(p.leader) + ' (epoch ' + num(p.leader_epoch) + ')',
         'replicas ' + list(p.replicas), 'ISR ' + list(p.isr),
