@@ -111,7 +111,7 @@ export class Diagram {
         }
         const key = t.name + '|' + p.partition + '|' + b.id;
         h += '<div class="lane" data-key="' + esc(key) + '" data-topic="' + esc(t.name) + '" data-partition="' + p.partition +
-          '" data-broker="' + b.id + '"><span class="label">' + esc(t.name) + '-' + p.partition + '</span>' +
+          '" data-broker="' + b.id + '"><span class="label" aria-label="' + esc(t.name) + '-' + p.partition + '">partition ' + p.partition + '</span>' +
           '<span class="log"><span class="bar"></span><span class="lso"></span><span class="hw"></span></span></div>';
       }
     }
