@@ -3,8 +3,9 @@
 # real sockets, kcat and the Python clients), and franz-go's own kgo
 # integration tests as a conformance suite against a Moldau broker.
 #
-# Prerequisites beyond Go: kcat, strace, python3-confluent-kafka and
-# python3-kafka from Debian. When run as root on Debian they are installed if missing;
+# Prerequisites beyond Go: kcat, strace, chromium (the console's browser
+# test), python3-confluent-kafka and python3-kafka from Debian. When run
+# as root on Debian they are installed if missing;
 # otherwise the script names the command to run.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,6 +13,7 @@ cd "$(dirname "$0")"
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v strace >/dev/null 2>&1 || need+=(strace)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
 /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 if ((${#need[@]})); then

@@ -16,7 +16,8 @@ import (
 	"golang.org/x/term"
 )
 
-// The everyday commands (topic, produce, consume, group, cluster, log)
+// The everyday commands (topic, produce, consume, group, cluster, log,
+// console)
 // share one small framework: a tree of commands, each with its flags, a
 // usage line, a description and an example. A command's error becomes one
 // line on stderr, "moldau: ...", and exit code 1; a usage error (an unknown
@@ -62,6 +63,8 @@ type command struct {
 	example string // shown by --help; every leaf has one
 	// client commands take --brokers and the connection flags.
 	client bool
+	// noJSON: the command prints no result, so it takes no --json.
+	noJSON bool
 	// minArgs and maxArgs bound the positional arguments (maxArgs < 0: no
 	// bound).
 	minArgs, maxArgs int
@@ -93,7 +96,7 @@ func usageErrorf(e *env, format string, args ...any) error {
 
 // commands is the tree of the everyday commands.
 func commands() []*command {
-	return []*command{topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand(), logCommand()}
+	return []*command{topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand(), logCommand(), consoleCommand()}
 }
 
 // isCLICommand reports whether name is one of the everyday commands.
@@ -166,7 +169,9 @@ func dispatch(ctx context.Context, cio cmdIO, cmds []*command, parent string, ar
 	fs.SetOutput(io.Discard) // errors are reported once, by execute
 	fs.SortFlags = false
 	run := cmd.setup(fs)
-	fs.BoolVar(&e.json, "json", false, "print JSON instead of tables")
+	if !cmd.noJSON {
+		fs.BoolVar(&e.json, "json", false, "print JSON instead of tables")
+	}
 	if cmd.client {
 		e.client.register(fs, cio.getenv)
 	}

@@ -6,6 +6,7 @@
 //	moldau group list|describe|delete|seek
 //	moldau cluster info
 //	moldau log dump PATH...
+//	moldau console [--listen ADDR]
 //	moldau bench produce|consume|e2e|floor [flags]
 //	moldau version
 package main
@@ -65,6 +66,7 @@ Usage:
   moldau group        list, describe, delete consumer groups and move their offsets
   moldau cluster      show brokers, controller, API versions and the quorum
   moldau log          decode a broker's data files offline (log dump)
+  moldau console      serve a live web console of a cluster (--listen localhost:8080)
   moldau bench MODE   load-test a broker (produce, consume, e2e) or this machine (floor)
   moldau version      print the version
 

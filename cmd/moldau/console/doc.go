@@ -1,0 +1,43 @@
+// Package console is `moldau console`: a web page showing a Kafka cluster
+// (Moldau or Apache Kafka) live, read through the Kafka protocol only.
+//
+// # Model
+//
+// A [Poller] owns one kgo/kadm client. About once a second it asks the
+// cluster a bounded set of questions (Metadata, DescribeCluster,
+// DescribeQuorum, DescribeLogDirs, three ListOffsets, ListGroups,
+// DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
+// DescribeTransactions; optionally the Prometheus text of --metrics-url)
+// and assembles the answers into a [Snapshot]: plain data, the one thing
+// the page renders from. Each part of a snapshot comes from one API; when
+// an API fails, that part keeps its previous value and Snapshot.Errors
+// names the part and the cause. An API the cluster does not serve
+// (UNSUPPORTED_VERSION, or absent from ApiVersions) leaves its part empty
+// and is asked again only every [unsupportedRetry] ticks.
+//
+// [Diff] compares two snapshots part by part (and topic by topic); the
+// poller publishes a new snapshot, with a higher Seq, only when Diff finds
+// a change, so an idle cluster costs the browser nothing.
+//
+// # Bounds
+//
+// Per tick: at most [maxGroups] groups and [maxTransactions] transactions
+// are described (the rest are counted in Snapshot.Truncated), every request
+// runs under a per-tick deadline, and a tick that overruns the interval
+// delays the next one rather than piling up. The HTTP side serves at most
+// Config.MaxClients server-sent-event streams at a time; each gets the
+// full snapshot on connect, then every newer one (a slow client skips
+// snapshots, it never queues them), and a comment line as a heartbeat.
+//
+// # Goroutines
+//
+// [Serve] starts the poller and the HTTP server and waits for ctx; on
+// cancellation it shuts the server down (closing the event streams) and
+// waits for every goroutine it started before returning.
+//
+// # Later
+//
+// `moldau dev` (a local cluster with faults and delivery counters) and the
+// animated diagram build on the same Snapshot: new parts are new fields,
+// the page's diagram reads Snapshot.Brokers and Snapshot.Topics.
+package console

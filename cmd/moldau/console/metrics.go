@@ -1,0 +1,113 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The few broker totals the console reads from a Prometheus /metrics page
+// (Moldau's names, which are Kafka's JMX names flattened).
+var metricNames = map[string]func(*Metrics) *float64{
+	"kafka_server_brokertopicmetrics_bytesin_total":    func(m *Metrics) *float64 { return &m.BytesIn },
+	"kafka_server_brokertopicmetrics_bytesout_total":   func(m *Metrics) *float64 { return &m.BytesOut },
+	"kafka_server_brokertopicmetrics_messagesin_total": func(m *Metrics) *float64 { return &m.MessagesIn },
+}
+
+// metricsSample is the previous scrape of one URL, for rates.
+type metricsSample struct {
+	at time.Time
+	m  Metrics
+}
+
+// maxMetricsBytes bounds how much of one /metrics page is read.
+const maxMetricsBytes = 8 << 20
+
+// scrapeMetrics reads every --metrics-url; one that fails gets an error
+// and no rates.
+func (p *Poller) scrapeMetrics(ctx context.Context) []Metrics {
+	out := make([]Metrics, 0, len(p.metrics))
+	for _, u := range p.metrics {
+		m := Metrics{URL: u, BytesInRate: -1, BytesOutRate: -1, MessagesInRate: -1}
+		now := p.now()
+		if err := p.scrapeOne(ctx, u, &m); err != nil {
+			m.Error = errorText(err)
+			delete(p.lastMetrics, u)
+			out = append(out, m)
+			continue
+		}
+		if last, ok := p.lastMetrics[u]; ok {
+			if dt := now.Sub(last.at).Seconds(); dt > 0 {
+				m.BytesInRate = rate(last.m.BytesIn, m.BytesIn, dt)
+				m.BytesOutRate = rate(last.m.BytesOut, m.BytesOut, dt)
+				m.MessagesInRate = rate(last.m.MessagesIn, m.MessagesIn, dt)
+			}
+		}
+		p.lastMetrics[u] = metricsSample{at: now, m: m}
+		out = append(out, m)
+	}
+	return out
+}
+
+// rate is the increase per second, rounded to a tenth so that a steady
+// flow does not look like a change every tick; a counter that went down
+// (a restart) has no rate.
+func rate(a, b, dt float64) float64 {
+	if b < a {
+		return -1
+	}
+	r := (b - a) / dt
+	return float64(int64(r*10+0.5)) / 10
+}
+
+func (p *Poller) scrapeOne(ctx context.Context, url string, m *Metrics) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.httpc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return parseMetrics(io.LimitReader(resp.Body, maxMetricsBytes), m)
+}
+
+// parseMetrics sums the samples of the metrics in metricNames over their
+// labels, from the Prometheus text format.
+func parseMetrics(r io.Reader, m *Metrics) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, " ")
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+			if j := strings.LastIndexByte(line, '}'); j >= 0 {
+				rest = strings.TrimSpace(line[j+1:])
+			}
+		}
+		field, ok := metricNames[name]
+		if !ok {
+			continue
+		}
+		value, _, _ := strings.Cut(strings.TrimSpace(rest), " ") // a timestamp may follow
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return fmt.Errorf("metric %s: %v", name, err)
+		}
+		*field(m) += v
+	}
+	return sc.Err()
+}

@@ -1,0 +1,216 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Bounds of one tick's work.
+const (
+	maxGroups       = 200 // groups described per tick
+	maxTransactions = 200 // transactions described per tick
+	// unsupportedRetry is how many ticks an API the cluster refused with
+	// UNSUPPORTED_VERSION is left alone before it is asked again (a
+	// rolling upgrade may bring it).
+	unsupportedRetry = 60
+)
+
+// Poller polls a cluster and publishes a Snapshot whenever it changes.
+// Current and Changed are safe for concurrent use; Run and Poll are called
+// from one goroutine.
+type Poller struct {
+	cl       *kgo.Client
+	adm      *kadm.Client
+	interval time.Duration
+	timeout  time.Duration
+	metrics  []string
+	httpc    *http.Client
+	log      *slog.Logger
+	now      func() time.Time
+
+	mu      sync.Mutex
+	cur     *Snapshot
+	changed chan struct{} // closed when cur is replaced
+
+	// Owned by the polling goroutine.
+	tick        int
+	unsupported map[string]int // part -> first tick to ask again
+	lastMetrics map[string]metricsSample
+}
+
+// NewPoller returns a poller on cl, which it uses but does not close.
+// interval is the time between the end of one poll and the start of the
+// next; timeout bounds one poll.
+func NewPoller(cl *kgo.Client, interval, timeout time.Duration, metricsURLs []string, log *slog.Logger) *Poller {
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(timeout / time.Millisecond))
+	return &Poller{
+		cl: cl, adm: adm, interval: interval, timeout: timeout, metrics: metricsURLs,
+		httpc: &http.Client{Timeout: timeout}, log: log, now: time.Now,
+		changed: make(chan struct{}), unsupported: map[string]int{}, lastMetrics: map[string]metricsSample{},
+	}
+}
+
+// Current returns the latest snapshot (nil before the first poll) and a
+// channel closed when a newer one is published.
+func (p *Poller) Current() (*Snapshot, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur, p.changed
+}
+
+// Run polls until ctx is done.
+func (p *Poller) Run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.Poll(ctx)
+		t.Reset(p.interval)
+	}
+}
+
+// Poll asks the cluster once and publishes the result if it differs from
+// the current snapshot. It reports whether it published.
+func (p *Poller) Poll(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	prev, _ := p.Current()
+	next := p.build(ctx, prev)
+	p.tick++
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+		return false // shutting down: what we have is partial
+	}
+	if prev != nil && !Diff(prev, next).Any() {
+		return false
+	}
+	return p.publish(next) == nil
+}
+
+// publish makes s the current snapshot, numbered after the previous one.
+func (p *Poller) publish(s *Snapshot) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.Seq = 1
+	if p.cur != nil {
+		s.Seq = p.cur.Seq + 1
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		p.log.Error("console: encoding the snapshot", "err", err)
+		return err
+	}
+	s.data = data
+	p.cur = s
+	close(p.changed)
+	p.changed = make(chan struct{})
+	return nil
+}
+
+// build assembles a new snapshot; each part that fails keeps prev's value.
+func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
+	if prev == nil {
+		prev = &Snapshot{ControllerID: -1}
+	}
+	s := &Snapshot{Errors: map[string]string{}, Truncated: map[string]int{}}
+	fail := func(part string, err error) {
+		s.Errors[part] = errorText(err)
+		p.log.Debug("console poll", "part", part, "err", err)
+	}
+	md, err := p.adm.Metadata(ctx)
+	if err != nil {
+		fail("metadata", err)
+		s.ClusterID, s.ControllerID, s.Topics = prev.ClusterID, prev.ControllerID, prev.Topics
+		s.Brokers = prev.Brokers
+	} else {
+		s.ClusterID, s.ControllerID = md.Cluster, md.Controller
+		s.Topics = topicsFromMetadata(md)
+		fenced, err := p.fencedBrokers(ctx)
+		if err != nil {
+			fail("cluster", err)
+		}
+		s.Brokers = brokersFrom(md.Brokers, fenced, s.Topics)
+	}
+	if err := p.ask("quorum", func() error { return p.pollQuorum(ctx, s) }); err != nil {
+		fail("quorum", err)
+		if !errors.Is(err, errNotServed) {
+			s.Quorum = prev.Quorum
+		}
+	}
+	if err := p.pollLogDirs(ctx, s, prev); err != nil {
+		fail("log_dirs", err)
+	}
+	if err := p.pollOffsets(ctx, s, prev); err != nil {
+		fail("offsets", err)
+	}
+	if err := p.pollGroups(ctx, s); err != nil {
+		fail("groups", err)
+		s.Groups = prev.Groups
+	}
+	if err := p.ask("transactions", func() error { return p.pollTransactions(ctx, s) }); err != nil {
+		fail("transactions", err)
+		if !errors.Is(err, errNotServed) {
+			s.Transactions = prev.Transactions
+		}
+	}
+	if len(p.metrics) > 0 {
+		s.Metrics = p.scrapeMetrics(ctx)
+	}
+	if len(s.Errors) == 0 {
+		s.Errors = nil
+	}
+	if len(s.Truncated) == 0 {
+		s.Truncated = nil
+	}
+	s.Time = p.now().UnixMilli()
+	return s
+}
+
+// errNotServed marks a part the cluster does not serve; it is reported
+// once per unsupportedRetry ticks and otherwise left out.
+var errNotServed = errors.New("not served by this cluster")
+
+// ask runs fn unless the part was refused as unsupported recently. An
+// unsupported answer is remembered and reported as errNotServed.
+func (p *Poller) ask(part string, fn func() error) error {
+	if until, ok := p.unsupported[part]; ok && p.tick < until {
+		return errNotServed
+	}
+	err := fn()
+	if isUnsupported(err) {
+		p.unsupported[part] = p.tick + unsupportedRetry
+		return errNotServed
+	}
+	delete(p.unsupported, part)
+	return err
+}
+
+// isUnsupported reports whether err says the broker does not know the
+// request (UNSUPPORTED_VERSION, or kgo's "broker is too old" when
+// ApiVersions does not list it).
+func isUnsupported(err error) bool {
+	return err != nil && (errors.Is(err, kerr.UnsupportedVersion) || strings.Contains(err.Error(), "broker is too old"))
+}
+
+// errorText is the one-line note shown for a failed part.
+func errorText(err error) string {
+	var se *kadm.ShardErrors
+	if errors.As(err, &se) && len(se.Errs) > 0 {
+		err = se.Errs[0].Err
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

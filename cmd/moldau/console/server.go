@@ -1,0 +1,224 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+//go:embed web
+var webFS embed.FS
+
+// Config is what a console runs with. Zero values take the defaults.
+type Config struct {
+	// Brokers are the seed brokers, host:port.
+	Brokers []string
+	// Listen is the HTTP address (default localhost:8080; port 0 picks a
+	// free one, which Ready is told).
+	Listen string
+	// MetricsURLs are Prometheus /metrics pages to read (Moldau brokers'
+	// moldau.metrics.listener); none: no metrics.
+	MetricsURLs []string
+	// Interval is the time between polls (default 1s); Timeout bounds
+	// one poll (default 5s); DialTimeout a connection (default 3s).
+	Interval, Timeout, DialTimeout time.Duration
+	// MaxClients bounds the event streams served at once (default 32).
+	MaxClients int
+	// Heartbeat is how often an idle event stream gets a comment line
+	// (default 15s).
+	Heartbeat time.Duration
+	// ClientOpts are added to the kgo client's options (TLS, SASL).
+	ClientOpts []kgo.Opt
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Ready, if set, is called with the listening address once the
+	// server accepts connections.
+	Ready func(addr net.Addr)
+}
+
+func (c *Config) defaults() {
+	if c.Listen == "" {
+		c.Listen = "localhost:8080"
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 3 * time.Second
+	}
+	if c.MaxClients <= 0 {
+		c.MaxClients = 32
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 15 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Serve runs a console until ctx is done, then shuts the HTTP server down
+// and waits for its goroutines. A cluster that is down is not an error:
+// the page says so and the poller keeps trying.
+func Serve(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	if len(cfg.Brokers) == 0 {
+		return errors.New("no brokers given")
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID("moldau-console"),
+		kgo.DialTimeout(cfg.DialTimeout),
+		kgo.RetryTimeout(cfg.Timeout),
+		kgo.MetadataMinAge(cfg.Interval / 2),
+	}, cfg.ClientOpts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	poller := NewPoller(cl, cfg.Interval, cfg.Timeout, cfg.MetricsURLs, cfg.Logger)
+	h := newHandler(poller, cfg)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return h.ctx }}
+
+	var wg sync.WaitGroup
+	pctx, stopPoller := context.WithCancel(ctx)
+	defer stopPoller()
+	wg.Go(func() { poller.Run(pctx) })
+	serveErr := make(chan error, 1)
+	wg.Go(func() { serveErr <- srv.Serve(ln) })
+	cfg.Logger.Info("console listening", "addr", ln.Addr().String(), "brokers", cfg.Brokers)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	stopPoller()
+	h.cancel() // ends the event streams, which Shutdown would wait for
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+		err = serr
+	}
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// handler serves the page, the assets, the snapshot and the event stream.
+type handler struct {
+	mux     *http.ServeMux
+	poller  *Poller
+	cfg     Config
+	slots   chan struct{} // one per event stream being served
+	ctx     context.Context
+	cancel  context.CancelFunc
+	indexed []byte // web/index.html
+}
+
+func newHandler(p *Poller, cfg Config) *handler {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &handler{mux: http.NewServeMux(), poller: p, cfg: cfg, slots: make(chan struct{}, cfg.MaxClients), ctx: ctx, cancel: cancel}
+	static, _ := fs.Sub(webFS, "web")
+	h.indexed, _ = fs.ReadFile(static, "index.html")
+	h.mux.HandleFunc("GET /{$}", h.index)
+	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	h.mux.HandleFunc("GET /api/snapshot", h.snapshot)
+	h.mux.HandleFunc("GET /api/events", h.events)
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *handler) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(h.indexed)
+}
+
+// snapshot answers the current snapshot as JSON; 503 before the first
+// poll finished.
+func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
+	s, _ := h.poller.Current()
+	if s == nil {
+		http.Error(w, "no snapshot yet", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(s.data)
+}
+
+// events streams snapshots as server-sent events: the current one on
+// connect, then each newer one ("event: snapshot"), and a comment line
+// every Heartbeat. It ends when the client goes away or the console stops.
+func (h *handler) events(w http.ResponseWriter, r *http.Request) {
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, fmt.Sprintf("too many event streams (at most %d)", h.cfg.MaxClients), http.StatusServiceUnavailable)
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	heartbeat := time.NewTicker(h.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	var sent int64
+	for {
+		s, changed := h.poller.Current()
+		if s != nil && s.Seq != sent {
+			if err := writeEvent(w, s); err != nil || rc.Flush() != nil {
+				return
+			}
+			sent = s.Seq
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-h.ctx.Done():
+			return
+		case <-changed:
+		case <-heartbeat.C:
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// writeEvent writes one snapshot event; its id is the snapshot's Seq.
+func writeEvent(w io.Writer, s *Snapshot) error {
+	_, err := fmt.Fprintf(w, "event: snapshot\nid: %d\ndata: %s\n\n", s.Seq, s.data)
+	return err
+}

@@ -1,0 +1,150 @@
+// The console page: it receives snapshots over server-sent events
+// (/api/events) and renders the newest one, at most once per frame.
+//
+// window.moldauConsole exposes timings for tests and the curious:
+// firstRender (ms from navigation start to the first snapshot rendered),
+// seq (the snapshot on screen) and updates (per snapshot: its seq and the
+// ms from the poll that made it to the DOM showing it, from the second
+// snapshot on).
+
+import { esc } from './util.js';
+import { Diagram } from './diagram.js';
+import { topicsTable, groupsTable, txnsTable, brokersTable, metricsTable } from './tables.js';
+import { details } from './details.js';
+
+const historyLength = 60; // lag samples kept per group, one per snapshot
+
+const $ = (id) => document.getElementById(id);
+const stats = { firstRender: null, seq: 0, updates: [] };
+window.moldauConsole = stats;
+
+const ui = {
+  expanded: new Map(), // diagram: topic -> expanded
+  expandAll: location.hash === '#expand-all', // every topic starts expanded
+  tableOpen: new Set(), // topics table: topics showing their partitions
+  selection: null, // { kind, key }
+  isSelected(kind, key) { return this.selection && this.selection.kind === kind && this.selection.key === key; },
+  select(kind, key) { this.selection = { kind, key }; schedule(true); },
+  rerender() { schedule(true); },
+};
+
+let snap = null;
+let pending = false;
+let force = false;
+const lagHistory = new Map();
+const diagram = new Diagram($('quorum'), $('brokers'), ui);
+
+function schedule(forced) {
+  force = force || forced;
+  if (pending || !snap) return;
+  pending = true;
+  requestAnimationFrame(render);
+}
+
+function render() {
+  pending = false;
+  const s = snap;
+  const focused = document.activeElement && document.activeElement.closest('[data-key],[data-toggle-topic],[data-open-topic]');
+  const focusSel = focused && focusSelector(focused);
+  renderHeader(s);
+  diagram.render(s);
+  $('topics-table').innerHTML = topicsTable(s, ui);
+  $('groups-table').innerHTML = groupsTable(s, ui, lagHistory);
+  $('txns-table').innerHTML = txnsTable(s, ui);
+  $('brokers-table').innerHTML = brokersTable(s, ui);
+  $('metrics-section').hidden = !(s.metrics && s.metrics.length);
+  if (s.metrics) $('metrics-table').innerHTML = metricsTable(s);
+  renderDetails(s);
+  if (focusSel) {
+    const el = document.querySelector(focusSel);
+    if (el && el !== document.activeElement) el.focus({ preventScroll: true });
+  }
+  void document.body.offsetHeight; // include layout in the timings
+  if (stats.seq !== s.seq) {
+    const now = performance.now();
+    // The first snapshot may be older than the page: it times nothing.
+    if (stats.firstRender === null) stats.firstRender = now;
+    else stats.updates.push({ seq: s.seq, ms: Date.now() - s.time });
+    if (stats.updates.length > 100) stats.updates.shift();
+    stats.seq = s.seq;
+    document.body.dataset.seq = s.seq;
+  }
+  force = false;
+}
+
+// focusSelector finds the same control again after a table is redrawn.
+function focusSelector(el) {
+  for (const a of ['data-toggle-topic', 'data-open-topic']) {
+    if (el.hasAttribute(a)) return '[' + a + '="' + CSS.escape(el.getAttribute(a)) + '"]';
+  }
+  return '[data-kind="' + CSS.escape(el.dataset.kind || '') + '"][data-key="' + CSS.escape(el.dataset.key) + '"]';
+}
+
+function renderHeader(s) {
+  $('cluster-id').textContent = s.cluster_id || '–';
+  $('controller-id').textContent = s.controller_id >= 0 ? s.controller_id : '–';
+  const q = s.quorum;
+  $('quorum-summary').textContent = q ? 'leader ' + q.leader_id + ', epoch ' + q.leader_epoch + ', ' + q.voters.length + ' voters' : 'not reported';
+  $('updated').textContent = new Date(s.time).toLocaleTimeString() + ' (#' + s.seq + ')';
+  const errs = Object.entries(s.errors || {}).filter(([k]) => k !== 'quorum' || !/not served/.test(s.errors[k]));
+  const trunc = Object.entries(s.truncated || {});
+  $('status').innerHTML = errs.map(([k, v]) => '<span class="warn">' + esc(k) + ': ' + esc(v) + '</span>').join(' ') +
+    trunc.map(([k, n]) => ' <span class="muted">' + n + ' ' + esc(k) + ' not shown</span>').join('');
+}
+
+function renderDetails(s) {
+  const d = details(s, ui.selection);
+  $('details').hidden = !d;
+  if (!d) return;
+  $('details-title').innerHTML = d[0];
+  $('details-body').innerHTML = d[1];
+}
+
+function recordLag(s) {
+  const seen = new Set();
+  for (const g of s.groups) {
+    seen.add(g.id);
+    let h = lagHistory.get(g.id);
+    if (!h) lagHistory.set(g.id, (h = []));
+    h.push(g.lag);
+    if (h.length > historyLength) h.shift();
+  }
+  for (const id of lagHistory.keys()) if (!seen.has(id)) lagHistory.delete(id);
+}
+
+function onSnapshot(ev) {
+  snap = JSON.parse(ev.data);
+  recordLag(snap);
+  schedule(false);
+}
+
+function connect() {
+  const es = new EventSource('/api/events');
+  es.addEventListener('snapshot', onSnapshot);
+  es.onopen = () => { if (!snap) $('updated').textContent = 'waiting for the first poll…'; };
+  es.onerror = () => { $('updated').textContent = 'disconnected, reconnecting…'; };
+}
+
+function onActivate(ev) {
+  const open = ev.target.closest('button[data-open-topic]');
+  if (open) {
+    const t = open.dataset.openTopic;
+    if (ui.tableOpen.has(t)) ui.tableOpen.delete(t); else ui.tableOpen.add(t);
+    schedule(true);
+    return;
+  }
+  const tr = ev.target.closest('tr[data-kind]');
+  if (tr) ui.select(tr.dataset.kind, tr.dataset.key);
+}
+
+$('tables').addEventListener('click', onActivate);
+$('tables').addEventListener('keydown', (ev) => {
+  if ((ev.key === 'Enter' || ev.key === ' ') && ev.target.matches('tr[data-kind]')) {
+    ev.preventDefault();
+    onActivate(ev);
+  }
+});
+$('details-close').addEventListener('click', () => { ui.selection = null; schedule(true); });
+document.addEventListener('keydown', (ev) => { if (ev.key === 'Escape' && ui.selection) { ui.selection = null; schedule(true); } });
+setInterval(() => { if (snap && snap.transactions.length) schedule(true); }, 1000); // transaction ages
+connect();
