@@ -3,10 +3,12 @@ package integration
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +22,8 @@ import (
 // Reassignment (KIP-455) over TCP with kadm: four brokers, a topic with
 // replication factor 2 on brokers 1 and 2 moved to brokers 3 and 4 while an
 // idempotent acks=all producer writes and a consumer group reads. The move
-// is listed while it runs, ends with replicas {3,4} and a leader among
-// them, brokers 1 and 2 delete their replicas, and every acknowledged
+// ends (ListPartitionReassignments lists none) with replicas {3,4} and a
+// leader among them, brokers 1 and 2 delete their replicas, and every acknowledged
 // record is read exactly once; kcat -L agrees on the replicas.
 func TestReassignmentUnderLoad(t *testing.T) {
 	nodes := newClusterNodes(t, 4)
@@ -118,7 +120,11 @@ func TestReassignmentUnderLoad(t *testing.T) {
 	})
 	started := time.Now()
 	eventually(t, 90*time.Second, func() error {
-		listed, err := adm.ListPartitionReassignments(ctx, nil)
+		moving := kadm.TopicsSet{}
+		for p := range int32(partitions) {
+			moving.Add("move", p)
+		}
+		listed, err := adm.ListPartitionReassignments(ctx, moving)
 		if err != nil {
 			return err
 		}
@@ -202,4 +208,52 @@ func TestReassignmentUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d records acknowledged, each in the log once; the group consumed them all", total)
 	kcatAgrees(t, seeds, adm, "move", partitions)
+
+	// And back with the command line, as kafka-reassign-partitions.sh:
+	// generate a plan onto brokers 1 and 2, execute it, verify it.
+	cli := &cliCluster{brokers: joinSeeds(seeds)}
+	dir := t.TempDir()
+	topicsFile, planFile := filepath.Join(dir, "topics.json"), filepath.Join(dir, "plan.json")
+	os.WriteFile(topicsFile, []byte(`{"version":1,"topics":[{"topic":"move"}]}`), 0o644)
+	var gen struct{ Proposed reassignmentJSON }
+	cli.okJSON(t, &gen, nil, "cluster", "reassign", "--generate", "--topics-to-move-json-file", topicsFile, "--broker-list", "1,2")
+	if len(gen.Proposed.Partitions) != partitions {
+		t.Fatalf("generated plan: %+v", gen.Proposed)
+	}
+	plan, _ := json.Marshal(gen.Proposed)
+	os.WriteFile(planFile, plan, 0o644)
+	if out := cli.ok(t, nil, "cluster", "reassign", "--execute", "--reassignment-json-file", planFile); !strings.Contains(out, "Successfully started partition reassignment for move-0,move-1,move-2") {
+		t.Fatalf("execute:\n%s", out)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if r := cli.moldau(t, nil, "cluster", "reassign", "--verify", "--reassignment-json-file", planFile); r.code != 0 {
+			return fmt.Errorf("verify: %s%s", r.stdout, r.stderr)
+		}
+		return nil
+	})
+	if out := cli.ok(t, nil, "cluster", "reassign", "--list"); !strings.Contains(out, "No partition reassignments found.") {
+		t.Fatalf("list:\n%s", out)
+	}
+	eventually(t, 10*time.Second, func() error { // every broker has applied it
+		md, err := adm.Metadata(ctx, "move")
+		if err != nil {
+			return err
+		}
+		for _, want := range gen.Proposed.Partitions {
+			if got := md.Topics["move"].Partitions[want.Partition].Replicas; !slices.Equal(got, want.Replicas) {
+				return fmt.Errorf("move-%d: replicas %v after the plan, want %v", want.Partition, got, want.Replicas)
+			}
+		}
+		return nil
+	})
+}
+
+// reassignmentJSON is kafka-reassign-partitions.sh's plan.
+type reassignmentJSON struct {
+	Version    int `json:"version"`
+	Partitions []struct {
+		Topic     string  `json:"topic"`
+		Partition int32   `json:"partition"`
+		Replicas  []int32 `json:"replicas"`
+	} `json:"partitions"`
 }

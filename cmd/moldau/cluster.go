@@ -20,8 +20,8 @@ const metadataTopic = "__cluster_metadata"
 func clusterCommand() *command {
 	return &command{
 		name:    "cluster",
-		summary: "Show the cluster (brokers, controller, API versions, quorum) and elect leaders.",
-		subs:    []*command{clusterInfoCommand(), clusterElectCommand()},
+		summary: "Show the cluster (brokers, controller, API versions, quorum), elect leaders and move partitions.",
+		subs:    []*command{clusterInfoCommand(), clusterElectCommand(), clusterReassignCommand()},
 	}
 }
 

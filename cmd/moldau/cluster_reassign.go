@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// reassignmentPlan is kafka-reassign-partitions.sh's JSON: the partitions
+// and the replicas each should have.
+type reassignmentPlan struct {
+	Version    int                     `json:"version"`
+	Partitions []reassignmentPartition `json:"partitions"`
+}
+
+type reassignmentPartition struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Replicas  []int32  `json:"replicas"`
+	LogDirs   []string `json:"log_dirs,omitempty"`
+}
+
+// topicsToMove is the --topics-to-move-json-file format.
+type topicsToMove struct {
+	Version int `json:"version"`
+	Topics  []struct {
+		Topic string `json:"topic"`
+	} `json:"topics"`
+}
+
+func clusterReassignCommand() *command {
+	return &command{
+		name: "reassign", maxArgs: 0, client: true,
+		summary: "Move partitions between brokers: generate a plan, execute, verify, cancel or list reassignments.",
+		long: `Moves partition replicas between brokers (AlterPartitionReassignments and
+ListPartitionReassignments), as kafka-reassign-partitions.sh does, with its
+JSON plans:
+
+  {"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[4,5,6]}]}
+
+--generate reads the topics to move ({"version":1,"topics":[{"topic":"orders"}]})
+and a broker list, and prints the current assignment and a proposed one:
+each partition keeps its replication factor, with replicas spread round
+robin over the brokers given. --execute starts the moves of a plan and
+prints the assignment before them (keep it to roll back); --verify tells
+for each partition of a plan whether its move is done, still running, or
+not started; --cancel stops the moves of a plan (each partition goes back
+to the replicas it had); --list shows every move in progress.
+
+Moves are not throttled yet (the brokers have no replication throttles).`,
+		example: `  moldau cluster reassign --generate --topics-to-move-json-file topics.json --broker-list 4,5,6
+  moldau cluster reassign --execute --reassignment-json-file plan.json
+  moldau cluster reassign --verify --reassignment-json-file plan.json
+  moldau cluster reassign --cancel --reassignment-json-file plan.json
+  moldau cluster reassign --list`,
+		setup: func(fs *pflag.FlagSet) runner {
+			generate := fs.Bool("generate", false, "propose a plan for --topics-to-move-json-file over --broker-list")
+			execute := fs.Bool("execute", false, "start the moves of --reassignment-json-file")
+			verify := fs.Bool("verify", false, "tell whether the moves of --reassignment-json-file are done")
+			cancel := fs.Bool("cancel", false, "cancel the moves of --reassignment-json-file")
+			list := fs.Bool("list", false, "list the moves in progress")
+			topicsFile := fs.String("topics-to-move-json-file", "", "the topics to move (--generate)")
+			planFile := fs.String("reassignment-json-file", "", "the plan (--execute, --verify, --cancel)")
+			brokerList := fs.String("broker-list", "", "the brokers to move to, comma-separated ids (--generate)")
+			throttle := fs.Int64("throttle", -1, "replication throttle in bytes/s (not supported yet: refused)")
+			return func(ctx context.Context, e *env, args []string) error {
+				n := 0
+				for _, b := range []bool{*generate, *execute, *verify, *cancel, *list} {
+					if b {
+						n++
+					}
+				}
+				if n != 1 {
+					return usageErrorf(e, "give exactly one of --generate, --execute, --verify, --cancel, --list")
+				}
+				if *throttle >= 0 {
+					return usageErrorf(e, "--throttle: Moldau has no replication throttles yet")
+				}
+				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
+					switch {
+					case *generate:
+						return reassignGenerate(rctx, e, adm, *topicsFile, *brokerList)
+					case *list:
+						return reassignList(rctx, e, adm)
+					}
+					plan, err := readPlan(*planFile)
+					if err != nil {
+						return usageErrorf(e, "%v", err)
+					}
+					switch {
+					case *execute:
+						return reassignExecute(rctx, e, adm, plan)
+					case *verify:
+						return reassignVerify(rctx, e, adm, plan)
+					default:
+						return reassignCancel(rctx, e, adm, plan)
+					}
+				})
+			}
+		},
+	}
+}
+
+func readPlan(path string) (reassignmentPlan, error) {
+	var plan reassignmentPlan
+	if path == "" {
+		return plan, errors.New("--reassignment-json-file is required")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return plan, err
+	}
+	if err := json.Unmarshal(b, &plan); err != nil {
+		return plan, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(plan.Partitions) == 0 {
+		return plan, fmt.Errorf("%s: no partitions", path)
+	}
+	for _, p := range plan.Partitions {
+		for _, d := range p.LogDirs {
+			if d != "" && d != "any" {
+				return plan, fmt.Errorf("%s: %s-%d: log dirs other than \"any\" are not supported yet", path, p.Topic, p.Partition)
+			}
+		}
+	}
+	return plan, nil
+}
+
+// currentAssignment is the plan that describes the partitions' replicas now.
+func currentAssignment(ctx context.Context, adm *kadm.Client, topics []string, only map[string]map[int32]bool) (reassignmentPlan, error) {
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return reassignmentPlan{}, err
+	}
+	plan := reassignmentPlan{Version: 1}
+	for _, t := range md.Topics.Sorted() {
+		if t.Err != nil {
+			return plan, fmt.Errorf("%s: %w", t.Topic, t.Err)
+		}
+		for _, p := range t.Partitions.Sorted() {
+			if only != nil && !only[t.Topic][p.Partition] {
+				continue
+			}
+			plan.Partitions = append(plan.Partitions, reassignmentPartition{Topic: t.Topic, Partition: p.Partition, Replicas: slices.Clone(p.Replicas)})
+		}
+	}
+	return plan, nil
+}
+
+func reassignGenerate(ctx context.Context, e *env, adm *kadm.Client, topicsFile, brokerList string) error {
+	if topicsFile == "" || brokerList == "" {
+		return usageErrorf(e, "--generate needs --topics-to-move-json-file and --broker-list")
+	}
+	var brokers []int32
+	for _, s := range strings.Split(brokerList, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err != nil {
+			return usageErrorf(e, "--broker-list: %q is not a broker id", s)
+		}
+		brokers = append(brokers, int32(id))
+	}
+	b, err := os.ReadFile(topicsFile)
+	if err != nil {
+		return err
+	}
+	var ttm topicsToMove
+	if err := json.Unmarshal(b, &ttm); err != nil {
+		return fmt.Errorf("%s: %w", topicsFile, err)
+	}
+	var topics []string
+	for _, t := range ttm.Topics {
+		topics = append(topics, t.Topic)
+	}
+	if len(topics) == 0 {
+		return usageErrorf(e, "%s names no topics", topicsFile)
+	}
+	cur, err := currentAssignment(ctx, adm, topics, nil)
+	if err != nil {
+		return err
+	}
+	proposed := proposeAssignment(cur, brokers)
+	for _, p := range proposed.Partitions {
+		if len(p.Replicas) == 0 {
+			return fmt.Errorf("%s-%d: its replication factor exceeds the %d brokers given", p.Topic, p.Partition, len(brokers))
+		}
+	}
+	if e.json {
+		return writeJSON(e.stdout, map[string]reassignmentPlan{"current": cur, "proposed": proposed})
+	}
+	fmt.Fprintln(e.stdout, "Current partition replica assignment")
+	writePlan(e.stdout, cur)
+	fmt.Fprintln(e.stdout, "\nProposed partition reassignment configuration")
+	writePlan(e.stdout, proposed)
+	return nil
+}
+
+// proposeAssignment spreads each partition's replicas round robin over
+// brokers, keeping its replication factor (Kafka's tool also starts at a
+// random broker; this starts at the partition's index, so a plan is the
+// same each time). A partition needing more replicas than brokers gets
+// none (an error).
+func proposeAssignment(cur reassignmentPlan, brokers []int32) reassignmentPlan {
+	sorted := slices.Sorted(slices.Values(brokers))
+	out := reassignmentPlan{Version: 1}
+	for _, p := range cur.Partitions {
+		rf := len(p.Replicas)
+		np := reassignmentPartition{Topic: p.Topic, Partition: p.Partition}
+		if rf <= len(sorted) {
+			for i := range rf {
+				np.Replicas = append(np.Replicas, sorted[(int(p.Partition)+i)%len(sorted)])
+			}
+		}
+		out.Partitions = append(out.Partitions, np)
+	}
+	return out
+}
+
+func writePlan(w io.Writer, plan reassignmentPlan) {
+	b, _ := json.Marshal(plan)
+	fmt.Fprintln(w, string(b))
+}
+
+func planPartitions(plan reassignmentPlan) ([]string, map[string]map[int32]bool) {
+	only := map[string]map[int32]bool{}
+	var topics []string
+	for _, p := range plan.Partitions {
+		if only[p.Topic] == nil {
+			only[p.Topic] = map[int32]bool{}
+			topics = append(topics, p.Topic)
+		}
+		only[p.Topic][p.Partition] = true
+	}
+	sort.Strings(topics)
+	return topics, only
+}
+
+func reassignExecute(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
+	topics, only := planPartitions(plan)
+	cur, err := currentAssignment(ctx, adm, topics, only)
+	if err != nil {
+		return err
+	}
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for _, p := range plan.Partitions {
+		req.Assign(p.Topic, p.Partition, p.Replicas)
+	}
+	return alterAssignments(ctx, e, adm, req, func() {
+		if e.json {
+			return
+		}
+		fmt.Fprintln(e.stdout, "Current partition replica assignment")
+		writePlan(e.stdout, cur)
+		fmt.Fprintln(e.stdout, "\nSave this to use as the --reassignment-json-file option during rollback")
+	}, "Successfully started partition reassignment", cur)
+}
+
+func reassignCancel(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for _, p := range plan.Partitions {
+		req.CancelAssign(p.Topic, p.Partition)
+	}
+	return alterAssignments(ctx, e, adm, req, func() {}, "Successfully cancelled partition reassignment", nil)
+}
+
+// alterAssignments sends req and reports each partition.
+func alterAssignments(ctx context.Context, e *env, adm *kadm.Client, req kadm.AlterPartitionAssignmentsReq, before func(), done string, cur any) error {
+	rs, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return fmt.Errorf("altering partition reassignments: %w", err)
+	}
+	type outcome struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		Error     string `json:"error,omitempty"`
+	}
+	var out []outcome
+	var ok []string
+	failed := 0
+	for _, r := range rs.Sorted() {
+		o := outcome{Topic: r.Topic, Partition: r.Partition}
+		if r.Err != nil {
+			o.Error = r.Err.Error()
+			if r.ErrMessage != "" {
+				o.Error += ": " + r.ErrMessage
+			}
+			failed++
+		} else {
+			ok = append(ok, fmt.Sprintf("%s-%d", r.Topic, r.Partition))
+		}
+		out = append(out, o)
+	}
+	if e.json {
+		if err := writeJSON(e.stdout, map[string]any{"before": cur, "partitions": out}); err != nil {
+			return err
+		}
+	} else {
+		before()
+		if len(ok) > 0 {
+			fmt.Fprintf(e.stdout, "%s for %s\n", done, strings.Join(ok, ","))
+		}
+		for _, o := range out {
+			if o.Error != "" {
+				fmt.Fprintf(e.stdout, "Error for %s-%d: %s\n", o.Topic, o.Partition, o.Error)
+			}
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d partition(s) failed", failed)
+	}
+	return nil
+}
+
+func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
+	topics, only := planPartitions(plan)
+	set := kadm.TopicsSet{}
+	for t, ps := range only {
+		for p := range ps {
+			set.Add(t, p)
+		}
+	}
+	moving, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return fmt.Errorf("listing partition reassignments: %w", err)
+	}
+	cur, err := currentAssignment(ctx, adm, topics, only)
+	if err != nil {
+		return err
+	}
+	now := map[string][]int32{}
+	for _, p := range cur.Partitions {
+		now[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = p.Replicas
+	}
+	type status struct {
+		Partition string `json:"partition"`
+		State     string `json:"state"` // completed, in_progress, not_started
+		Replicas  []int32
+	}
+	var out []status
+	pending := 0
+	for _, p := range plan.Partitions {
+		key := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
+		s := status{Partition: key, Replicas: now[key]}
+		_, inProgress := moving[p.Topic][p.Partition]
+		switch {
+		case inProgress:
+			s.State, pending = "in_progress", pending+1
+		case slices.Equal(now[key], p.Replicas):
+			s.State = "completed"
+		default:
+			s.State, pending = "not_started", pending+1
+		}
+		out = append(out, s)
+		if e.json {
+			continue
+		}
+		switch s.State {
+		case "in_progress":
+			fmt.Fprintf(e.stdout, "Reassignment of partition %s is still in progress.\n", key)
+		case "completed":
+			fmt.Fprintf(e.stdout, "Reassignment of partition %s is completed.\n", key)
+		default:
+			fmt.Fprintf(e.stdout, "There is no active reassignment of partition %s, but replica set is %v rather than %v.\n", key, now[key], p.Replicas)
+		}
+	}
+	if e.json {
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+	}
+	if pending > 0 {
+		return fmt.Errorf("%d of %d partition(s) not reassigned yet", pending, len(plan.Partitions))
+	}
+	return nil
+}
+
+func reassignList(ctx context.Context, e *env, adm *kadm.Client) error {
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	set := kadm.TopicsSet{}
+	for _, t := range topics.Sorted() {
+		for _, p := range t.Partitions.Sorted() {
+			set.Add(t.Topic, p.Partition)
+		}
+	}
+	moving, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return fmt.Errorf("listing partition reassignments: %w", err)
+	}
+	rs := moving.Sorted()
+	if e.json {
+		return writeJSON(e.stdout, rs)
+	}
+	if len(rs) == 0 {
+		fmt.Fprintln(e.stdout, "No partition reassignments found.")
+		return nil
+	}
+	fmt.Fprintln(e.stdout, "Current partition reassignments:")
+	for _, r := range rs {
+		fmt.Fprintf(e.stdout, "%s-%d: replicas: %v. adding: %v. removing: %v.\n", r.Topic, r.Partition, r.Replicas, r.AddingReplicas, r.RemovingReplicas)
+	}
+	return nil
+}
