@@ -374,6 +374,18 @@ func (b *Broker) registerReconfigurables() {
 		},
 	}))
 	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(b.socketLimitsReconfigurable()))
+	// Replication throttles (Kafka's ReplicationQuotaManager is a
+	// dynamic broker config's listener).
+	throttles := []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+	b.replicas.SetReplicationThrottles(b.cfg.GetLong(throttles[0]), b.cfg.GetLong(throttles[1]))
+	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(config.ReconfigurableFunc{
+		Keys: throttles,
+		Apply: func(_, new map[string]any) {
+			l, _ := new[throttles[0]].(int64)
+			f, _ := new[throttles[1]].(int64)
+			b.replicas.SetReplicationThrottles(l, f)
+		},
+	}))
 	for _, r := range b.sslReconfigurables() {
 		b.unregister = append(b.unregister, b.cfg.AddReconfigurable(r))
 	}

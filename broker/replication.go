@@ -32,6 +32,8 @@ func replicationConfig(cfg *config.KafkaConfig) replica.ReplicationConfig {
 		LagTimeMax:            cfg.ReplicaLagTimeMax,
 		SocketTimeout:         ms("replica.socket.timeout.ms"),
 		SelectorClass:         strings.TrimSpace(cfg.GetString("replica.selector.class")),
+		QuotaWindows:          int(cfg.GetInt("replication.quota.window.num")),
+		QuotaWindowSize:       time.Duration(cfg.GetInt("replication.quota.window.size.seconds")) * time.Second,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker"
 )
@@ -256,4 +257,112 @@ type reassignmentJSON struct {
 		Partition int32   `json:"partition"`
 		Replicas  []int32 `json:"replicas"`
 	} `json:"partitions"`
+}
+
+// A throttled move (KIP-73), started with the command line as
+// kafka-reassign-partitions.sh --throttle: per-broker leader and follower
+// replication throttles of 1 MiB/s and the topic's throttled replicas (the
+// current ones as leaders, the added one as follower). The new replica
+// fetches at the bound, measured by its replication bytes-in counter over
+// the steady part of the move, within 10 %; --verify, once the move is
+// done, removes every throttle.
+func TestThrottledReassignmentRate(t *testing.T) {
+	nodes := newClusterNodes(t, 3)
+	bs := make([]*broker.Broker, len(nodes))
+	for i, n := range nodes {
+		// Three one-second windows (Kafka's default is eleven), and
+		// 64 KiB fetches waiting at most 100 ms, so the rate settles
+		// within the test and is not quantised by long polls.
+		bs[i] = startInProcessNode(t, n, nodes, "replication.quota.window.num=3", "replica.fetch.max.bytes=65536", "replica.fetch.wait.max.ms=100")
+		b := bs[i]
+		t.Cleanup(func() { b.Close() })
+	}
+	waitReady(t, bs...)
+	seeds := joinSeeds([]string{nodes[0].seed(), nodes[1].seed(), nodes[2].seed()})
+	createWithAssignment(t, nodes[0].seed(), "slow", [][]int32{{1, 2}}, nil)
+	adm := newAdmin(t, seeds)
+	waitISR(t, adm, "slow", 1, 2)
+	ctx := ctxTimeout(t, 2*time.Minute)
+	prod := newClient(t, seeds, kgo.DefaultProduceTopic("slow"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	value := make([]byte, 1024)
+	for range 16 << 10 { // 16 MiB of values
+		prod.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	replIn := func() float64 {
+		var v float64
+		for _, m := range gatherMetric(t, bs[2], "kafka_server_brokertopicmetrics_replicationbytesin_total") {
+			v += m.GetCounter().GetValue() // broker 3 follows only this partition
+		}
+		return v
+	}
+	const rate = 1 << 20
+	cli := &cliCluster{brokers: seeds}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	os.WriteFile(planFile, []byte(`{"version":1,"partitions":[{"topic":"slow","partition":0,"replicas":[1,3]}]}`), 0o644)
+	out := cli.ok(t, nil, "cluster", "reassign", "--execute", "--reassignment-json-file", planFile, "--throttle", fmt.Sprint(rate))
+	if !strings.Contains(out, "The inter-broker throttle limit was set to 1048576 B/s") {
+		t.Fatalf("execute:\n%s", out)
+	}
+	described, err := adm.DescribeTopicConfigs(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := described.On("slow", nil); err != nil || !hasConfig(c.Configs, "leader.replication.throttled.replicas", "0:1,0:2") ||
+		!hasConfig(c.Configs, "follower.replication.throttled.replicas", "0:3") {
+		t.Fatalf("topic throttles after --execute: %+v %v", c, err)
+	}
+	// Past the first windows (the burst a sampled rate allows), over
+	// eight seconds.
+	start := time.Now()
+	eventually(t, 30*time.Second, func() error {
+		if replIn() == 0 {
+			return fmt.Errorf("broker 3 has not started fetching")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // measuring a rate over time: the wait is the measurement
+	from, t0 := replIn(), time.Now()
+	time.Sleep(8 * time.Second)
+	got := (replIn() - from) / time.Since(t0).Seconds()
+	t.Logf("throttled move: broker 3 replicated %.0f B/s (bound %d B/s) between %.1f s and %.1f s into the move",
+		got, rate, t0.Sub(start).Seconds(), time.Since(start).Seconds())
+	if got < 0.9*rate || got > 1.1*rate {
+		t.Fatalf("replication rate %.0f B/s, want within 10%% of %d", got, rate)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if r := cli.moldau(t, nil, "cluster", "reassign", "--verify", "--reassignment-json-file", planFile); r.code != 0 {
+			return fmt.Errorf("verify: %s%s", r.stdout, r.stderr)
+		}
+		return nil
+	})
+	described, err = adm.DescribeTopicConfigs(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := described.On("slow", nil); hasConfig(c.Configs, "leader.replication.throttled.replicas", "0:1,0:2") {
+		t.Fatalf("topic throttles left after --verify: %+v", c)
+	}
+	bc, err := adm.DescribeBrokerConfigs(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range bc {
+		for _, c := range r.Configs {
+			if c.Key == "leader.replication.throttled.rate" && c.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+				t.Fatalf("broker throttle left after --verify: %+v", c)
+			}
+		}
+	}
+}
+
+func hasConfig(cs []kadm.Config, key, value string) bool {
+	for _, c := range cs {
+		if c.Key == key && c.Value != nil && *c.Value == value {
+			return true
+		}
+	}
+	return false
 }

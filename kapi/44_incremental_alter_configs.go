@@ -65,6 +65,14 @@ func (h *Handler) handleIncrementalAlterConfigs(rc *RequestContext, kreq kmsg.Re
 			}
 			continue
 		}
+		if r.ResourceType == kmsg.ConfigResourceTypeBroker && r.ResourceName != "" {
+			// Kafka's ConfigAdminManager: a broker's own configs are
+			// sent to it (admin clients route them so).
+			if err := h.checkBrokerLoggerResource(r.ResourceName); err != nil {
+				local[i] = err
+				continue
+			}
+		}
 		fwd.Resources = append(fwd.Resources, r)
 	}
 	var fresp *kmsg.IncrementalAlterConfigsResponse

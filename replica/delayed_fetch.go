@@ -43,7 +43,9 @@ func newDelayedFetch(m *Manager, params FetchParams, parts []FetchPartition, sta
 //	     older segment than the end offset (the log rolled, or the fetch
 //	     is behind);
 //	G:   the bytes between the fetch offsets and the end offsets, each
-//	     capped by its partition's max bytes, reach fetch.min.bytes;
+//	     capped by its partition's max bytes, reach fetch.min.bytes (a
+//	     follower's partitions held back by the leader's replication
+//	     throttle do not count, as Kafka's);
 //	or the broker is shutting down (answer with what there is).
 func (d *DelayedFetch) TryComplete() bool {
 	if d.m.shuttingDown.Load() {
@@ -71,6 +73,10 @@ func (d *DelayedFetch) TryComplete() bool {
 		}
 		end := snap.HighWatermark
 		switch {
+		case d.params.ReplicaID >= 0 && d.m.leaderThrottledReplica(p, d.params.ReplicaID) && d.m.leaderQuota.Exceeded():
+			// Kafka's shouldLeaderThrottle: what a throttled
+			// follower may not have yet does not count.
+			continue
 		case d.params.ReplicaID >= 0:
 			end = snap.LogEndOffset
 		case d.params.ReadCommitted:

@@ -177,7 +177,12 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			limit = 0
 		}
 		var data log.FetchData
+		throttled := params.ReplicaID >= 0 && m.leaderThrottledReplica(p, params.ReplicaID)
 		switch {
+		case throttled && m.leaderQuota.Exceeded():
+			// The leader's throttle: nothing for this out-of-sync
+			// replica until the rate is under the bound again.
+			data, err = l.Read(fp.FetchOffset, 0, leaderLEO, false)
 		case params.ReplicaID >= 0: // followers read to the log end
 			data, err = l.Read(fp.FetchOffset, int32(limit), leaderLEO, total == 0)
 		case params.ReadCommitted:
@@ -199,6 +204,9 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 			r.Err = err
 			anyErr = true
 			continue
+		}
+		if throttled {
+			m.leaderQuota.Record(data.Records.Size)
 		}
 		if params.ReplicaID >= 0 {
 			r.hwMoved = m.updateFollowerFetchState(p, params.ReplicaID, params.ReplicaEpoch, fp.FetchOffset, fp.LogStartOffset, leaderLEO)

@@ -246,6 +246,11 @@ func (t *ReplicaFetcherThread) buildRequest(now time.Time) (*kmsg.FetchRequest, 
 			wait = min(wait, st.delayUntil.Sub(now))
 			continue
 		}
+		if t.m.followerThrottled(st.p) && t.m.followerQuota.Exceeded() {
+			// The follower's throttle: ask again shortly.
+			wait = min(wait, 100*time.Millisecond)
+			continue
+		}
 		l := st.p.Log
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch = tp.Partition, st.leaderEpoch
@@ -354,6 +359,9 @@ func (t *ReplicaFetcherThread) processPartition(ctx context.Context, s sentParti
 			return err
 		}
 		s.st.p.stats.replicationBytesIn(info.ValidBytes)
+		if t.m.followerThrottled(s.st.p) {
+			t.m.followerQuota.Record(int64(info.ValidBytes))
+		}
 	}
 	s.st.p.followerLag.Store(max(rp.HighWatermark-l.LogEndOffset(), 0))
 	hw := min(rp.HighWatermark, l.LogEndOffset())

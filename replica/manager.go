@@ -61,6 +61,11 @@ type ReplicationConfig struct {
 	FetchResponseMaxBytes int32         // replica.fetch.response.max.bytes, 10 MiB
 	LagTimeMax            time.Duration // replica.lag.time.max.ms, 30s
 	SocketTimeout         time.Duration // replica.socket.timeout.ms, 30s
+	// QuotaWindows and QuotaWindowSize are replication.quota.window.num
+	// (11) and replication.quota.window.size.seconds (1 s): the replication
+	// throttles' rate is measured over them.
+	QuotaWindows    int
+	QuotaWindowSize time.Duration
 	// SelectorClass is replica.selector.class: "" (consumers read from
 	// leaders) or Kafka's RackAwareReplicaSelector (KIP-392).
 	SelectorClass string
@@ -135,6 +140,9 @@ type Manager struct {
 	fetchers *ReplicaFetcherManager
 	repl     *replicationMetrics
 	selector ReplicaSelector // nil: consumers read from leaders
+	// leaderQuota and followerQuota are the replication throttles
+	// (replication_quota.go).
+	leaderQuota, followerQuota *ReplicationQuota
 
 	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
@@ -155,6 +163,8 @@ func NewManager(cfg Config) (*Manager, error) {
 	if m.selector, err = NewReplicaSelector(cfg.Replication.SelectorClass); err != nil {
 		return nil, err
 	}
+	m.leaderQuota = NewReplicationQuota(cfg.Replication.QuotaWindows, cfg.Replication.QuotaWindowSize, nil)
+	m.followerQuota = NewReplicationQuota(cfg.Replication.QuotaWindows, cfg.Replication.QuotaWindowSize, nil)
 	if m.log == nil {
 		m.log = slog.Default()
 	}

@@ -33,6 +33,10 @@ type Partition struct {
 	isLeader    atomic.Bool
 
 	stats *topicStats
+	// leaderThrottled and followerThrottled: the topic's
+	// leader/follower.replication.throttled.replicas name this replica
+	// (replication_quota.go).
+	leaderThrottled, followerThrottled atomic.Bool
 	// followerLag is, while this broker follows the partition, how far
 	// its log end is behind the leader's high watermark at the last
 	// fetch (-1: not following, or not fetched yet).

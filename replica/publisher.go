@@ -164,6 +164,7 @@ func (m *Manager) applyPartition(t *metadata.Topic, p metadata.Partition, tp Top
 		}
 		part = &Partition{TopicPartition: tp, TopicID: t.ID, Log: l, stats: m.metrics.forTopic(t.Name)}
 		part.leaderEpoch.Store(p.LeaderEpoch)
+		m.applyThrottledReplicas(part, t.Configs)
 		m.partitions.Store(tp, part)
 	}
 	leader := p.Leader == m.cfg.NodeID
@@ -258,6 +259,7 @@ func (m *Manager) applyConfigs(d *metadata.Delta, im *metadata.Image) {
 		cfg := m.cfg.ConfigFor(t)
 		for _, p := range m.partitionsOf(name) {
 			p.Log.SetConfig(cfg)
+			m.applyThrottledReplicas(p, t.Configs)
 		}
 	}
 }

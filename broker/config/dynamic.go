@@ -213,6 +213,20 @@ func (c *KafkaConfig) ValidateDynamic(resource string, configs map[string]string
 	return c.validateDynamic(resource, configs, true)
 }
 
+// ValidateDynamicOther checks a new dynamic config set for the BROKER
+// resource of another node, as the controller does when a broker forwards
+// one (Kafka's ControllerConfigurationValidator): the name is a node id,
+// the keys may be updated dynamically and their values parse. What only
+// that node can check (its Reconfigurables, a key store on its disk) it
+// checks when it applies them.
+func (c *KafkaConfig) ValidateDynamicOther(resource string, configs map[string]string) error {
+	id, err := strconv.ParseInt(resource, 10, 32)
+	if err != nil || id < 0 {
+		return invalidRequest("Node id must be an integer, but it is: %s", resource)
+	}
+	return c.validateDynamicKeys(resource, configs)
+}
+
 // validateDynamic is ValidateDynamic; without reconfiguration it skips the
 // checks against the values in effect (thread counts, Reconfigurables),
 // as for persisted configs installed at start-up.
@@ -220,6 +234,18 @@ func (c *KafkaConfig) validateDynamic(resource string, configs map[string]string
 	if err := c.CheckBrokerResource(resource); err != nil {
 		return err
 	}
+	if err := c.validateDynamicKeys(resource, configs); err != nil {
+		return err
+	}
+	if !reconfiguration {
+		return nil
+	}
+	return c.validateReconfiguration(resource, configs)
+}
+
+// validateDynamicKeys is validateDynamic's check of the keys and values
+// alone.
+func (c *KafkaConfig) validateDynamicKeys(resource string, configs map[string]string) error {
 	var nonDynamic, noPrefix, perBroker []string
 	keys := sortedKeys(configs)
 	for _, k := range keys {
@@ -260,10 +286,7 @@ func (c *KafkaConfig) validateDynamic(resource string, configs map[string]string
 	if resource == "" && len(perBroker) > 0 {
 		return invalidRequest("Cannot update these configs at default cluster level, broker id must be specified: %s", scalaSet(perBroker))
 	}
-	if !reconfiguration {
-		return nil
-	}
-	return c.validateReconfiguration(resource, configs)
+	return nil
 }
 
 // scalaSet formats names as Kafka's messages do (a Scala Set).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -178,7 +179,10 @@ func (c *QuorumController) alterResource(im *metadata.Image, typ kmsg.ConfigReso
 		}
 		res = metadata.ConfigResource{Type: metadata.GroupResource, Name: name}
 	default:
-		if err := c.cfg.Broker.CheckBrokerResource(name); err != nil {
+		if name != "" && name != strconv.Itoa(int(c.cfg.NodeID)) {
+			// Another node's: checked here as far as the
+			// controller can (ValidateDynamicOther below).
+		} else if err := c.cfg.Broker.CheckBrokerResource(name); err != nil {
 			return nil, err
 		}
 		res = metadata.ConfigResource{Type: metadata.BrokerResource, Name: name}
@@ -204,7 +208,11 @@ func (c *QuorumController) alterResource(im *metadata.Image, typ kmsg.ConfigReso
 			return nil, err
 		}
 	default:
-		if err := c.cfg.Broker.ValidateDynamic(name, next); err != nil {
+		validate := c.cfg.Broker.ValidateDynamic
+		if name != "" && name != strconv.Itoa(int(c.cfg.NodeID)) {
+			validate = c.cfg.Broker.ValidateDynamicOther
+		}
+		if err := validate(name, next); err != nil {
 			return nil, err
 		}
 	}

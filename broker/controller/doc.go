@@ -101,6 +101,12 @@
 // (unclean election needed if only added replicas were in the ISR).
 // ListPartitionReassignments reports the moves in progress.
 //
+// A BROKER config resource naming another node (its broker forwarded it:
+// a broker's configs are sent to it) is checked as far as the controller
+// can, as Kafka's ControllerConfigurationValidator: the keys may be set
+// dynamically and the values parse; that node checks the rest (its
+// Reconfigurables) when it applies them.
+//
 // Elections on request and leader balance (elect_leaders.go,
 // leader_balance.go): ElectLeaders runs Kafka's PREFERRED election (the
 // first replica of the assignment leads if it is in the ISR and active)
@@ -139,8 +145,7 @@
 //     that says why; everything under the cap is built and tested for
 //     larger factors. Internal topics are capped to it and to the
 //     registered brokers, so that a single node creates __consumer_offsets.
-//   - No replication throttles during a reassignment
-//     (leader/follower.replication.throttled.*); no ELR update when
+//   - No ELR update when
 //     min.insync.replicas changes (neither has Kafka 4.0: the lists follow
 //     at the partition's next change); no periodic unclean election
 //     (Kafka's unclean.leader.election.interval.ms): a leaderless

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -58,9 +59,15 @@ for each partition of a plan whether its move is done, still running, or
 not started; --cancel stops the moves of a plan (each partition goes back
 to the replicas it had); --list shows every move in progress.
 
-Moves are not throttled yet (the brokers have no replication throttles).`,
+--throttle B (with --execute) bounds the moves' replication to B bytes/s:
+it sets leader.replication.throttled.rate and
+follower.replication.throttled.rate on every broker of the plan's
+partitions, and the topics' leader.replication.throttled.replicas (the
+replicas now) and follower.replication.throttled.replicas (those being
+added). --verify removes those throttles once every move of the plan is
+done (unless --preserve-throttles).`,
 		example: `  moldau cluster reassign --generate --topics-to-move-json-file topics.json --broker-list 4,5,6
-  moldau cluster reassign --execute --reassignment-json-file plan.json
+  moldau cluster reassign --execute --reassignment-json-file plan.json --throttle 50000000
   moldau cluster reassign --verify --reassignment-json-file plan.json
   moldau cluster reassign --cancel --reassignment-json-file plan.json
   moldau cluster reassign --list`,
@@ -73,7 +80,8 @@ Moves are not throttled yet (the brokers have no replication throttles).`,
 			topicsFile := fs.String("topics-to-move-json-file", "", "the topics to move (--generate)")
 			planFile := fs.String("reassignment-json-file", "", "the plan (--execute, --verify, --cancel)")
 			brokerList := fs.String("broker-list", "", "the brokers to move to, comma-separated ids (--generate)")
-			throttle := fs.Int64("throttle", -1, "replication throttle in bytes/s (not supported yet: refused)")
+			throttle := fs.Int64("throttle", -1, "with --execute: bound the moves' replication to this many bytes/s")
+			preserve := fs.Bool("preserve-throttles", false, "with --verify: keep the throttles when the moves are done")
 			return func(ctx context.Context, e *env, args []string) error {
 				n := 0
 				for _, b := range []bool{*generate, *execute, *verify, *cancel, *list} {
@@ -84,8 +92,8 @@ Moves are not throttled yet (the brokers have no replication throttles).`,
 				if n != 1 {
 					return usageErrorf(e, "give exactly one of --generate, --execute, --verify, --cancel, --list")
 				}
-				if *throttle >= 0 {
-					return usageErrorf(e, "--throttle: Moldau has no replication throttles yet")
+				if *throttle >= 0 && !*execute {
+					return usageErrorf(e, "--throttle goes with --execute")
 				}
 				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
 					switch {
@@ -100,9 +108,9 @@ Moves are not throttled yet (the brokers have no replication throttles).`,
 					}
 					switch {
 					case *execute:
-						return reassignExecute(rctx, e, adm, plan)
+						return reassignExecute(rctx, e, adm, plan, *throttle)
 					case *verify:
-						return reassignVerify(rctx, e, adm, plan)
+						return reassignVerify(rctx, e, adm, plan, *preserve)
 					default:
 						return reassignCancel(rctx, e, adm, plan)
 					}
@@ -245,11 +253,19 @@ func planPartitions(plan reassignmentPlan) ([]string, map[string]map[int32]bool)
 	return topics, only
 }
 
-func reassignExecute(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
+func reassignExecute(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan, throttle int64) error {
 	topics, only := planPartitions(plan)
 	cur, err := currentAssignment(ctx, adm, topics, only)
 	if err != nil {
 		return err
+	}
+	if throttle >= 0 {
+		if err := setThrottles(ctx, adm, cur, plan, throttle); err != nil {
+			return err
+		}
+		if !e.json {
+			fmt.Fprintf(e.stdout, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.\nThe inter-broker throttle limit was set to %d B/s\n", throttle)
+		}
 	}
 	req := kadm.AlterPartitionAssignmentsReq{}
 	for _, p := range plan.Partitions {
@@ -321,7 +337,7 @@ func alterAssignments(ctx context.Context, e *env, adm *kadm.Client, req kadm.Al
 	return nil
 }
 
-func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
+func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan, preserve bool) error {
 	topics, only := planPartitions(plan)
 	set := kadm.TopicsSet{}
 	for t, ps := range only {
@@ -381,9 +397,108 @@ func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassign
 	if pending > 0 {
 		return fmt.Errorf("%d of %d partition(s) not reassigned yet", pending, len(plan.Partitions))
 	}
+	if !preserve {
+		if err := clearThrottles(ctx, adm, topics); err != nil {
+			return err
+		}
+		if !e.json {
+			fmt.Fprintln(e.stdout, "Clearing broker-level throttles on brokers of the plan\nClearing topic-level throttles on topics "+strings.Join(topics, ","))
+		}
+	}
 	return nil
 }
 
+var (
+	brokerThrottleKeys = []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+	topicThrottleKeys  = []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
+
+// setThrottles is kafka-reassign-partitions.sh's --throttle: the rate on
+// every broker of the partitions now and after, leader throttles on the
+// current replicas and follower throttles on the added ones.
+func setThrottles(ctx context.Context, adm *kadm.Client, cur, plan reassignmentPlan, rate int64) error {
+	now := map[string][]int32{}
+	brokers := map[int32]bool{}
+	for _, p := range cur.Partitions {
+		now[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = p.Replicas
+		for _, b := range p.Replicas {
+			brokers[b] = true
+		}
+	}
+	leader, follower := map[string][]string{}, map[string][]string{}
+	for _, p := range plan.Partitions {
+		old := now[fmt.Sprintf("%s-%d", p.Topic, p.Partition)]
+		for _, b := range old {
+			leader[p.Topic] = append(leader[p.Topic], fmt.Sprintf("%d:%d", p.Partition, b))
+		}
+		for _, b := range p.Replicas {
+			brokers[b] = true
+			if !slices.Contains(old, b) {
+				follower[p.Topic] = append(follower[p.Topic], fmt.Sprintf("%d:%d", p.Partition, b))
+			}
+		}
+	}
+	v := strconv.FormatInt(rate, 10)
+	var bcfg []kadm.AlterConfig
+	for _, k := range brokerThrottleKeys {
+		bcfg = append(bcfg, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	ids := slices.Sorted(maps.Keys(brokers))
+	if err := alterConfigsOK(adm.AlterBrokerConfigs(ctx, bcfg, ids...)); err != nil {
+		return fmt.Errorf("setting the broker throttles: %w", err)
+	}
+	for t := range leader {
+		l, f := strings.Join(leader[t], ","), strings.Join(follower[t], ",")
+		tcfg := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: topicThrottleKeys[0], Value: &l}}
+		if f != "" {
+			tcfg = append(tcfg, kadm.AlterConfig{Op: kadm.SetConfig, Name: topicThrottleKeys[1], Value: &f})
+		}
+		if err := alterConfigsOK(adm.AlterTopicConfigs(ctx, tcfg, t)); err != nil {
+			return fmt.Errorf("setting the throttled replicas of %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// clearThrottles removes what setThrottles set, from every broker (as
+// Kafka's tool: the plan's old brokers may no longer host its partitions)
+// and the plan's topics.
+func clearThrottles(ctx context.Context, adm *kadm.Client, topics []string) error {
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	brokers := map[int32]bool{}
+	for _, b := range md.Brokers {
+		brokers[b.NodeID] = true
+	}
+	var bcfg, tcfg []kadm.AlterConfig
+	for _, k := range brokerThrottleKeys {
+		bcfg = append(bcfg, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	for _, k := range topicThrottleKeys {
+		tcfg = append(tcfg, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	if err := alterConfigsOK(adm.AlterBrokerConfigs(ctx, bcfg, slices.Sorted(maps.Keys(brokers))...)); err != nil {
+		return fmt.Errorf("clearing the broker throttles: %w", err)
+	}
+	if err := alterConfigsOK(adm.AlterTopicConfigs(ctx, tcfg, topics...)); err != nil {
+		return fmt.Errorf("clearing the topic throttles: %w", err)
+	}
+	return nil
+}
+
+func alterConfigsOK(rs kadm.AlterConfigsResponses, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %w %s", r.Name, r.Err, r.ErrMessage)
+		}
+	}
+	return nil
+}
 func reassignList(ctx context.Context, e *env, adm *kadm.Client) error {
 	topics, err := adm.ListTopics(ctx)
 	if err != nil {
