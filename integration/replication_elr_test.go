@@ -126,23 +126,7 @@ func TestEligibleLeaderReplicaLeadsAfterLastISRMemberDies(t *testing.T) {
 	waitISR(t, adm, "elr", 1, 3)
 	produce(all(joinSeeds(seeds)), 3000, 1000, ackedAll)
 
-	cons := newClient(t, joinSeeds(seeds), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"elr": {0: kgo.NewOffset().AtStart()}}))
-	end, err = adm.ListEndOffsets(ctx, "elr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw, _ := end.Lookup("elr", 0)
-	seen := map[uint64]int{}
-	for read := int64(0); read < hw.Offset; {
-		fs := cons.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d: %v", read, hw.Offset, ctx.Err())
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			seen[binary.BigEndian.Uint64(r.Value)]++
-			read++
-		})
-	}
+	seen := countValues(t, ctx, joinSeeds(seeds), "elr")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(ackedAll) != 4000 {

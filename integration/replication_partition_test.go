@@ -212,23 +212,7 @@ func TestPartitionedLeaderLosesNoAcksAllWrite(t *testing.T) {
 
 	// Everything acknowledged with acks=all is there once; acks=1
 	// records taken by the cut-off leader are gone.
-	cons := newClient(t, joinSeeds(seeds), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"cut": {0: kgo.NewOffset().AtStart()}}))
-	end, err := adm.ListEndOffsets(ctx, "cut")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw, _ := end.Lookup("cut", 0)
-	seen := map[uint64]int{}
-	for read := int64(0); read < hw.Offset; {
-		fs := cons.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d: %v", read, hw.Offset, ctx.Err())
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			seen[binary.BigEndian.Uint64(r.Value)]++
-			read++
-		})
-	}
+	seen := countValues(t, ctx, joinSeeds(seeds), "cut")
 	mu.Lock()
 	defer mu.Unlock()
 	for s := range ackedAll {
