@@ -45,38 +45,10 @@ func TestReassignmentUnderLoad(t *testing.T) {
 	waitISR(t, adm, "move", partitions, 2)
 	ctx := ctxTimeout(t, 3*time.Minute)
 
-	var mu sync.Mutex
-	acked := map[uint64]bool{}
-	produceErrs := map[string]int{}
 	prod := newClient(t, joinSeeds(seeds), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("move"),
 		kgo.RecordDeliveryTimeout(2*time.Minute))
-	stop := make(chan struct{})
+	sp := startSequenceProducer(ctx, prod, 200, 100)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := uint64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			v := make([]byte, 200)
-			binary.BigEndian.PutUint64(v, i)
-			prod.Produce(ctx, &kgo.Record{Value: v}, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					produceErrs[err.Error()]++
-					return
-				}
-				acked[binary.BigEndian.Uint64(r.Value)] = true
-			})
-			if i%100 == 99 {
-				time.Sleep(time.Millisecond)
-			}
-		}
-	}()
 	seen := map[uint64]int{}
 	var seenMu sync.Mutex
 	cons := newClient(t, joinSeeds(seeds), kgo.ConsumerGroup("movers"), kgo.ConsumeTopics("move"),
@@ -97,14 +69,7 @@ func TestReassignmentUnderLoad(t *testing.T) {
 			}
 		}
 	}()
-	eventually(t, 30*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(acked) < 5000 {
-			return fmt.Errorf("%d acknowledged", len(acked))
-		}
-		return nil
-	})
+	sp.waitAcked(t, 5000, 30*time.Second)
 
 	req := kadm.AlterPartitionAssignmentsReq{}
 	for p := range int32(partitions) {
@@ -156,17 +121,12 @@ func TestReassignmentUnderLoad(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	flushed := time.Now()
-	if err := prod.Flush(ctx); err != nil {
-		t.Fatal(err)
+	sp.stopAndFlush(t, ctx, prod)
+	acked, failed := sp.results()
+	if len(failed) > 0 {
+		t.Fatalf("%d records not acknowledged, the first: %v", len(failed), failed[0])
 	}
-	mu.Lock()
-	t.Logf("flushed in %v; produce errors %v", time.Since(flushed), produceErrs)
-	mu.Unlock()
-	mu.Lock()
 	total := len(acked)
-	mu.Unlock()
 	eventually(t, 60*time.Second, func() error {
 		seenMu.Lock()
 		defer seenMu.Unlock()
@@ -183,11 +143,9 @@ func TestReassignmentUnderLoad(t *testing.T) {
 	for _, n := range inLog {
 		want += int64(n)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for s := range acked {
-		if inLog[s] != 1 {
-			t.Fatalf("acknowledged record %d is in the log %d times", s, inLog[s])
+	for _, a := range acked {
+		if inLog[a.seq] != 1 {
+			t.Fatalf("acknowledged record %d is in the log %d times", a.seq, inLog[a.seq])
 		}
 	}
 	if int64(len(acked)) != want {

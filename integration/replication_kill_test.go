@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,53 +48,8 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic("survive"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerLinger(time.Millisecond), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.MaxBufferedRecords(20000))
-	var mu sync.Mutex
-	acked := map[int32][]uint64{} // partition -> sequence numbers in offset order
-	offsets := map[int32][]int64{}
-	var ackedN, failedN int
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := uint64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			v := make([]byte, 64)
-			binary.BigEndian.PutUint64(v, i)
-			prod.Produce(ctx, &kgo.Record{Value: v}, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failedN++
-					return
-				}
-				ackedN++
-				acked[r.Partition] = append(acked[r.Partition], binary.BigEndian.Uint64(r.Value))
-				offsets[r.Partition] = append(offsets[r.Partition], r.Offset)
-			})
-			if i%50 == 49 {
-				time.Sleep(time.Millisecond) // fast, but not a flood on a 2-core CI machine
-			}
-		}
-	}()
-	progress := func(n int) {
-		t.Helper()
-		mu.Lock()
-		from := ackedN
-		mu.Unlock()
-		eventually(t, 90*time.Second, func() error {
-			mu.Lock()
-			defer mu.Unlock()
-			if ackedN < from+n {
-				return fmt.Errorf("%d acknowledged since", ackedN-from)
-			}
-			return nil
-		})
-	}
+	sp := startSequenceProducer(ctx, prod, 64, 50)
+	progress := func(n int) { t.Helper(); sp.waitAcked(t, n, 90*time.Second) }
 	progress(2000)
 
 	var leaderless []time.Duration
@@ -125,15 +79,17 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 		leaderless = append(leaderless, time.Since(killed))
 		kcatAgrees(t, seeds, adm, "survive", partitions)
 	}
-	close(stop)
-	wg.Wait()
-	if err := prod.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sp.stopAndFlush(t, ctx, prod)
 	waitISR(t, adm, "survive", partitions, 3)
 
-	mu.Lock()
-	total := ackedN
+	results, failed := sp.results()
+	total, failedN := len(results), len(failed)
+	acked := map[int32][]uint64{} // partition -> sequence numbers in offset order
+	offsets := map[int32][]int64{}
+	for _, a := range results {
+		acked[a.partition] = append(acked[a.partition], a.seq)
+		offsets[a.partition] = append(offsets[a.partition], a.offset)
+	}
 	for p, offs := range offsets {
 		for i := 1; i < len(offs); i++ {
 			if offs[i] <= offs[i-1] {
@@ -141,7 +97,6 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 			}
 		}
 	}
-	mu.Unlock()
 	t.Logf("%d kills; %d records acknowledged, %d failed (not acknowledged); time from each kill to 500 more acknowledgements: %v",
 		kills, total, failedN, leaderless)
 
@@ -173,7 +128,6 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 		}
 	}
 	lost := 0
-	mu.Lock()
 	for p, seqs := range acked {
 		for i, s := range seqs {
 			if got[p][offsets[p][i]] != s {
@@ -181,7 +135,6 @@ func TestReplicationSurvivesKill9(t *testing.T) {
 			}
 		}
 	}
-	mu.Unlock()
 	t.Logf("losses %d, duplicates %d", lost, dups)
 	if lost > 0 || dups > 0 {
 		t.Fatalf("%d acknowledged records lost or moved, %d duplicated", lost, dups)

@@ -31,36 +31,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	seeds := c.seeds()
 	prod := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic("rolling"), kgo.ProducerLinger(time.Millisecond), kgo.RecordDeliveryTimeout(2*time.Minute))
-	var mu sync.Mutex
-	var acked []uint64
-	var produceErrs []error
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := uint64(0); ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			v := make([]byte, 16)
-			binary.BigEndian.PutUint64(v, i)
-			prod.Produce(ctx, &kgo.Record{Value: v}, func(r *kgo.Record, err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					produceErrs = append(produceErrs, err)
-					return
-				}
-				acked = append(acked, binary.BigEndian.Uint64(r.Value))
-			})
-			if i%20 == 19 {
-				time.Sleep(time.Millisecond) // a steady stream, not a flood
-			}
-		}
-	}()
+	sp := startSequenceProducer(ctx, prod, 16, 20)
 	cons := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("rolling-group"), kgo.ConsumeTopics("rolling"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var consumed sync.Map
@@ -74,21 +45,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			fs.EachRecord(func(r *kgo.Record) { consumed.Store(binary.BigEndian.Uint64(r.Value), true) })
 		}
 	}()
-	ackedCount := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked)
-	}
-	waitAcked := func(n int) {
-		t.Helper()
-		from := ackedCount()
-		eventually(t, 60*time.Second, func() error {
-			if ackedCount() < from+n {
-				return errNotYet
-			}
-			return nil
-		})
-	}
+	waitAcked := func(n int) { t.Helper(); sp.waitAcked(t, n, 60*time.Second) }
 	waitAcked(1000)
 	for i := range c.nodes {
 		c.stop(i)
@@ -99,20 +56,14 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		waitISR(t, adm, "rolling", partitions, 3)
 		waitAcked(500)
 	}
-	close(stop)
-	wg.Wait()
-	if err := prod.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	errs, all := produceErrs, append([]uint64(nil), acked...)
-	mu.Unlock()
+	sp.stopAndFlush(t, ctx, prod)
+	all, errs := sp.results()
 	if len(errs) > 0 {
 		t.Fatalf("the producer saw %d errors across the rolling restart, the first: %v", len(errs), errs[0])
 	}
 	eventually(t, 60*time.Second, func() error {
-		for _, v := range all {
-			if _, ok := consumed.Load(v); !ok {
+		for _, a := range all {
+			if _, ok := consumed.Load(a.seq); !ok {
 				return errNotYet
 			}
 		}
