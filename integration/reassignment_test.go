@@ -25,7 +25,9 @@ import (
 // idempotent acks=all producer writes and a consumer group reads. The move
 // ends (ListPartitionReassignments lists none) with replicas {3,4} and a
 // leader among them, brokers 1 and 2 delete their replicas, and every acknowledged
-// record is read exactly once; kcat -L agrees on the replicas.
+// record is read exactly once; kcat -L agrees on the replicas. The
+// command line moves them back; broker 4 is then retired (stopped and
+// unregistered) and Metadata no longer lists it.
 func TestReassignmentUnderLoad(t *testing.T) {
 	nodes := newClusterNodes(t, 4)
 	bs := make([]*broker.Broker, len(nodes))
@@ -187,6 +189,30 @@ func TestReassignmentUnderLoad(t *testing.T) {
 		for _, want := range gen.Proposed.Partitions {
 			if got := md.Topics["move"].Partitions[want.Partition].Replicas; !slices.Equal(got, want.Replicas) {
 				return fmt.Errorf("move-%d: replicas %v after the plan, want %v", want.Partition, got, want.Replicas)
+			}
+		}
+		return nil
+	})
+
+	// Retiring broker 4 (it hosts none of "move" any more): stop it,
+	// unregister it; Metadata no longer lists it.
+	if err := bs[3].Close(); err != nil {
+		t.Fatal(err)
+	}
+	ureq := kmsg.NewPtrUnregisterBrokerRequest()
+	ureq.BrokerID = 4
+	uresp, err := ureq.RequestWith(ctx, newClient(t, joinSeeds(seeds[:3])))
+	if err != nil || uresp.ErrorCode != 0 {
+		t.Fatalf("unregister broker 4: %+v %v", uresp, err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		md, err := newAdmin(t, joinSeeds(seeds[:3])).BrokerMetadata(ctx)
+		if err != nil {
+			return err
+		}
+		for _, b := range md.Brokers {
+			if b.NodeID == 4 {
+				return fmt.Errorf("broker 4 still listed: %v", md.Brokers)
 			}
 		}
 		return nil

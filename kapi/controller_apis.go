@@ -40,6 +40,7 @@ type ControllerAPI interface {
 	AlterClientQuotas(context.Context, *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error)
 	AlterPartition(context.Context, *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
 	ElectLeaders(context.Context, *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
+	UnregisterBroker(context.Context, *kmsg.UnregisterBrokerRequest) (*kmsg.UnregisterBrokerResponse, error)
 	AlterPartitionReassignments(context.Context, *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error)
 	ListPartitionReassignments(context.Context, *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error)
 	UpdateFeatures(context.Context, *kmsg.UpdateFeaturesRequest) (*kmsg.UpdateFeaturesResponse, error)
@@ -82,6 +83,7 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{57, 0, 2}, // UpdateFeatures
 	{62, 0, 4}, // BrokerRegistration
 	{63, 0, 1}, // BrokerHeartbeat
+	{64, 0, 0}, // UnregisterBroker
 	{67, 0, 0}, // AllocateProducerIds
 }
 
@@ -183,6 +185,8 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.AlterPartition(ctx, req)
 	case *kmsg.ElectLeadersRequest:
 		return c.ElectLeaders(ctx, req)
+	case *kmsg.UnregisterBrokerRequest:
+		return c.UnregisterBroker(ctx, req)
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return c.AlterPartitionReassignments(ctx, req)
 	case *kmsg.ListPartitionReassignmentsRequest:

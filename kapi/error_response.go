@@ -129,6 +129,10 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 			resp.Topics = append(resp.Topics, st)
 		}
 		return resp
+	case *kmsg.UnregisterBrokerRequest:
+		resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, msg

@@ -93,6 +93,7 @@ func init() {
 		{key: 57, min: 0, max: 2, async: forwarded((*Handler).handleUpdateFeatures)},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
 		{key: 61, min: 0, max: 0, sync: (*Handler).handleDescribeProducers},
+		{key: 64, min: 0, max: 0, async: forwarded((*Handler).handleUnregisterBroker)},
 		{key: 65, min: 0, max: 0, async: (*Handler).handleDescribeTransactions},
 		{key: 66, min: 0, max: 2, async: (*Handler).handleListTransactions},
 		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},

@@ -239,6 +239,32 @@ func (c *QuorumController) fenceStaleBrokers() {
 	}
 }
 
+// UnregisterBroker removes a retired broker's registration (KIP-631,
+// Kafka's QuorumController.unregisterBroker and
+// ReplicationControlManager.handleBrokerUnregistered): it leaves every ISR
+// and ELR, what it led gets another leader, and an UnregisterBrokerRecord
+// removes it from the cluster, so Metadata no longer lists it. A broker
+// that is still running registers again at its next heartbeat, as in
+// Kafka: retire it by stopping it first.
+func (c *QuorumController) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) (*kmsg.UnregisterBrokerResponse, error) {
+	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	_, _, err := write(ctx, c, "unregisterBroker", func(im *metadata.Image) (writeResult[struct{}], error) {
+		b := im.Brokers[req.BrokerID]
+		if b == nil {
+			return writeResult[struct{}]{}, apierr.Errorf(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", req.BrokerID)
+		}
+		recs := c.leadershipLossRecords(im, b.ID, uncleanShutdown)
+		recs = append(recs, &metadata.UnregisterBrokerRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch})
+		c.log.Info("unregistering broker", "broker", b.ID, "epoch", b.Epoch, "partition_changes", len(recs)-1)
+		return writeResult[struct{}]{records: recs}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.queue.push(event{"forgetSession", func() { delete(c.sessions, req.BrokerID) }})
+	return resp, nil
+}
+
 // fenceRecords fences a broker and moves its leaderships away.
 func (c *QuorumController) fenceRecords(im *metadata.Image, b *metadata.Broker) []metadata.Record {
 	recs := c.leadershipLossRecords(im, b.ID, 0)

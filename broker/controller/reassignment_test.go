@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -106,5 +107,32 @@ func TestPartitionReassignment(t *testing.T) {
 		if got := reassign(t, c, bad.topic, bad.part, bad.replicas, bad.allowRF); got.ErrorCode != bad.want.Code {
 			t.Errorf("%s: %v, want %v", bad.name, kerr.ErrorForCode(got.ErrorCode), bad.want)
 		}
+	}
+}
+
+// Retiring a broker: UnregisterBroker removes its registration, and it
+// leaves every ISR first (another replica leads what it led); an unknown
+// broker is BROKER_ID_NOT_REGISTERED.
+func TestUnregisterBroker(t *testing.T) {
+	c, _, _ := newReplicatedController(t)
+	for id := int32(1); id <= 3; id++ {
+		register(t, c, id, nil)
+	}
+	createAssigned(t, c, "u", [][]int32{{3, 1, 2}}, nil)
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = 3
+	if _, err := c.UnregisterBroker(ctx(t), req); err != nil {
+		t.Fatal(err)
+	}
+	im := image(t, c)
+	if im.Brokers[3] != nil {
+		t.Fatalf("broker 3 still registered: %+v", im.Brokers[3])
+	}
+	if p := partition(t, c, "u", 0); p.Leader == 3 || slices.Contains(p.ISR, 3) {
+		t.Fatalf("after unregistering 3: %+v", p)
+	}
+	req.BrokerID = 9
+	if _, err := c.UnregisterBroker(ctx(t), req); !errors.Is(err, kerr.BrokerIDNotRegistered) {
+		t.Fatalf("unknown broker: %v", err)
 	}
 }
