@@ -40,6 +40,7 @@ package kapi
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,8 +68,14 @@ func (h *Handler) handleIncrementalAlterConfigs(rc *RequestContext, kreq kmsg.Re
 		}
 		if r.ResourceType == kmsg.ConfigResourceTypeBroker && r.ResourceName != "" {
 			// Kafka's ConfigAdminManager: a broker's own configs are
-			// sent to it (admin clients route them so).
+			// sent to it (admin clients route them so), and it checks
+			// what only it can (its Reconfigurables: a key store on its
+			// disk) before the controller decides.
 			if err := h.checkBrokerLoggerResource(r.ResourceName); err != nil {
+				local[i] = err
+				continue
+			}
+			if err := h.validateOwnBrokerConfigs(r); err != nil {
 				local[i] = err
 				continue
 			}
@@ -169,4 +176,29 @@ func (h *Handler) waitForConfigs(ctx context.Context, changed []configExpectatio
 		}
 		return true
 	})
+}
+
+// validateOwnBrokerConfigs checks this broker's resource as it would be
+// after r's SET and DELETE operations (on the configs of the image this
+// broker has), as Kafka's DynamicBrokerConfig.validate. APPEND and
+// SUBTRACT leave it to the controller. Nil when there is nothing to check.
+func (h *Handler) validateOwnBrokerConfigs(r kmsg.IncrementalAlterConfigsRequestResource) error {
+	if h.cfg.Broker == nil {
+		return nil
+	}
+	next := maps.Clone(h.image().Configs[metadata.ConfigResource{Type: metadata.BrokerResource, Name: r.ResourceName}])
+	if next == nil {
+		next = map[string]string{}
+	}
+	for _, cf := range r.Configs {
+		switch {
+		case cf.Op == kmsg.IncrementalAlterConfigOpSet && cf.Value != nil:
+			next[cf.Name] = *cf.Value
+		case cf.Op == kmsg.IncrementalAlterConfigOpDelete:
+			delete(next, cf.Name)
+		default:
+			return nil
+		}
+	}
+	return h.cfg.Broker.ValidateDynamic(r.ResourceName, next)
 }
