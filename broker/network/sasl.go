@@ -151,9 +151,8 @@ func (c *connection) serveSaslRaw() bool {
 		// Kafka closes a v0 exchange without an answer.
 		return c.saslFailed(nil, err)
 	}
-	if challenge == nil && c.sasl.stage == saslDone {
-		return true // PLAIN: nothing to send back
-	}
+	// Every token is answered, an empty challenge too (PLAIN), as
+	// Kafka does and kafka-python waits for.
 	buf := make([]byte, 4, 4+len(challenge))
 	binary.BigEndian.PutUint32(buf, uint32(len(challenge)))
 	return c.writeSasl(&kapi.Response{Buf: append(buf, challenge...)})
