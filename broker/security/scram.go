@@ -102,8 +102,10 @@ func (s *scramServer) clientFirst(msg string) ([]byte, error) {
 }
 
 func (s *scramServer) clientFinal(msg string) ([]byte, error) {
+	// Kafka checks only that the nonce ends with the server-first one:
+	// librdkafka before 1.9 repeats the client nonce in front of it.
 	m := scramClientFinalRE.FindStringSubmatch(msg)
-	if m == nil || m[2] != s.nonce {
+	if m == nil || !strings.HasSuffix(m[2], s.nonce) {
 		return nil, scramFail(s.mech.Name)
 	}
 	proof, err := base64.StdEncoding.DecodeString(m[4])
