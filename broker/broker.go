@@ -46,6 +46,12 @@ type Options struct {
 	// between brokers with one. To an SSL listener the broker runs the
 	// TLS handshake over the connection Dial returns.
 	Dial network.DialFunc
+	// AddScram are SCRAM credentials a brand-new cluster starts with, in
+	// the form of Kafka's kafka-storage format --add-scram
+	// ('SCRAM-SHA-256=[name=admin,password=secret]'): written with the
+	// bootstrap metadata by the first active controller, ignored by a
+	// cluster that has bootstrapped already. See security.go.
+	AddScram []string
 }
 
 // Broker is one Moldau node: a broker and, with process.roles including
@@ -92,7 +98,10 @@ type Broker struct {
 	// controller and inter-broker listeners of other nodes (TLS when
 	// they are SSL). See security.go.
 	sslFactories                    map[string]*security.SslFactory
+	saslBuilders                    map[string]*security.SaslChannelBuilder
 	controllerDial, interBrokerDial network.DialFunc
+	// bootstrapScram are Options.AddScram's records.
+	bootstrapScram []metadata.Record
 
 	// unregister removes the broker's Reconfigurables from cfg.
 	unregister []func()
@@ -278,12 +287,15 @@ func (b *Broker) newMetadataQuorum() error {
 	metaDir := cfg.MetadataLogDir
 	var err error
 	b.controller = controller.New(controller.Config{
-		NodeID:               cfg.NodeID,
-		ClusterID:            b.clusterID,
-		Broker:               cfg,
-		Logger:               b.log,
-		SessionTimeout:       cfg.BrokerSessionTimeout,
-		Bootstrap:            func() ([]metadata.Record, error) { return migrateJSONStore(metaDir, b.log) },
+		NodeID:         cfg.NodeID,
+		ClusterID:      b.clusterID,
+		Broker:         cfg,
+		Logger:         b.log,
+		SessionTimeout: cfg.BrokerSessionTimeout,
+		Bootstrap: func() ([]metadata.Record, error) {
+			recs, err := migrateJSONStore(metaDir, b.log)
+			return append(recs, b.bootstrapScram...), err
+		},
 		MaxReplicationFactor: 0, // replicated: no cap
 		Registerer:           b.registry,
 	})

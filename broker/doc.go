@@ -14,14 +14,21 @@
 // (process.roles=broker,controller: combined mode). Its parts, in start-up
 // order (New, Start):
 //
-//	security          an SslFactory per SSL listener from its ssl.* keys
-//	                  (broker/security; a key store that does not load
-//	                  stops New), and the dial functions of this node's
-//	                  own connections: to controller.listener.names[0]
-//	                  (the quorum, the controller channel) and to
+//	security          an SslFactory per SSL or SASL_SSL listener from its
+//	                  ssl.* keys and a SaslChannelBuilder per SASL
+//	                  listener from its mechanisms and JAAS configuration
+//	                  (broker/security; a key store that does not load, a
+//	                  JAAS value that does not parse or GSSAPI stops New),
+//	                  and the dial functions of this node's own
+//	                  connections: to controller.listener.names[0] (the
+//	                  quorum, the controller channel) and to
 //	                  inter.broker.listener.name (markers,
 //	                  AddPartitionsToTxn, fetchers), Options.Dial with a
-//	                  TLS handshake when that listener is SSL (security.go)
+//	                  TLS handshake when that listener is SSL or SASL_SSL,
+//	                  then a SASL login (sasl.mechanism.*.protocol, the
+//	                  listener's JAAS username and password) when it is
+//	                  SASL_*; Options.AddScram's credential records for
+//	                  the bootstrap (security.go)
 //	meta.properties   node.id and cluster.id in every log dir; a new
 //	                  quorum's nodes derive the same cluster.id from
 //	                  controller.quorum.voters, so no format step is needed

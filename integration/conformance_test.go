@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"os"
 	"os/exec"
 	"slices"
@@ -25,7 +26,7 @@ func TestKgoConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("conformance suite is not run with -short")
 	}
-	mustPass := readList(t, "testdata/kgo-must-pass.txt")
+	mustPass := withoutSASLTests(readList(t, "testdata/kgo-must-pass.txt"))
 	b := startBroker(t, "")
 
 	run := "^(" + strings.Join(mustPass, "|") + ")$"
@@ -209,4 +210,39 @@ func TestKgoConformanceTLS(t *testing.T) {
 	}
 	run := "^(" + strings.Join(kgoTLSSubset, "|") + ")$"
 	requireKgoPass(t, runKgo(t, b.Addr("SSL").String(), run, "KGO_TEST_TLS=ca:"+p.caFile+",cert:"+certFile+",key:"+keyFile), kgoTLSSubset)
+}
+
+// kgoSASLTests are the must-pass tests that need SASL listeners: only
+// TestKgoConformanceSASL runs them (the other runs would skip them).
+var kgoSASLTests = []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"}
+
+func withoutSASLTests(list []string) []string {
+	return slices.DeleteFunc(list, func(name string) bool { return slices.Contains(kgoSASLTests, name) })
+}
+
+// TestKgoConformanceSASL runs kgo's SASL tests against a broker with a
+// SCRAM-SHA-256 listener (its user created through
+// AlterUserScramCredentials on the PLAINTEXT listener) and an OAUTHBEARER
+// listener with Kafka's unsecured validator: just those tests, so the
+// extra run costs seconds.
+func TestKgoConformanceSASL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("conformance suite is not run with -short")
+	}
+	b := startBroker(t, "", "listeners=PLAINTEXT://127.0.0.1:0,SCRAM://127.0.0.1:0,OAUTH://127.0.0.1:0",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SCRAM:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT",
+		"inter.broker.listener.name=PLAINTEXT",
+		"listener.name.scram.sasl.enabled.mechanisms=SCRAM-SHA-256",
+		"listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER")
+	setScram(t, b.Seed(), "kgo", "kgo-secret", kadm.ScramSha256)
+	mustPass := readList(t, "testdata/kgo-must-pass.txt")
+	for _, name := range kgoSASLTests {
+		if !slices.Contains(mustPass, name) {
+			t.Fatalf("%s is not on the must-pass list", name)
+		}
+	}
+	run := "^(" + strings.Join(kgoSASLTests, "|") + ")$"
+	requireKgoPass(t, runKgo(t, b.Seed(), run,
+		"KGO_TEST_SCRAM_SEEDS="+b.Addr("SCRAM").String(), "KGO_TEST_SCRAM=kgo:kgo-secret:256",
+		"KGO_TEST_OAUTH_SEEDS="+b.Addr("OAUTH").String()), kgoSASLTests)
 }

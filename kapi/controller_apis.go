@@ -6,8 +6,8 @@ package kapi
 //   - ApiVersions, with the versions below.
 //   - BrokerRegistration and BrokerHeartbeat (KIP-631), from every broker.
 //   - CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-//     IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders and
-//     UpdateFeatures, forwarded by brokers (or sent by an admin client
+//     IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders,
+//     UpdateFeatures and AlterUserScramCredentials, forwarded by brokers (or sent by an admin client
 //     with --bootstrap-controller), and AllocateProducerIds.
 //   - DescribeQuorum (KIP-595).
 //   - AlterPartition, from partition leaders (see 56_alter_partition.go).
@@ -44,6 +44,7 @@ type ControllerAPI interface {
 	AlterPartitionReassignments(context.Context, *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error)
 	ListPartitionReassignments(context.Context, *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error)
 	UpdateFeatures(context.Context, *kmsg.UpdateFeaturesRequest) (*kmsg.UpdateFeaturesResponse, error)
+	AlterUserScramCredentials(context.Context, *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error)
 }
 
 // QuorumAPI is the metadata quorum as the controller plane calls it.
@@ -78,6 +79,7 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{45, 0, 1}, // AlterPartitionReassignments
 	{46, 0, 0}, // ListPartitionReassignments
 	{49, 0, 1}, // AlterClientQuotas
+	{51, 0, 0}, // AlterUserScramCredentials
 	{55, 0, 2}, // DescribeQuorum
 	{56, 0, 3}, // AlterPartition
 	{57, 0, 2}, // UpdateFeatures
@@ -193,6 +195,8 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.ListPartitionReassignments(ctx, req)
 	case *kmsg.UpdateFeaturesRequest:
 		return c.UpdateFeatures(ctx, req)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.AlterUserScramCredentials(ctx, req)
 	case *kmsg.DescribeQuorumRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)

@@ -141,6 +141,25 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		add := func(user string) {
+			if seen[user] {
+				return
+			}
+			seen[user] = true
+			r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			r.User, r.ErrorCode, r.ErrorMessage = user, code, msg
+			resp.Results = append(resp.Results, r)
+		}
+		for _, d := range req.Deletions {
+			add(d.Name)
+		}
+		for _, u := range req.Upsertions {
+			add(u.Name)
+		}
+		return resp
 	}
 	return nil
 }
@@ -192,6 +211,10 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 		}
 	case *kmsg.UpdateFeaturesResponse:
 		codes = append(codes, r.ErrorCode)
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, u := range r.Results {
+			codes = append(codes, u.ErrorCode)
+		}
 	}
 	return codes
 }

@@ -120,8 +120,8 @@ var (
 	// that brokerDefs does not define (a key moved to broker_defs.go,
 	// because Moldau now acts on it, simply wins over the generated one).
 	brokerIndex = func() map[string]*Def {
-		m := make(map[string]*Def, len(brokerDefs)+len(networkDefs)+len(sslDefs)+len(kafkaBrokerDefs))
-		for _, d := range slices.Concat(brokerDefs, networkDefs, sslDefs) {
+		m := make(map[string]*Def, len(brokerDefs)+len(networkDefs)+len(sslDefs)+len(saslDefs)+len(kafkaBrokerDefs))
+		for _, d := range slices.Concat(brokerDefs, networkDefs, sslDefs, saslDefs) {
 			if m[d.Name] != nil {
 				panic("config: duplicate definition " + d.Name)
 			}
@@ -375,12 +375,8 @@ func (c *KafkaConfig) fillListeners() error {
 		}
 	}
 	for _, l := range all {
-		proto, ok := c.ListenerSecurityProtocolMap[l.Name]
-		if !ok {
+		if _, ok := c.ListenerSecurityProtocolMap[l.Name]; !ok {
 			return &ValueError{Name: "listeners", Value: str("listeners"), Expected: fmt.Sprintf("listener names present in listener.security.protocol.map (no protocol for %s)", l.Name)}
-		}
-		if err := checkServedProtocol(l.Name, proto); err != nil {
-			return err
 		}
 		if slices.Contains(c.ControllerListenerNames, l.Name) {
 			c.ControllerListeners = append(c.ControllerListeners, l)
@@ -596,18 +592,6 @@ func parseListeners(key, s string) ([]Listener, error) {
 }
 
 var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-
-// checkServedProtocol refuses a listener whose security protocol Moldau
-// does not serve yet: the SASL ones, which the map may name (Kafka's
-// default map does) but no listener may use.
-func checkServedProtocol(listener, proto string) error {
-	switch proto {
-	case "PLAINTEXT", "SSL":
-		return nil
-	}
-	return &ValueError{Name: "listener.security.protocol.map", Value: listener + ":" + proto,
-		Expected: fmt.Sprintf("PLAINTEXT or SSL for listener %s: SASL (%s) is not implemented yet", listener, proto)}
-}
 
 func parseProtocolMap(s string) (map[string]string, error) {
 	m := make(map[string]string)

@@ -83,8 +83,6 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"listeners=localhost:9092"}, `configuration listeners: expected a comma-separated list of NAME://host:port`},
 		{[]string{"listeners=PLAINTEXT://:9092,plaintext://:9093"}, `unique listener names (PLAINTEXT appears twice)`},
 		{[]string{"listeners=PLAINTEXT://:70000"}, `ports in [0, 65535]`},
-		{[]string{"listeners=SASL_SSL://:9093"}, `SASL (SASL_SSL) is not implemented yet`},
-		{[]string{"listeners=PLAINTEXT://:9092,SP://:9093", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SP:SASL_PLAINTEXT"}, `for listener SP: SASL (SASL_PLAINTEXT) is not implemented yet`},
 		{[]string{"listeners=PLAINTEXT://:9092", "security.inter.broker.protocol=SSL"}, `the name of a listener in advertised.listeners`},
 		{[]string{"ssl.client.auth=sometimes"}, `one of: required, requested, none`},
 		{[]string{"ssl.enabled.protocols=TLSv1.1"}, `TLSv1.2, TLSv1.3`},

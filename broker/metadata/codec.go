@@ -27,6 +27,7 @@ func (w *writer) f64(v float64)    { w.b = kbin.AppendFloat64(w.b, v) }
 func (w *writer) uuid(v uuid.UUID) { w.b = kbin.AppendUuid(w.b, v) }
 func (w *writer) str(s string)     { w.b = kbin.AppendCompactString(w.b, s) }
 func (w *writer) nstr(s *string)   { w.b = kbin.AppendCompactNullableString(w.b, s) }
+func (w *writer) bytes(b []byte)   { w.b = kbin.AppendCompactBytes(w.b, b) }
 func (w *writer) uvarint(v uint32) { w.b = kbin.AppendUvarint(w.b, v) }
 func (w *writer) arrayLen(n int)   { w.b = kbin.AppendCompactArrayLen(w.b, n) }
 func (w *writer) noTags()          { w.uvarint(0) }
@@ -94,16 +95,19 @@ func (r *reader) fail(format string, args ...any) {
 	}
 }
 
-func (r *reader) i8() int8          { return r.r.Int8() }
-func (r *reader) i16() int16        { return r.r.Int16() }
-func (r *reader) u16() uint16       { return r.r.Uint16() }
-func (r *reader) i32() int32        { return r.r.Int32() }
-func (r *reader) i64() int64        { return r.r.Int64() }
-func (r *reader) boolean() bool     { return r.r.Bool() }
-func (r *reader) f64() float64      { return r.r.Float64() }
-func (r *reader) uuid() uuid.UUID   { return r.r.Uuid() }
-func (r *reader) str() string       { return r.r.CompactString() }
-func (r *reader) nstr() *string     { return r.r.CompactNullableString() }
+func (r *reader) i8() int8        { return r.r.Int8() }
+func (r *reader) i16() int16      { return r.r.Int16() }
+func (r *reader) u16() uint16     { return r.r.Uint16() }
+func (r *reader) i32() int32      { return r.r.Int32() }
+func (r *reader) i64() int64      { return r.r.Int64() }
+func (r *reader) boolean() bool   { return r.r.Bool() }
+func (r *reader) f64() float64    { return r.r.Float64() }
+func (r *reader) uuid() uuid.UUID { return r.r.Uuid() }
+func (r *reader) str() string     { return r.r.CompactString() }
+func (r *reader) nstr() *string   { return r.r.CompactNullableString() }
+
+// bytes reads compact bytes into a copy (the record outlives the batch).
+func (r *reader) bytes() []byte     { return append([]byte{}, r.r.CompactBytes()...) }
 func (r *reader) uvarint() uint32   { return r.r.Uvarint() }
 func (r *reader) remaining() int    { return len(r.r.Src) }
 func (r *reader) span(n int) []byte { return r.r.Span(n) }

@@ -33,6 +33,7 @@ type Delta struct {
 	changedParts  map[uuid.UUID]map[int32]bool
 	configs       map[ConfigResource]map[string]string // whole new maps; nil: removed
 	quotas        map[QuotaEntity]map[string]float64   // whole new maps; nil: removed
+	scram         map[ScramKey]*ScramCredential        // nil: removed
 	nextProducer  int64
 	producerDirty bool
 }
@@ -51,6 +52,7 @@ func NewDelta(base *Image) *Delta {
 		changedParts: map[uuid.UUID]map[int32]bool{},
 		configs:      map[ConfigResource]map[string]string{},
 		quotas:       map[QuotaEntity]map[string]float64{},
+		scram:        map[ScramKey]*ScramCredential{},
 	}
 }
 
@@ -182,6 +184,8 @@ func (d *Delta) Replay(rec Record) error {
 		if !d.replayClientQuota(r) {
 			return fmt.Errorf("client quota of an invalid entity %v", r.Entity)
 		}
+	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
+		d.replayScram(rec)
 	case *NoOpRecord:
 	default:
 		return fmt.Errorf("unknown record %T", rec)
@@ -365,6 +369,7 @@ func (d *Delta) Apply() *Image {
 		Configs:        d.base.Configs,
 		NextProducerID: d.base.NextProducerID,
 		ClientQuotas:   d.applyQuotas(),
+		Scram:          d.applyScram(),
 	}
 	if len(d.features) > 0 {
 		im.Features = maps.Clone(d.base.Features)

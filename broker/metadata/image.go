@@ -28,6 +28,8 @@ type Image struct {
 	// ClientQuotas are the client quota values (producer_byte_rate,
 	// controller_mutation_rate, ...) of each entity that has any.
 	ClientQuotas map[QuotaEntity]map[string]float64
+	// Scram are the SCRAM credentials, by user and mechanism.
+	Scram map[ScramKey]ScramCredential
 }
 
 // ConfigResource names a config resource: Kafka's ConfigResource.
@@ -220,6 +222,7 @@ func (im *Image) Records() []Record {
 			recs = append(recs, &ClientQuotaRecord{Entity: e.Data(), Key: k, Value: q[k]})
 		}
 	}
+	recs = append(recs, im.scramRecords()...)
 	if im.NextProducerID > 0 {
 		recs = append(recs, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: im.NextProducerID})
 	}

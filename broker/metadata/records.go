@@ -123,6 +123,10 @@ func newRecord(t RecordType) Record {
 		return &NoOpRecord{}
 	case ClientQuotaRecordType:
 		return &ClientQuotaRecord{}
+	case UserScramCredentialRecordType:
+		return &UserScramCredentialRecord{}
+	case RemoveUserScramCredentialRecordType:
+		return &RemoveUserScramCredentialRecord{}
 	}
 	return nil
 }

@@ -9,9 +9,10 @@ import (
 )
 
 // ChannelBuilder secures and authenticates a listener's connections
-// (Kafka's ChannelBuilder: SslChannelBuilder, and SaslChannelBuilder to
-// come). broker/security's SslFactory is the SSL one; a PLAINTEXT
-// listener has none and its principal is anonymousPrincipal.
+// (Kafka's ChannelBuilder: SslChannelBuilder, SaslChannelBuilder).
+// broker/security's SslFactory is the SSL one, its SaslChannelBuilder the
+// SASL one (see SaslChannelBuilder in sasl.go); a PLAINTEXT listener has
+// none and its principal is anonymousPrincipal.
 type ChannelBuilder interface {
 	// SecurityProtocol names it (SSL).
 	SecurityProtocol() string
@@ -66,6 +67,11 @@ func (c *connection) authenticate() bool {
 	c.principal = principal
 	forced := c.forced
 	c.mu.Unlock()
+	if sb, ok := b.(SaslChannelBuilder); ok {
+		// Authenticated once a SASL login completes (sasl.go).
+		c.sasl = &saslConn{b: sb}
+		return !forced
+	}
 	if s.limits != nil {
 		s.limits.authentications.WithLabelValues(c.processor.listener, "success").Inc()
 	}

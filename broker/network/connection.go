@@ -56,6 +56,8 @@ type connection struct {
 	// principal is the connection's ("User:ANONYMOUS" on a PLAINTEXT
 	// listener), set by authenticate before the first request.
 	principal string
+	// sasl is the SASL state on a SASL listener (nil otherwise).
+	sasl *saslConn
 
 	// why is the reason the connection closes (closed* constants), set
 	// by the serving goroutine before it returns.
@@ -182,6 +184,9 @@ func (c *connection) serve() {
 // serveRequest serves one request; false closes the connection.
 func (c *connection) serveRequest() bool {
 	s := c.server
+	if c.sasl != nil && c.sasl.stage == saslRaw {
+		return c.serveSaslRaw()
+	}
 	if !c.awaitRequest() {
 		c.why = c.drainReason()
 		return false
@@ -195,6 +200,18 @@ func (c *connection) serveRequest() bool {
 	r, ok := c.readRequest(time.Now())
 	if !ok {
 		return false
+	}
+	if c.sasl != nil {
+		if c.saslExpired(r.Received) && r.APIKey != kapi.SaslHandshakeKey {
+			s.freeFrame(r)
+			c.why = closedSessionExpired
+			s.log.Debug("SASL session expired without re-authentication, closing connection",
+				"peer", c.peer, "conn", c.id, "principal", c.principal, "request", apiName(r.APIKey))
+			return false
+		}
+		if c.saslIntercepts(r) {
+			return c.serveSasl(r)
+		}
 	}
 	busy := c.processor.busy.begin()
 	ok = s.channel.sendRequest(r, s.forced)

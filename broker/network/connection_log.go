@@ -33,6 +33,10 @@ const (
 	// failed authentication: an SSL handshake, a wrong certificate, a
 	// PLAINTEXT client on an SSL listener)
 	closedAuthentication = "authentication_failed"
+	// closedSessionExpired: a SASL session outlived its lifetime
+	// (connections.max.reauth.ms) and the client sent a request instead
+	// of re-authenticating.
+	closedSessionExpired = "session_expired"
 )
 
 // defaultConnectionSummaryInterval is how often the INFO summary of

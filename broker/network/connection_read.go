@@ -48,6 +48,9 @@ func (c *connection) readRequest(first time.Time) (*request, bool) {
 		c.badFrame("size", "invalid request size, closing connection", attrs...)
 		return nil, false
 	}
+	if c.saslPending() {
+		return c.readPreAuthRequest(size)
+	}
 	var reserved, taken int64
 	if size > minReservedFrame {
 		// Muted: the socket is not read until the frame fits.
@@ -86,6 +89,26 @@ func (c *connection) readRequest(first time.Time) (*request, bool) {
 	return r, true
 }
 
+// readPreAuthRequest reads a frame before SASL authentication: at most
+// sasl.server.max.receive.size, in a buffer grown as bytes arrive.
+func (c *connection) readPreAuthRequest(size int32) (*request, bool) {
+	if !c.saslSizeOK(size) {
+		return nil, false
+	}
+	busy := c.processor.busy.begin()
+	defer c.processor.busy.end(busy)
+	b, err := readGrowing(c.br, int(size))
+	if err != nil {
+		c.readFailed(err, false)
+		return nil, false
+	}
+	r := &request{conn: c, frame: &frameBuf{b: b, class: -1}}
+	if !c.parseHeader(r) {
+		return nil, false
+	}
+	return r, true
+}
+
 // parseHeader parses r's frame into r.Request; false: an invalid header
 // (logged, the connection closes).
 func (c *connection) parseHeader(r *request) bool {
@@ -102,6 +125,11 @@ func (c *connection) parseHeader(r *request) bool {
 		c.badFrame(headerErrorReason(err), "invalid request header, closing connection", "err", err,
 			"size", len(fb.b), "api_key", h.APIKey, "api_version", h.APIVersion,
 			"correlation_id", h.CorrelationID, "client_id", string(h.ClientID))
+		return false
+	}
+	if c.saslPending() && !c.saslAllowed(h.APIKey) {
+		c.badFrame("sasl_unexpected_request", "unexpected request before SASL authentication, closing connection",
+			"api_key", h.APIKey, "request", apiName(h.APIKey), "api_version", h.APIVersion)
 		return false
 	}
 	if string(h.ClientID) != c.lastClientID {

@@ -42,7 +42,8 @@
 // # Security: channel builders
 //
 // A listener may have a ChannelBuilder (ListenerConfig.ChannelBuilder;
-// broker/security's SslFactory for an SSL listener; nil is PLAINTEXT).
+// broker/security's SslFactory for an SSL listener, its
+// SaslChannelBuilder for SASL_PLAINTEXT and SASL_SSL; nil is PLAINTEXT).
 // Its Authenticate runs in the connection's goroutine before the first
 // request is read (channel_builder.go): the TLS handshake, then the
 // principal, kept on the connection and copied into every kapi.Request
@@ -58,6 +59,22 @@
 // with a hint. A TLS connection writes fetched file regions by copying
 // them through the TLS layer (no sendfile). Completed requests are logged
 // at DEBUG with their principal (Kafka's kafka.request.logger).
+//
+// A SaslChannelBuilder's connection then logs in (sasl.go, Kafka's
+// SaslServerAuthenticator): until it has, only ApiVersions (to the
+// handler), SaslHandshake and SaslAuthenticate (answered in the
+// connection's goroutine through kapi.SaslHandshake and
+// kapi.SaslAuthenticate, never queued for the handler pool) are read,
+// each at most sasl.server.max.receive.size and read into a buffer that
+// grows from 4 KiB as bytes arrive; anything else closes the connection
+// (invalidrequests reason sasl_unexpected_request, sasl_size). After
+// SaslHandshake v0 the tokens are raw frames, each answered with one. A
+// failed login waits connection.failed.authentication.delay.ms on a timer
+// (a parked goroutine, interrupted by a forced shutdown), sends the
+// failure and closes (authentication_failed). A SaslHandshake on an
+// authenticated connection re-authenticates (KIP-368; the principal must
+// not change); once a session's lifetime has passed, the next request
+// other than SaslHandshake closes the connection (session_expired).
 //
 // # Processors and connections
 //

@@ -1,7 +1,8 @@
 // Package security is Moldau's authentication of connections (Kafka's
-// org.apache.kafka.common.security and ChannelBuilders): today the SSL
-// security protocol; SASL (PLAIN, SCRAM, OAUTHBEARER), the authorizer and
-// delegation tokens come later and slot in beside it.
+// org.apache.kafka.common.security and ChannelBuilders): the SSL security
+// protocol, and SASL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) on
+// SASL_PLAINTEXT and SASL_SSL listeners; the authorizer and delegation
+// tokens come later and slot in beside them.
 //
 // # Listeners and channel builders
 //
@@ -13,10 +14,48 @@
 // ssl.*; see config.KafkaConfig.ListenerSsl). The network layer calls its
 // Authenticate on every accepted connection, in the connection's own
 // goroutine and bounded by the request receive timeout
-// (network.ChannelBuilder is the interface; a SASL builder will
-// implement the same): the TLS handshake, then the principal. SASL_SSL
-// and SASL_PLAINTEXT listeners are refused at start-up (config), since
-// SASL is not implemented yet.
+// (network.ChannelBuilder is the interface): the TLS handshake, then the
+// principal. A SASL listener has a SaslChannelBuilder (sasl.go): its
+// Authenticate is the TLS handshake on SASL_SSL (nothing on
+// SASL_PLAINTEXT), and the network layer then runs the SASL exchange with
+// one kapi.SaslServer per login (network.SaslChannelBuilder).
+//
+// # SASL
+//
+// sasl.enabled.mechanisms (or listener.name.<l>.sasl.enabled.mechanisms)
+// names the mechanisms; GSSAPI, Kafka's default, is a start-up error, as
+// Moldau has no Kerberos. Each mechanism's JAAS configuration is
+// listener.name.<l>.<mechanism lower case>.sasl.jaas.config, parsed as
+// Kafka's JaasConfig parses it (jaas.go: StreamTokenizer's words, numbers
+// and quoted strings, comments, exactly one login module, Kafka's
+// disallowed modules); the unprefixed sasl.jaas.config is ignored with
+// Kafka's warning, as Kafka's servers ignore it. Read at start-up.
+//
+//   - PLAIN (sasl_plain.go, Kafka's PlainSaslServer): the
+//     user_<name>="<password>" options of the listener's PlainLoginModule
+//     are the users; passwords compare as SHA-256 digests in constant time,
+//     an unknown user costing the same as a wrong password.
+//   - SCRAM-SHA-256 and SCRAM-SHA-512 (scram.go, Kafka's ScramSaslServer;
+//     the formatter is package scram): RFC 5802 with gs2 header "n" only,
+//     credentials from the metadata image (UserScramCredentialRecord),
+//     tokenauth (delegation tokens) refused for now. As Kafka, the
+//     client-final nonce need only end with the server's (librdkafka 1.7
+//     repeats the client nonce).
+//   - OAUTHBEARER (oauthbearer.go): Kafka's unsecured validator only
+//     (unsigned JWS, sub or unsecuredValidatorPrincipalClaimName, exp,
+//     iat, unsecuredValidatorRequiredScope); a refused token gets Kafka's
+//     JSON challenge ({"status":"invalid_token"}) and the failure carries
+//     it. Signed tokens checked against a JWKS
+//     (sasl.oauthbearer.jwks.endpoint.url) are not implemented yet.
+//
+// Failures are Kafka's: SASL_AUTHENTICATION_FAILED with Kafka's messages
+// (the generic "Authentication failed during authentication due to
+// invalid credentials with SASL mechanism X" where Kafka's server throws
+// a SaslException), UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE. The
+// principal is User:<name> (the PLAIN or SCRAM user, the token's sub).
+// The session lifetime is Kafka's: connections.max.reauth.ms for the
+// mechanism (listener.name.<l>.<mechanism>.connections.max.reauth.ms
+// first), capped by an OAuth token's expiry.
 //
 // # Stores
 //
@@ -62,7 +101,14 @@
 // the trust store's roots, and with ssl.endpoint.identification.algorithm
 // =https (the default) the host name checked against the certificate;
 // empty checks the chain only. SslFactory.Dialer wraps a dial function
-// (broker.Options.Dial) with the handshake.
+// (broker.Options.Dial) with the handshake. On a SASL_* listener the node
+// then logs in (sasl_client.go, SaslClient.Dialer): SaslHandshake v1 and
+// SaslAuthenticate v1 with sasl.mechanism.inter.broker.protocol (or
+// sasl.mechanism.controller.protocol to the controllers: PLAIN, or SCRAM
+// when the credential is bootstrapped) and the username and password of
+// that listener's JAAS configuration for the mechanism, franz-go's PLAIN
+// and SCRAM clients doing the exchange; a refused login is the dial's
+// error, which the caller logs (broker registration, fetchers).
 //
 // # Rotation
 //
@@ -85,5 +131,7 @@
 //
 // # Thread-safety
 //
-// An SslFactory and an SslPrincipalMapper are safe for concurrent use.
+// An SslFactory, an SslPrincipalMapper, a SaslChannelBuilder and a
+// SaslClient are safe for concurrent use; a kapi.SaslServer belongs to
+// one connection's goroutine.
 package security

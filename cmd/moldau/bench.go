@@ -77,7 +77,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type kafkaBenchConfig struct {
 	mode              string
 	brokers           []string
-	commandConfig     string    // --command-config: Kafka client properties (TLS)
+	commandConfig     string    // --command-config: Kafka client properties (TLS, SASL)
 	tlsOpts           []kgo.Opt // from commandConfig
 	topic             string
 	partitions        int32
@@ -136,7 +136,7 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 	fs.SetOutput(stderr)
 	c := &kafkaBenchConfig{mode: mode}
 	fs.StringSliceVar(&c.brokers, "brokers", []string{"localhost:9092"}, "seed brokers, host:port (comma-separated)")
-	fs.StringVar(&c.commandConfig, "command-config", "", "file of Kafka client properties: security.protocol=SSL with ssl.ca.location, ssl.certificate.location, ssl.key.location (PEM), ssl.endpoint.identification.algorithm")
+	fs.StringVar(&c.commandConfig, "command-config", "", commandConfigHelp)
 	fs.StringVar(&c.topic, "topic", "moldau-bench", "topic")
 	fs.Int32Var(&c.partitions, "partitions", 8, "partitions when creating the topic")
 	fs.Int16Var(&c.replicationFactor, "replication-factor", 1, "replication factor when creating the topic")
@@ -172,7 +172,7 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 	}
 	c.lingerSet = fs.Changed("linger")
 	var err error
-	if c.tlsOpts, err = benchTLSOpts(c.commandConfig); err != nil {
+	if c.tlsOpts, err = commandConfigOpts(c.commandConfig); err != nil {
 		return nil, err
 	}
 	c.deleteTopicSet = fs.Changed("delete-topic")

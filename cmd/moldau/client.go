@@ -22,10 +22,14 @@ const defaultBrokers = "localhost:9092"
 
 // clientFlags are the connection flags of every client command.
 type clientFlags struct {
-	brokers     string
-	dialTimeout time.Duration
-	timeout     time.Duration
+	brokers       string
+	dialTimeout   time.Duration
+	timeout       time.Duration
+	commandConfig string // --command-config: Kafka client properties
 }
+
+// commandConfigHelp documents --command-config.
+const commandConfigHelp = "file of Kafka client properties: security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), sasl.mechanism and sasl.jaas.config (username, password), ssl.ca.location, ssl.certificate.location, ssl.key.location (PEM), ssl.endpoint.identification.algorithm"
 
 func (c *clientFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	def := defaultBrokers
@@ -35,6 +39,7 @@ func (c *clientFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	fs.StringVarP(&c.brokers, "brokers", "b", def, "comma-separated host:port list of brokers to bootstrap from (env MOLDAU_BROKERS)")
 	fs.DurationVar(&c.dialTimeout, "dial-timeout", 3*time.Second, "how long to wait for a TCP connection to a broker")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "how long requests may take, retries included (not the time consume or produce run)")
+	fs.StringVar(&c.commandConfig, "command-config", "", commandConfigHelp)
 }
 
 func (c *clientFlags) seeds() []string {
@@ -61,6 +66,11 @@ func (e *env) newClient(ctx context.Context, opts ...kgo.Opt) (*kgo.Client, erro
 		kgo.DialTimeout(e.client.dialTimeout),
 		kgo.RetryTimeout(e.client.timeout),
 	}
+	security, err := commandConfigOpts(e.client.commandConfig)
+	if err != nil {
+		return nil, usageErrorf(e, "%v", err)
+	}
+	base = append(base, security...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, usageErrorf(e, "%v", err)

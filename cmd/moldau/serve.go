@@ -25,6 +25,7 @@ func serve(args []string) error {
 	cfgPath := fs.StringP("config", "c", "", "server.properties file (Kafka property names); none: all defaults")
 	overrides := fs.StringArrayP("override", "o", nil, "set a property, key=value (repeatable; wins over the file)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	addScram := fs.StringArray("add-scram", nil, "a SCRAM credential a brand-new cluster starts with, as kafka-storage format --add-scram: 'SCRAM-SHA-256=[name=admin,password=secret]' (repeatable; written when the cluster bootstraps, ignored afterwards)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "Usage: moldau serve [--config FILE] [--override key=value ...]")
 		fs.PrintDefaults()
@@ -59,7 +60,7 @@ func serve(args []string) error {
 		logger.Info("request memory pool derived from the memory budget",
 			"queued.max.request.bytes", cfg.QueuedMaxRequestBytes, "budget", cfg.MemoryBudget, "budget_from", cfg.MemoryBudgetSource)
 	}
-	b, err := broker.New(cfg, broker.Options{Logger: logger})
+	b, err := broker.New(cfg, broker.Options{Logger: logger, AddScram: *addScram})
 	if err != nil {
 		return startupError(cfg, err)
 	}
