@@ -8,7 +8,6 @@ import (
 
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/uuid"
-	"github.com/moldau/moldau/log"
 )
 
 // The leader's high watermark does not move while the committed ISR is
@@ -18,21 +17,8 @@ import (
 // back at min.insync.replicas moves it. min.insync.replicas counts at most
 // the replicas there are (a single replica meets 2).
 func TestHighWatermarkWaitsForMinISR(t *testing.T) {
-	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
-	tm := &testMetadata{t: t, image: metadata.Empty, ids: map[string]uuid.UUID{}}
-	minISR2 := log.DefaultConfig()
-	minISR2.MinInSyncReplicas = 2
-	m, err := NewManager(Config{NodeID: 1, Logs: logs, Image: func() *metadata.Image { return tm.image },
-		ConfigFor: func(*metadata.Topic) log.Config { return minISR2 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm.m = m
-	t.Cleanup(m.Close)
+	tm := newMinISR2Manager(t, nil)
+	m := tm.m
 	id := uuid.Random()
 	tm.apply(&metadata.TopicRecord{Name: "t", TopicID: id},
 		&metadata.PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1},

@@ -14,22 +14,8 @@ import (
 // here with the whole ISR, one led here with a follower out of the ISR
 // (under-replicated, below min.insync.replicas 2), and one followed.
 func TestReplicationGauges(t *testing.T) {
-	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
 	reg := prometheus.NewRegistry()
-	tm := &testMetadata{t: t, image: metadata.Empty, ids: map[string]uuid.UUID{}}
-	minISR2 := log.DefaultConfig()
-	minISR2.MinInSyncReplicas = 2
-	m, err := NewManager(Config{NodeID: 1, Logs: logs, Image: func() *metadata.Image { return tm.image }, Registerer: reg,
-		ConfigFor: func(*metadata.Topic) log.Config { return minISR2 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm.m = m
-	t.Cleanup(m.Close)
+	tm := newMinISR2Manager(t, reg)
 	id := uuid.Random()
 	tm.apply(&metadata.TopicRecord{Name: "t", TopicID: id},
 		&metadata.PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1},
@@ -63,4 +49,26 @@ func TestReplicationGauges(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, g, ok, v)
 		}
 	}
+}
+
+// newMinISR2Manager is broker 1's replica manager over a real log dir,
+// every topic with min.insync.replicas 2, its metadata applied by hand.
+func newMinISR2Manager(t *testing.T, reg prometheus.Registerer) *testMetadata {
+	t.Helper()
+	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	tm := &testMetadata{t: t, image: metadata.Empty, ids: map[string]uuid.UUID{}}
+	minISR2 := log.DefaultConfig()
+	minISR2.MinInSyncReplicas = 2
+	m, err := NewManager(Config{NodeID: 1, Logs: logs, Image: func() *metadata.Image { return tm.image }, Registerer: reg,
+		ConfigFor: func(*metadata.Topic) log.Config { return minISR2 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.m = m
+	t.Cleanup(m.Close)
+	return tm
 }
