@@ -34,6 +34,7 @@ type Delta struct {
 	configs       map[ConfigResource]map[string]string // whole new maps; nil: removed
 	quotas        map[QuotaEntity]map[string]float64   // whole new maps; nil: removed
 	scram         map[ScramKey]*ScramCredential        // nil: removed
+	acls          map[uuid.UUID]*ACL                   // nil: removed
 	nextProducer  int64
 	producerDirty bool
 }
@@ -53,6 +54,7 @@ func NewDelta(base *Image) *Delta {
 		configs:      map[ConfigResource]map[string]string{},
 		quotas:       map[QuotaEntity]map[string]float64{},
 		scram:        map[ScramKey]*ScramCredential{},
+		acls:         map[uuid.UUID]*ACL{},
 	}
 }
 
@@ -186,6 +188,10 @@ func (d *Delta) Replay(rec Record) error {
 		}
 	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
 		d.replayScram(rec)
+	case *AccessControlEntryRecord, *RemoveAccessControlEntryRecord:
+		if !d.replayACL(rec) {
+			return fmt.Errorf("%T of ACL id %v does not fit the ACLs", rec, aclID(rec))
+		}
 	case *NoOpRecord:
 	default:
 		return fmt.Errorf("unknown record %T", rec)
@@ -370,6 +376,7 @@ func (d *Delta) Apply() *Image {
 		NextProducerID: d.base.NextProducerID,
 		ClientQuotas:   d.applyQuotas(),
 		Scram:          d.applyScram(),
+		ACLs:           d.applyACLs(),
 	}
 	if len(d.features) > 0 {
 		im.Features = maps.Clone(d.base.Features)

@@ -30,6 +30,8 @@ type Image struct {
 	ClientQuotas map[QuotaEntity]map[string]float64
 	// Scram are the SCRAM credentials, by user and mechanism.
 	Scram map[ScramKey]ScramCredential
+	// ACLs are the access control entries (nil: none).
+	ACLs *ACLs
 }
 
 // ConfigResource names a config resource: Kafka's ConfigResource.
@@ -223,6 +225,7 @@ func (im *Image) Records() []Record {
 		}
 	}
 	recs = append(recs, im.scramRecords()...)
+	recs = append(recs, im.aclRecords()...)
 	if im.NextProducerID > 0 {
 		recs = append(recs, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: im.NextProducerID})
 	}

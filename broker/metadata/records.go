@@ -127,6 +127,10 @@ func newRecord(t RecordType) Record {
 		return &UserScramCredentialRecord{}
 	case RemoveUserScramCredentialRecordType:
 		return &RemoveUserScramCredentialRecord{}
+	case AccessControlEntryRecordType:
+		return &AccessControlEntryRecord{}
+	case RemoveAccessControlEntryRecordType:
+		return &RemoveAccessControlEntryRecord{}
 	}
 	return nil
 }
