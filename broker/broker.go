@@ -22,6 +22,7 @@ import (
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/broker/security"
+	"github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/kapi"
@@ -100,6 +101,9 @@ type Broker struct {
 	sslFactories                    map[string]*security.SslFactory
 	saslBuilders                    map[string]*security.SaslChannelBuilder
 	controllerDial, interBrokerDial network.DialFunc
+	// authorizer decides requests when authorizer.class.name names
+	// the StandardAuthorizer; nil otherwise. See security.go.
+	authorizer *authorizer.StandardAuthorizer
 	// bootstrapScram are Options.AddScram's records.
 	bootstrapScram []metadata.Record
 
@@ -276,6 +280,7 @@ func (b *Broker) newRequestHandler() *kapi.Handler {
 			time.Duration(cfg.GetInt("controller.quota.window.size.seconds"))*time.Second, nil),
 		Txn:                        b.txn,
 		VerifyTransactionalProduce: b.verifyProduce,
+		Authorizer:                 b.authorizer,
 	})
 }
 

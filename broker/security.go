@@ -12,6 +12,7 @@ import (
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/broker/security"
+	"github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/broker/security/scram"
 )
 
@@ -69,6 +70,31 @@ func (b *Broker) newSecurity() error {
 	if b.bootstrapScram, err = addScramRecords(b.opts.AddScram); err != nil {
 		return err
 	}
+	return b.newAuthorizer()
+}
+
+// newAuthorizer builds the StandardAuthorizer that authorizer.class.name
+// names, on the applied metadata's ACLs. Any other class is refused at
+// start-up: Kafka 4's only built-in authorizer is this one.
+func (b *Broker) newAuthorizer() error {
+	switch name := b.cfg.GetString("authorizer.class.name"); name {
+	case "":
+		return nil
+	case authorizer.ClassName:
+	default:
+		return fmt.Errorf("authorizer.class.name: %q is not supported (only %s is)", name, authorizer.ClassName)
+	}
+	b.authorizer = authorizer.New(authorizer.Config{
+		ACLs: func() *metadata.ACLs {
+			if b.loader == nil {
+				return nil
+			}
+			return b.loader.Image().ACLs
+		},
+		SuperUsers:                authorizer.ParseSuperUsers(b.cfg.GetString("super.users")),
+		AllowEveryoneIfNoACLFound: b.cfg.GetBool("allow.everyone.if.no.acl.found"),
+		Logger:                    b.log,
+	})
 	return nil
 }
 

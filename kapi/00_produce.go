@@ -34,7 +34,6 @@ package kapi
 // A missing topic is auto-created when auto.create.topics.enable is set.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+	az "github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
 )
@@ -57,10 +57,29 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 	var slots []slot
 	anyErr := false
 
+	// Authorization as Kafka's: WRITE on the transactional id for the
+	// whole request, then WRITE on each topic (before its existence is
+	// told, and before auto-creation, which needs CREATE).
+	var txnDenied bool
+	if req.TransactionID != nil && !h.authorize(rc, az.Write, az.TransactionalID, *req.TransactionID) {
+		txnDenied = true
+	}
 	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		topic, err := h.produceTopic(rc.Context(), req.Version, rt)
+		var topic *metadata.Topic
+		var err error
+		switch {
+		case txnDenied:
+			err = errTxnIDAuthorization
+		case req.Version < 13 && !h.authorize(rc, az.Write, az.Topic, rt.Topic):
+			err = errTopicAuthorization
+		default:
+			topic, err = h.produceTopic(rc, req.Version, rt)
+			if err == nil && req.Version >= 13 && !h.authorize(rc, az.Write, az.Topic, topic.Name) {
+				topic, err = nil, errTopicAuthorization
+			}
+		}
 		if err == nil {
 			st.Topic = topic.Name
 		}
@@ -223,7 +242,7 @@ func (h *Handler) verifyTransactional(req *kmsg.ProduceRequest, entries []replic
 
 // produceTopic resolves a produce request's topic by name (v3-12) or ID
 // (v13+), auto-creating a missing named topic when allowed.
-func (h *Handler) produceTopic(ctx context.Context, version int16, rt kmsg.ProduceRequestTopic) (*metadata.Topic, error) {
+func (h *Handler) produceTopic(rc *RequestContext, version int16, rt kmsg.ProduceRequestTopic) (*metadata.Topic, error) {
 	im := h.image()
 	if version >= 13 {
 		t, ok := im.TopicByID(rt.TopicID)
@@ -235,10 +254,10 @@ func (h *Handler) produceTopic(ctx context.Context, version int16, rt kmsg.Produ
 	if t, ok := im.Topic(rt.Topic); ok {
 		return t, nil
 	}
-	if !h.cfg.Broker.AutoCreateTopicsEnable || metadata.IsInternalTopic(rt.Topic) {
+	if !h.cfg.Broker.AutoCreateTopicsEnable || metadata.IsInternalTopic(rt.Topic) || !h.mayCreateTopic(rc, rt.Topic) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	t, err := h.autoCreateTopic(ctx, rt.Topic)
+	t, err := h.autoCreateTopic(rc.Context(), rt.Topic)
 	if err != nil {
 		if ErrorCode(err) == kerr.InvalidTopicException.Code {
 			return nil, err

@@ -41,6 +41,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	az "github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
 )
@@ -95,6 +96,8 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 		items = h.fetchItems(req)
 	}
 
+	h.authorizeFetch(rc, replicaID, items)
+
 	var parts []replica.FetchPartition
 	var idx []int // parts[i] answers items[idx[i]]
 	for i, it := range items {
@@ -114,6 +117,39 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 		}
 		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
 	})
+}
+
+// authorizeFetch marks the items the request may not read (Kafka's
+// handleFetchRequest): a follower's fetch needs CLUSTER_ACTION on the
+// cluster for all of them, a consumer's READ on each topic; the others
+// answer TOPIC_AUTHORIZATION_FAILED.
+func (h *Handler) authorizeFetch(rc *RequestContext, replicaID int32, items []fetchItem) {
+	if h.cfg.Authorizer == nil {
+		return
+	}
+	if replicaID >= 0 {
+		if h.authorize(rc, az.ClusterAction, az.Cluster, az.ClusterName) {
+			return
+		}
+		for i := range items {
+			if items[i].err == nil {
+				items[i].err = errTopicAuthorization
+			}
+		}
+		return
+	}
+	allowed := h.authorizeTopics(rc, az.Read, func(yield func(string) bool) {
+		for i := range items {
+			if items[i].err == nil && !yield(items[i].part.Topic) {
+				return
+			}
+		}
+	})
+	for i := range items {
+		if items[i].err == nil && !allowed[items[i].part.Topic] {
+			items[i].err = errTopicAuthorization
+		}
+	}
 }
 
 // addFetchLeaderHints fills current_leader of the partitions that failed

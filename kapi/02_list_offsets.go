@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/replica"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleListOffsets(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -33,6 +35,13 @@ func (h *Handler) handleListOffsets(rc *RequestContext, kreq kmsg.Request) kmsg.
 			seen[replica.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]++
 		}
 	}
+	allowed := h.authorizeTopics(rc, az.Describe, func(yield func(string) bool) {
+		for _, rt := range req.Topics {
+			if !yield(rt.Topic) {
+				return
+			}
+		}
+	})
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -42,6 +51,8 @@ func (h *Handler) handleListOffsets(rc *RequestContext, kreq kmsg.Request) kmsg.
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			tp := replica.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			switch {
+			case !allowed[rt.Topic]:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case seen[tp] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case rp.Timestamp == -6: // earliest pending upload: nothing tiered

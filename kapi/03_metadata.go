@@ -68,6 +68,7 @@ import (
 
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/broker/metadata"
+	az "github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/broker/uuid"
 	"github.com/moldau/moldau/replica"
 )
@@ -90,7 +91,10 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 	resp.ClusterID = &clusterID
 	resp.ControllerID = h.controllerIDFor(endpoints)
 	if v >= 8 && v <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterAuthorizedOperations
+		resp.AuthorizedOperations = 0
+		if h.authorize(rc, az.Describe, az.Cluster, az.ClusterName) {
+			resp.AuthorizedOperations = h.authorizedOperations(rc, az.Cluster, az.ClusterName)
+		}
 	}
 
 	allTopics := req.Topics == nil || v == 0 && len(req.Topics) == 0
@@ -100,9 +104,20 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 	describe := func(t *metadata.Topic) kmsg.MetadataResponseTopic {
 		return metadataTopic(v, im, t, endpoints, h.cfg.NodeID, h.offlineHere)
 	}
+	// Authorization as Kafka's: all topics lists those the principal may
+	// describe; a topic asked for by name or id that it may not describe
+	// is TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id, the
+	// id is given back: ids are not secret).
+	denied := func(name *string, id [16]byte) kmsg.MetadataResponseTopic {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.ErrorCode, mt.Topic, mt.TopicID = kerr.TopicAuthorizationFailed.Code, name, id
+		return mt
+	}
 	if allTopics {
 		for _, t := range im.Topics() {
-			resp.Topics = append(resp.Topics, describe(t))
+			if h.authorizeQuiet(rc, az.Describe, az.Topic, t.Name) {
+				resp.Topics = append(resp.Topics, describe(t))
+			}
 		}
 	} else {
 		seenName := map[string]bool{}
@@ -122,6 +137,10 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 					resp.Topics = append(resp.Topics, mt)
 					continue
 				}
+				if !h.authorize(rc, az.Describe, az.Topic, t.Name) {
+					resp.Topics = append(resp.Topics, denied(nil, rt.TopicID))
+					continue
+				}
 				resp.Topics = append(resp.Topics, describe(t))
 				continue
 			}
@@ -130,6 +149,10 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 			}
 			name := *rt.Topic
 			seenName[name] = true
+			if !h.authorize(rc, az.Describe, az.Topic, name) {
+				resp.Topics = append(resp.Topics, denied(&name, [16]byte{}))
+				continue
+			}
 			if t, ok := im.Topic(name); ok {
 				resp.Topics = append(resp.Topics, describe(t))
 				continue
@@ -139,7 +162,9 @@ func (h *Handler) handleMetadata(rc *RequestContext, kreq kmsg.Request) kmsg.Res
 	}
 	if v >= 8 && req.IncludeTopicAuthorizedOperations {
 		for i := range resp.Topics {
-			resp.Topics[i].AuthorizedOperations = topicAuthorizedOperations
+			if mt := &resp.Topics[i]; mt.Topic != nil && mt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+				mt.AuthorizedOperations = h.authorizedOperations(rc, az.Topic, *mt.Topic)
+			}
 		}
 	}
 	return resp
@@ -229,6 +254,10 @@ func (h *Handler) missingTopic(rc *RequestContext, name string, allowAuto bool) 
 	}
 	if !allowAuto || metadata.IsInternalTopic(name) {
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return mt
+	}
+	if !h.mayCreateTopic(rc, name) {
+		mt.ErrorCode, mt.IsInternal = kerr.TopicAuthorizationFailed.Code, false
 		return mt
 	}
 	t, err := h.autoCreateTopic(rc.Context(), name)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func metadataReq(v int16, topics ...string) *kmsg.MetadataRequest {
@@ -95,7 +97,7 @@ func TestMetadata(t *testing.T) {
 	req = metadataReq(10, "orders")
 	req.IncludeTopicAuthorizedOperations, req.IncludeClusterAuthorizedOperations = true, true
 	resp = roundTrip[*kmsg.MetadataResponse](t, h.handleMetadata(testRC(), req))
-	if resp.Topics[0].AuthorizedOperations != topicAuthorizedOperations || resp.AuthorizedOperations != clusterAuthorizedOperations {
+	if resp.Topics[0].AuthorizedOperations != az.AllOperations(az.Topic) || resp.AuthorizedOperations != az.AllOperations(az.Cluster) {
 		t.Fatalf("%d %d", resp.Topics[0].AuthorizedOperations, resp.AuthorizedOperations)
 	}
 	if resp := h.handleMetadata(testRC(), metadataReq(10, "orders")).(*kmsg.MetadataResponse); resp.Topics[0].AuthorizedOperations != authorizedOperationsOmitted {

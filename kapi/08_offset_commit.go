@@ -28,5 +28,15 @@ import (
 
 func (h *Handler) handleOffsetCommit(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	h.cfg.Groups.OffsetCommit(groupContext(rc), req, func(resp *kmsg.OffsetCommitResponse) { rc.finish(resp) })
+	denied := h.authorizeOffsetCommit(rc, req)
+	if len(denied) > 0 && len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = denied
+		rc.finish(resp)
+		return
+	}
+	h.cfg.Groups.OffsetCommit(groupContext(rc), req, func(resp *kmsg.OffsetCommitResponse) {
+		resp.Topics = append(resp.Topics, denied...)
+		rc.finish(resp)
+	})
 }

@@ -41,6 +41,7 @@ func (h *Handler) handleOffsetFetch(rc *RequestContext, kreq kmsg.Request) {
 		groups = []kmsg.OffsetFetchRequestGroup{g}
 	}
 	h.cfg.Groups.OffsetFetch(groupContext(rc), groups, req.RequireStable, func(gs []kmsg.OffsetFetchResponseGroup) {
+		h.filterOffsetFetch(rc, groups, gs)
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 		if req.Version >= 8 {
 			resp.Groups = gs

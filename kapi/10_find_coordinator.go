@@ -29,6 +29,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 const (
@@ -61,6 +63,14 @@ func (h *Handler) findCoordinator(rc *RequestContext, keyType int8, key string) 
 	var t *metadata.Topic
 	var err error
 	var p int32
+	switch {
+	case keyType == coordinatorTypeGroup && !h.authorize(rc, az.Describe, az.Group, key):
+		c.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return c
+	case keyType == coordinatorTypeTransaction && !h.authorize(rc, az.Describe, az.TransactionalID, key):
+		c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return c
+	}
 	switch keyType {
 	case coordinatorTypeGroup:
 		if t, err = h.ensureOffsetsTopic(rc.Context()); err == nil {

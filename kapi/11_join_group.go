@@ -23,13 +23,22 @@ package kapi
 // coordinator answers from its shard's goroutine.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleJoinGroup(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	if req.Version == 0 {
 		req.RebalanceTimeoutMillis = req.SessionTimeoutMillis
+	}
+	if !h.authorize(rc, az.Read, az.Group, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		rc.finish(resp)
+		return
 	}
 	h.cfg.Groups.JoinGroup(groupContext(rc), req, func(resp *kmsg.JoinGroupResponse) { rc.finish(resp) })
 }

@@ -15,11 +15,20 @@ package kapi
 // LeaveGroupRequest.normalizedData and LeaveGroupResponse do.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleLeaveGroup(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
+	if !h.authorize(rc, az.Read, az.Group, req.Group) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		rc.finish(resp)
+		return
+	}
 	if req.Version < 3 {
 		req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	}

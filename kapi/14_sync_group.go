@@ -15,10 +15,19 @@ package kapi
 // __consumer_offsets, without holding a handler goroutine.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleSyncGroup(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.SyncGroupRequest)
+	if !h.authorize(rc, az.Read, az.Group, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		rc.finish(resp)
+		return
+	}
 	h.cfg.Groups.SyncGroup(groupContext(rc), req, func(resp *kmsg.SyncGroupResponse) { rc.finish(resp) })
 }

@@ -16,21 +16,35 @@ package kapi
 // group operation is authorized.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleDescribeGroups(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
-	h.cfg.Groups.DescribeGroups(groupContext(rc), req.Groups, func(gs []kmsg.DescribeGroupsResponseGroup) {
+	var allowed []string
+	var denied []kmsg.DescribeGroupsResponseGroup
+	for _, g := range req.Groups {
+		if h.authorize(rc, az.Describe, az.Group, g) {
+			allowed = append(allowed, g)
+			continue
+		}
+		dg := kmsg.NewDescribeGroupsResponseGroup()
+		dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		denied = append(denied, dg)
+	}
+	h.cfg.Groups.DescribeGroups(groupContext(rc), allowed, func(gs []kmsg.DescribeGroupsResponseGroup) {
 		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 		if req.Version >= 3 && req.IncludeAuthorizedOperations {
 			for i := range gs {
 				if gs[i].ErrorCode == 0 {
-					gs[i].AuthorizedOperations = groupAuthorizedOperations
+					gs[i].AuthorizedOperations = h.authorizedOperations(rc, az.Group, gs[i].Group)
 				}
 			}
 		}
-		resp.Groups = gs
+		resp.Groups = append(gs, denied...)
 		rc.finish(resp)
 	})
 }

@@ -13,9 +13,24 @@ package kapi
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleListGroups(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ListGroupsRequest)
-	h.cfg.Groups.ListGroups(groupContext(rc), req, func(resp *kmsg.ListGroupsResponse) { rc.finish(resp) })
+	h.cfg.Groups.ListGroups(groupContext(rc), req, func(resp *kmsg.ListGroupsResponse) {
+		// As Kafka's: DESCRIBE on the cluster lists every group, else
+		// those the principal may describe.
+		if !h.authorizeQuiet(rc, az.Describe, az.Cluster, az.ClusterName) {
+			kept := resp.Groups[:0]
+			for _, g := range resp.Groups {
+				if h.authorizeQuiet(rc, az.Describe, az.Group, g.Group) {
+					kept = append(kept, g)
+				}
+			}
+			resp.Groups = kept
+		}
+		rc.finish(resp)
+	})
 }

@@ -23,13 +23,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleCreateTopics(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.CreateTopicsRequest)
+	// CREATE on the cluster, or else on each topic (Kafka's
+	// handleCreateTopicsRequest); a refused topic is not forwarded.
+	var denied []string
+	if h.cfg.Authorizer != nil && !h.authorizeQuiet(rc, az.Create, az.Cluster, az.ClusterName) {
+		kept := req.Topics[:0:0]
+		for _, rt := range req.Topics {
+			if h.authorize(rc, az.Create, az.Topic, rt.Topic) {
+				kept = append(kept, rt)
+			} else {
+				denied = append(denied, rt.Topic)
+			}
+		}
+		req.Topics = kept
+	}
 	fwd, refused, q := h.createTopicsQuota(rc, req)
 	var resp *kmsg.CreateTopicsResponse
-	if len(fwd.Topics) > 0 || len(refused) == 0 {
+	if len(fwd.Topics) > 0 || len(refused) == 0 && len(denied) == 0 {
 		resp = h.createTopics(rc, fwd).(*kmsg.CreateTopicsResponse)
 	} else {
 		resp = req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -39,6 +55,19 @@ func (h *Handler) handleCreateTopics(rc *RequestContext, kreq kmsg.Request) kmsg
 		st.Topic, st.ErrorCode = rt.Topic, kerr.ThrottlingQuotaExceeded.Code
 		st.ErrorMessage = ErrorMessage(errThrottled())
 		resp.Topics = append(resp.Topics, st)
+	}
+	for _, name := range denied {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic, st.ErrorCode = name, kerr.TopicAuthorizationFailed.Code
+		st.ErrorMessage = ErrorMessage(errTopicAuthorization)
+		resp.Topics = append(resp.Topics, st)
+	}
+	// The created topic's configs are told only with DESCRIBE_CONFIGS.
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		if st.ErrorCode == 0 && req.Version >= 5 && !h.authorizeQuiet(rc, az.DescribeConfigs, az.Topic, st.Topic) {
+			st.ConfigErrorCode, st.Configs = kerr.TopicAuthorizationFailed.Code, nil
+		}
 	}
 	resp.ThrottleMillis = throttleMillis(q, resp.ThrottleMillis)
 	return resp

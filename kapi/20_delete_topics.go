@@ -21,13 +21,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleDeleteTopics(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
+	denied := h.authorizeDeleteTopics(rc, req)
 	fwd, refusedTopics, refusedNames, q := h.deleteTopicsQuota(rc, req)
 	var resp *kmsg.DeleteTopicsResponse
-	if len(fwd.Topics)+len(fwd.TopicNames) > 0 || len(refusedTopics)+len(refusedNames) == 0 {
+	if len(fwd.Topics)+len(fwd.TopicNames) > 0 || len(refusedTopics)+len(refusedNames)+len(denied) == 0 {
 		resp = h.deleteTopics(rc, fwd).(*kmsg.DeleteTopicsResponse)
 	} else {
 		resp = req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -46,8 +49,60 @@ func (h *Handler) handleDeleteTopics(rc *RequestContext, kreq kmsg.Request) kmsg
 	for _, t := range refusedTopics {
 		add(t.Topic, t.TopicID)
 	}
+	for _, t := range denied {
+		if req.Version >= 5 {
+			t.ErrorMessage = ErrorMessage(errTopicAuthorization)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
 	resp.ThrottleMillis = throttleMillis(q, resp.ThrottleMillis)
 	return resp
+}
+
+// authorizeDeleteTopics takes out of req the topics the principal may not
+// delete (Kafka's handleDeleteTopicsRequest: DELETE on the topic, and
+// for one named by id DESCRIBE too, else its name is not told) and
+// returns their answers.
+func (h *Handler) authorizeDeleteTopics(rc *RequestContext, req *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsResponseTopic {
+	if h.cfg.Authorizer == nil {
+		return nil
+	}
+	var denied []kmsg.DeleteTopicsResponseTopic
+	deny := func(name *string, id [16]byte) {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode = name, id, kerr.TopicAuthorizationFailed.Code
+		denied = append(denied, rt)
+	}
+	keptNames := req.TopicNames[:0:0]
+	for _, n := range req.TopicNames {
+		if h.authorize(rc, az.Delete, az.Topic, n) {
+			keptNames = append(keptNames, n)
+		} else {
+			deny(&n, [16]byte{})
+		}
+	}
+	req.TopicNames = keptNames
+	kept := req.Topics[:0:0]
+	for _, t := range req.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		} else {
+			name = h.topicName("", t.TopicID)
+		}
+		switch {
+		case name == "":
+			kept = append(kept, t) // an unknown id: the controller answers it
+		case t.Topic == nil && !h.authorize(rc, az.Describe, az.Topic, name):
+			deny(nil, t.TopicID)
+		case !h.authorize(rc, az.Delete, az.Topic, name):
+			deny(&name, t.TopicID)
+		default:
+			kept = append(kept, t)
+		}
+	}
+	req.Topics = kept
+	return denied
 }
 
 func (h *Handler) deleteTopics(rc *RequestContext, req *kmsg.DeleteTopicsRequest) kmsg.Response {

@@ -10,9 +10,12 @@ package kapi
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/replica"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleDeleteRecords(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -22,9 +25,15 @@ func (h *Handler) handleDeleteRecords(rc *RequestContext, kreq kmsg.Request) kms
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := h.authorize(rc, az.Delete, az.Topic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
+			if !allowed {
+				sp.LowWatermark, sp.ErrorCode = -1, kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			low, err := h.cfg.Replicas.DeleteRecords(replica.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp.Offset)
 			sp.LowWatermark, sp.ErrorCode = low, ErrorCode(err)
 			st.Partitions = append(st.Partitions, sp)

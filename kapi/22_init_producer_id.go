@@ -17,13 +17,33 @@ package kapi
 // a ProducerIdsRecord in the metadata log), so no id is handed out twice.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/coordinator/txn"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleInitProducerID(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
+	// WRITE on the transactional id; without one, IDEMPOTENT_WRITE on
+	// the cluster or WRITE on some topic (Kafka's handleInitProducerIdRequest).
+	var refused int16
+	switch {
+	case req.TransactionalID != nil && *req.TransactionalID != "":
+		if !h.authorize(rc, az.Write, az.TransactionalID, *req.TransactionalID) {
+			refused = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+	case !h.authorizeQuiet(rc, az.IdempotentWrite, az.Cluster, az.ClusterName) && !h.authorizeByResourceType(rc, az.Write, az.Topic):
+		refused = kerr.ClusterAuthorizationFailed.Code
+	}
+	if refused != 0 {
+		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = -1, -1, refused
+		rc.finish(resp)
+		return
+	}
 	h.cfg.Txn.InitProducerID(rc.Context(), req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch, req.Version,
 		func(r txn.InitProducerIDResult) {
 			resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)

@@ -27,20 +27,32 @@ package kapi
 // leader_epoch -1 and end_offset -1.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/replica"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleOffsetForLeaderEpoch(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// CLUSTER_ACTION (a follower) covers every topic, else DESCRIBE on
+	// each (Kafka's handleOffsetForLeaderEpochRequest).
+	all := h.authorizeQuiet(rc, az.ClusterAction, az.Cluster, az.ClusterName)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		allowed := all || h.authorize(rc, az.Describe, az.Topic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
+			if !allowed {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			current := rp.CurrentLeaderEpoch
 			if req.Version < 2 {
 				current = -1 // not on the wire: no fencing

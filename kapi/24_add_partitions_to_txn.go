@@ -23,17 +23,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/log"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleAddPartitionsToTxn(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version < 4 {
+		if denied := h.authorizeAddPartitions(rc, req); denied != nil {
+			resp.Topics = denied
+			rc.finish(resp)
+			return
+		}
 		tps := txnPartitions(req.Topics)
 		h.cfg.Txn.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, req.Version, func(errs map[log.TopicPartition]error, err error) {
 			resp.Topics = addPartitionsResults(req.Topics, errs, err)
 			rc.finish(resp)
 		})
+		return
+	}
+	if err := h.authorizeCluster(rc, az.ClusterAction); err != nil {
+		resp.ErrorCode = ErrorCode(err)
+		rc.finish(resp)
 		return
 	}
 	resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, len(req.Transactions))

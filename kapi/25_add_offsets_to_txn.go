@@ -12,10 +12,27 @@ package kapi
 // __consumer_offsets; the transaction coordinator adds it as
 // AddPartitionsToTxn would.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
+)
 
 func (h *Handler) handleAddOffsetsToTxn(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
+	var refused error
+	switch {
+	case !h.authorize(rc, az.Write, az.TransactionalID, req.TransactionalID):
+		refused = errTxnIDAuthorization
+	case !h.authorize(rc, az.Read, az.Group, req.Group):
+		refused = errGroupAuthorization
+	}
+	if refused != nil {
+		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		resp.ErrorCode = ErrorCode(refused)
+		rc.finish(resp)
+		return
+	}
 	h.cfg.Txn.AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, req.Version, func(err error) {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 		resp.ErrorCode = ErrorCode(err)

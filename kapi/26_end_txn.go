@@ -14,13 +14,22 @@ package kapi
 // is durable; the markers are written to the partitions after that.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/coordinator/txn"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleEndTxn(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.EndTxnRequest)
+	if !h.authorize(rc, az.Write, az.TransactionalID, req.TransactionalID) {
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kerr.TransactionalIDAuthorizationFailed.Code, -1, -1
+		rc.finish(resp)
+		return
+	}
 	h.cfg.Txn.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version, func(r txn.EndTxnResult) {
 		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 		resp.ErrorCode = ErrorCode(r.Err)

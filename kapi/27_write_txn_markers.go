@@ -39,6 +39,8 @@ import (
 
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/replica"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 // GroupTxnCompleter completes a transaction on a __consumer_offsets
@@ -48,7 +50,14 @@ import (
 type GroupTxnCompleter func(tp replica.TopicPartition, producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, timeout time.Duration, done func(error))
 
 func (h *Handler) handleWriteTxnMarkers(rc *RequestContext, kreq kmsg.Request) {
-	h.WriteTxnMarkers(rc.Context(), kreq.(*kmsg.WriteTxnMarkersRequest), func(resp *kmsg.WriteTxnMarkersResponse) {
+	req := kreq.(*kmsg.WriteTxnMarkersRequest)
+	if !h.authorizeQuiet(rc, az.Alter, az.Cluster, az.ClusterName) {
+		if err := h.authorizeCluster(rc, az.ClusterAction); err != nil {
+			rc.finish(writeTxnMarkersRefused(req, err))
+			return
+		}
+	}
+	h.WriteTxnMarkers(rc.Context(), req, func(resp *kmsg.WriteTxnMarkersResponse) {
 		rc.finish(resp)
 	})
 }

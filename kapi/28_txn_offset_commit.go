@@ -24,5 +24,15 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 
 func (h *Handler) handleTxnOffsetCommit(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
-	h.cfg.Groups.TxnOffsetCommit(groupContext(rc), req, func(resp *kmsg.TxnOffsetCommitResponse) { rc.finish(resp) })
+	denied := h.authorizeTxnOffsetCommit(rc, req)
+	if len(denied) > 0 && len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		resp.Topics = denied
+		rc.finish(resp)
+		return
+	}
+	h.cfg.Groups.TxnOffsetCommit(groupContext(rc), req, func(resp *kmsg.TxnOffsetCommitResponse) {
+		resp.Topics = append(resp.Topics, denied...)
+		rc.finish(resp)
+	})
 }

@@ -48,6 +48,8 @@ import (
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/controller"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleDescribeConfigs(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -56,7 +58,11 @@ func (h *Handler) handleDescribeConfigs(rc *RequestContext, kreq kmsg.Request) k
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		entries, err := h.describeResource(r)
+		err := h.authorizeConfigResource(rc, az.DescribeConfigs, r.ResourceType, r.ResourceName)
+		var entries []config.ConfigEntry
+		if err == nil {
+			entries, err = h.describeResource(r)
+		}
 		if err != nil {
 			rr.ErrorCode = ErrorCode(err)
 			rr.ErrorMessage = ErrorMessage(err)

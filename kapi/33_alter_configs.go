@@ -38,15 +38,51 @@ package kapi
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleAlterConfigs(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.AlterConfigsRequest)
-	r, err := h.forward(rc.Context(), req, 0)
-	if err != nil {
-		return errorResponse(req, err)
+	// ALTER_CONFIGS on each resource; the refused ones are answered
+	// here, in their place, and not forwarded.
+	refused := map[int]error{}
+	all := req.Resources
+	kept := req.Resources[:0:0]
+	for i, res := range req.Resources {
+		if err := h.authorizeConfigResource(rc, az.AlterConfigs, res.ResourceType, res.ResourceName); err != nil {
+			refused[i] = err
+			continue
+		}
+		kept = append(kept, res)
 	}
-	resp := r.(*kmsg.AlterConfigsResponse)
+	req.Resources = kept
+	var resp *kmsg.AlterConfigsResponse
+	if len(kept) > 0 || len(refused) == 0 {
+		r, err := h.forward(rc.Context(), req, 0)
+		if err != nil {
+			req.Resources = all
+			return errorResponse(req, err)
+		}
+		resp = r.(*kmsg.AlterConfigsResponse)
+	} else {
+		resp = req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	}
+	if len(refused) > 0 {
+		merged := make([]kmsg.AlterConfigsResponseResource, 0, len(all))
+		j := 0
+		for i, res := range all {
+			if err, ok := refused[i]; ok {
+				rr := kmsg.NewAlterConfigsResponseResource()
+				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, ErrorCode(err), ErrorMessage(err)
+				merged = append(merged, rr)
+			} else if j < len(resp.Resources) {
+				merged = append(merged, resp.Resources[j])
+				j++
+			}
+		}
+		resp.Resources = merged
+	}
 	if !req.ValidateOnly {
 		var changed []configExpectation
 		for i, rr := range resp.Resources {

@@ -17,13 +17,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleCreatePartitions(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
+	// ALTER on each topic (Kafka's handleCreatePartitionsRequest).
+	var denied []string
+	if h.cfg.Authorizer != nil {
+		kept := req.Topics[:0:0]
+		for _, rt := range req.Topics {
+			if h.authorize(rc, az.Alter, az.Topic, rt.Topic) {
+				kept = append(kept, rt)
+			} else {
+				denied = append(denied, rt.Topic)
+			}
+		}
+		req.Topics = kept
+	}
 	fwd, refused, q := h.createPartitionsQuota(rc, req)
 	var resp *kmsg.CreatePartitionsResponse
-	if len(fwd.Topics) > 0 || len(refused) == 0 {
+	if len(fwd.Topics) > 0 || len(refused)+len(denied) == 0 {
 		resp = h.createPartitions(rc, fwd).(*kmsg.CreatePartitionsResponse)
 	} else {
 		resp = req.ResponseKind().(*kmsg.CreatePartitionsResponse)
@@ -31,6 +46,12 @@ func (h *Handler) handleCreatePartitions(rc *RequestContext, kreq kmsg.Request) 
 	for _, rt := range refused {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic, st.ErrorCode, st.ErrorMessage = rt.Topic, kerr.ThrottlingQuotaExceeded.Code, ErrorMessage(errThrottled())
+		resp.Topics = append(resp.Topics, st)
+	}
+	for _, name := range denied {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic, st.ErrorCode = name, kerr.TopicAuthorizationFailed.Code
+		st.ErrorMessage = kmsg.StringPtr("The topic authorization is failed.")
 		resp.Topics = append(resp.Topics, st)
 	}
 	resp.ThrottleMillis = throttleMillis(q, resp.ThrottleMillis)

@@ -12,22 +12,33 @@ package kapi
 // a restart. A group named twice is deleted once.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleDeleteGroups(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	seen := map[string]bool{}
 	var ids []string
+	var denied []kmsg.DeleteGroupsResponseGroup
 	for _, g := range req.Groups {
-		if !seen[g] {
-			seen[g] = true
-			ids = append(ids, g)
+		if seen[g] {
+			continue
 		}
+		seen[g] = true
+		if !h.authorize(rc, az.Delete, az.Group, g) {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			denied = append(denied, rg)
+			continue
+		}
+		ids = append(ids, g)
 	}
 	h.cfg.Groups.DeleteGroups(groupContext(rc), ids, func(gs []kmsg.DeleteGroupsResponseGroup) {
 		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-		resp.Groups = gs
+		resp.Groups = append(gs, denied...)
 		rc.finish(resp)
 	})
 }

@@ -48,6 +48,8 @@ import (
 
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/metadata"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleIncrementalAlterConfigs(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -59,6 +61,10 @@ func (h *Handler) handleIncrementalAlterConfigs(rc *RequestContext, kreq kmsg.Re
 	fwd.Resources = nil
 	local := map[int]error{}
 	for i, r := range req.Resources {
+		if err := h.authorizeConfigResource(rc, az.AlterConfigs, r.ResourceType, r.ResourceName); err != nil {
+			local[i] = err
+			continue
+		}
 		if r.ResourceType == kmsg.ConfigResourceTypeBrokerLogger {
 			local[i] = h.checkBrokerLoggerResource(r.ResourceName)
 			if local[i] == nil {

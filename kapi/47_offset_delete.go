@@ -14,5 +14,15 @@ import (
 
 func (h *Handler) handleOffsetDelete(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
-	h.cfg.Groups.OffsetDelete(groupContext(rc), req, func(resp *kmsg.OffsetDeleteResponse) { rc.finish(resp) })
+	groupErr, denied := h.authorizeOffsetDelete(rc, req)
+	if groupErr != 0 || len(denied) > 0 && len(req.Topics) == 0 {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode, resp.Topics = groupErr, denied
+		rc.finish(resp)
+		return
+	}
+	h.cfg.Groups.OffsetDelete(groupContext(rc), req, func(resp *kmsg.OffsetDeleteResponse) {
+		resp.Topics = append(resp.Topics, denied...)
+		rc.finish(resp)
+	})
 }

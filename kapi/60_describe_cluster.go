@@ -23,6 +23,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 const (
@@ -52,7 +54,10 @@ func (h *Handler) handleDescribeCluster(rc *RequestContext, kreq kmsg.Request) k
 	resp.ClusterID = h.cfg.ClusterID
 	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOperations
+		resp.ClusterAuthorizedOperations = 0
+		if h.authorize(rc, az.Describe, az.Cluster, az.ClusterName) {
+			resp.ClusterAuthorizedOperations = h.authorizedOperations(rc, az.Cluster, az.ClusterName)
+		}
 	}
 	im := h.image()
 	endpoints := h.aliveEndpoints(im, rc.Listener)

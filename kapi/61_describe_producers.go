@@ -20,6 +20,8 @@ import (
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleDescribeProducers(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -31,7 +33,9 @@ func (h *Handler) handleDescribeProducers(rc *RequestContext, kreq kmsg.Request)
 		st.Topic = rt.Topic
 		var topicErr error
 		var topicMsg *string // Kafka sends a message only for an invalid name
-		if err := controller.ValidateTopicName(rt.Topic); err != nil {
+		if !h.authorize(rc, az.Read, az.Topic, rt.Topic) {
+			topicErr = errTopicAuthorization
+		} else if err := controller.ValidateTopicName(rt.Topic); err != nil {
 			topicErr, topicMsg = err, ErrorMessage(err)
 		} else if _, ok := img.Topic(rt.Topic); !ok {
 			topicErr = kerr.UnknownTopicOrPartition

@@ -13,9 +13,26 @@ package kapi
 // COORDINATOR_LOAD_IN_PROGRESS while a partition of __transaction_state is
 // loading.
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
+)
 
 func (h *Handler) handleListTransactions(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
-	h.cfg.Txn.ListTransactions(req, func(resp *kmsg.ListTransactionsResponse) { rc.finish(resp) })
+	h.cfg.Txn.ListTransactions(req, func(resp *kmsg.ListTransactionsResponse) {
+		// Only the ids the principal may describe (Kafka's
+		// handleListTransactionsRequest).
+		if h.cfg.Authorizer != nil {
+			kept := resp.TransactionStates[:0]
+			for _, s := range resp.TransactionStates {
+				if h.authorizeQuiet(rc, az.Describe, az.TransactionalID, s.TransactionalID) {
+					kept = append(kept, s)
+				}
+			}
+			resp.TransactionStates = kept
+		}
+		rc.finish(resp)
+	})
 }

@@ -16,10 +16,19 @@ package kapi
 // UNSUPPORTED_VERSION, as Kafka does.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleConsumerGroupHeartbeat(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !h.authorize(rc, az.Read, az.Group, req.Group) {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		rc.finish(resp)
+		return
+	}
 	h.cfg.Groups.ConsumerGroupHeartbeat(groupContext(rc), req, func(resp *kmsg.ConsumerGroupHeartbeatResponse) { rc.finish(resp) })
 }

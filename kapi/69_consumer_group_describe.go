@@ -12,21 +12,35 @@ package kapi
 // authorizer every group operation is authorized.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleConsumerGroupDescribe(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
-	h.cfg.Groups.ConsumerGroupDescribe(groupContext(rc), req.Groups, func(gs []kmsg.ConsumerGroupDescribeResponseGroup) {
+	var allowed []string
+	var denied []kmsg.ConsumerGroupDescribeResponseGroup
+	for _, g := range req.Groups {
+		if h.authorize(rc, az.Describe, az.Group, g) {
+			allowed = append(allowed, g)
+			continue
+		}
+		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+		dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		denied = append(denied, dg)
+	}
+	h.cfg.Groups.ConsumerGroupDescribe(groupContext(rc), allowed, func(gs []kmsg.ConsumerGroupDescribeResponseGroup) {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 		if req.IncludeAuthorizedOperations {
 			for i := range gs {
 				if gs[i].ErrorCode == 0 {
-					gs[i].AuthorizedOperations = groupAuthorizedOperations
+					gs[i].AuthorizedOperations = h.authorizedOperations(rc, az.Group, gs[i].Group)
 				}
 			}
 		}
-		resp.Groups = gs
+		resp.Groups = append(gs, denied...)
 		rc.finish(resp)
 	})
 }

@@ -28,9 +28,10 @@ package kapi
 // are those on unregistered or fenced brokers or brokers without the
 // listener, and this broker's own offline replicas (as Metadata).
 // Eligible leader replicas and the last known ELR are the image's (KIP-966),
-// empty lists when there are none. Topic authorized operations are every topic
-// operation, as Kafka answers without an authorizer (this API has no
-// flag to leave them out).
+// empty lists when there are none. Topic authorized operations are those the
+// principal has (every topic operation without an authorizer; this API
+// has no flag to leave them out). All topics lists those the principal may
+// describe; a named topic it may not is TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"maps"
@@ -41,6 +42,8 @@ import (
 
 	"github.com/moldau/moldau/broker/controller"
 	"github.com/moldau/moldau/broker/metadata"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func (h *Handler) handleDescribeTopicPartitions(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
@@ -55,7 +58,7 @@ func (h *Handler) handleDescribeTopicPartitions(rc *RequestContext, kreq kmsg.Re
 	names := map[string]bool{}
 	if all {
 		for _, t := range im.Topics() {
-			if t.Name >= cursorTopic {
+			if t.Name >= cursorTopic && h.authorizeQuiet(rc, az.Describe, az.Topic, t.Name) {
 				names[t.Name] = true
 			}
 		}
@@ -82,6 +85,12 @@ func (h *Handler) handleDescribeTopicPartitions(rc *RequestContext, kreq kmsg.Re
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name}
 			break
 		}
+		if !all && !h.authorize(rc, az.Describe, az.Topic, name) {
+			st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			st.Topic, st.ErrorCode, st.Partitions = kmsg.StringPtr(name), kerr.TopicAuthorizationFailed.Code, []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		t, ok := im.Topic(name)
 		if !ok {
 			if !all {
@@ -96,7 +105,7 @@ func (h *Handler) handleDescribeTopicPartitions(rc *RequestContext, kreq kmsg.Re
 		upper := min(int64(len(t.Partitions)), start+remaining)
 		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		st.Topic, st.TopicID, st.IsInternal = kmsg.StringPtr(name), t.ID, metadata.IsInternalTopic(name)
-		st.AuthorizedOperations = topicAuthorizedOperations
+		st.AuthorizedOperations = h.authorizedOperations(rc, az.Topic, name)
 		st.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
 		for i := start; i < upper; i++ {
 			st.Partitions = append(st.Partitions, h.describedPartition(im, t, t.Partitions[i], endpoints, rc.Listener))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 func describeTopicPartitions(t *testing.T, h *Handler, limit int32, cursor *kmsg.DescribeTopicPartitionsRequestCursor, topics ...string) *kmsg.DescribeTopicPartitionsResponse {
@@ -47,7 +49,7 @@ func TestDescribeTopicPartitionsPaging(t *testing.T) {
 			resp := describeTopicPartitions(t, h, limit, cursor)
 			n := 0
 			for _, st := range resp.Topics {
-				if st.ErrorCode != 0 || st.AuthorizedOperations != topicAuthorizedOperations || st.IsInternal {
+				if st.ErrorCode != 0 || st.AuthorizedOperations != az.AllOperations(az.Topic) || st.IsInternal {
 					t.Fatalf("limit %d: topic %+v", limit, st)
 				}
 				for _, sp := range st.Partitions {

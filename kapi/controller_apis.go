@@ -7,7 +7,7 @@ package kapi
 //   - BrokerRegistration and BrokerHeartbeat (KIP-631), from every broker.
 //   - CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //     IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders,
-//     UpdateFeatures and AlterUserScramCredentials, forwarded by brokers (or sent by an admin client
+//     UpdateFeatures, AlterUserScramCredentials, CreateAcls and DeleteAcls, forwarded by brokers (or sent by an admin client
 //     with --bootstrap-controller), and AllocateProducerIds.
 //   - DescribeQuorum (KIP-595).
 //   - AlterPartition, from partition leaders (see 56_alter_partition.go).
@@ -45,6 +45,8 @@ type ControllerAPI interface {
 	ListPartitionReassignments(context.Context, *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error)
 	UpdateFeatures(context.Context, *kmsg.UpdateFeaturesRequest) (*kmsg.UpdateFeaturesResponse, error)
 	AlterUserScramCredentials(context.Context, *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error)
+	CreateAcls(context.Context, *kmsg.CreateACLsRequest) (*kmsg.CreateACLsResponse, error)
+	DeleteAcls(context.Context, *kmsg.DeleteACLsRequest) (*kmsg.DeleteACLsResponse, error)
 }
 
 // QuorumAPI is the metadata quorum as the controller plane calls it.
@@ -72,6 +74,8 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{18, 0, 4}, // ApiVersions
 	{19, 0, 7}, // CreateTopics
 	{20, 0, 6}, // DeleteTopics
+	{30, 0, 3}, // CreateAcls
+	{31, 0, 3}, // DeleteAcls
 	{33, 0, 2}, // AlterConfigs
 	{37, 0, 3}, // CreatePartitions
 	{43, 0, 2}, // ElectLeaders
@@ -197,6 +201,10 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.UpdateFeatures(ctx, req)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.AlterUserScramCredentials(ctx, req)
+	case *kmsg.CreateACLsRequest:
+		return c.CreateAcls(ctx, req)
+	case *kmsg.DeleteACLsRequest:
+		return c.DeleteAcls(ctx, req)
 	case *kmsg.DescribeQuorumRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)

@@ -6,7 +6,8 @@ import (
 
 // errorResponse answers req with err in every place the response has an
 // error (Kafka's AbstractRequest.getErrorResponse), for the requests a
-// broker forwards to the controller and the controller plane serves. It
+// broker forwards to the controller and the controller plane serves, and
+// the cluster-wide requests a failed authorization refuses whole. It
 // returns nil for a request it does not know.
 func errorResponse(req kmsg.Request, err error) kmsg.Response {
 	code, msg := ErrorCode(err), ErrorMessage(err)
@@ -160,6 +161,38 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 			add(u.Name)
 		}
 		return resp
+	case *kmsg.DescribeClientQuotasRequest:
+		resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
+	case *kmsg.DescribeLogDirsRequest:
+		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.ListConfigResourcesRequest:
+		resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.CreateACLsRequest:
+		resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+		for range req.Creations {
+			r := kmsg.NewCreateACLsResponseResult()
+			r.ErrorCode, r.ErrorMessage = code, msg
+			resp.Results = append(resp.Results, r)
+		}
+		return resp
+	case *kmsg.DeleteACLsRequest:
+		resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+		for range req.Filters {
+			r := kmsg.NewDeleteACLsResponseResult()
+			r.ErrorCode, r.ErrorMessage = code, msg
+			resp.Results = append(resp.Results, r)
+		}
+		return resp
 	}
 	return nil
 }
@@ -212,6 +245,14 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 	case *kmsg.UpdateFeaturesResponse:
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, u := range r.Results {
+			codes = append(codes, u.ErrorCode)
+		}
+	case *kmsg.CreateACLsResponse:
+		for _, u := range r.Results {
+			codes = append(codes, u.ErrorCode)
+		}
+	case *kmsg.DeleteACLsResponse:
 		for _, u := range r.Results {
 			codes = append(codes, u.ErrorCode)
 		}

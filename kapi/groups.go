@@ -15,10 +15,6 @@ import (
 	"github.com/moldau/moldau/coordinator/group"
 )
 
-// Authorized operations on a group without an authorizer (Kafka's
-// AclEntry.supportedOperations(GROUP)): READ, DELETE, DESCRIBE.
-const groupAuthorizedOperations int32 = 1<<3 | 1<<6 | 1<<8
-
 // groupContext is what the group coordinator knows of the request.
 func groupContext(rc *RequestContext) group.RequestContext {
 	host := ""

@@ -14,6 +14,7 @@ import (
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/quota"
 	"github.com/moldau/moldau/broker/routine"
+	"github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/replica"
@@ -66,6 +67,10 @@ type Config struct {
 	// group coordinator writes them and applies the transaction's
 	// offsets). Nil: they are appended to the partition like any other.
 	CompleteGroupTransaction GroupTxnCompleter
+
+	// Authorizer decides every request (authorizer.class.name); nil:
+	// everything is allowed.
+	Authorizer *authorizer.StandardAuthorizer
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

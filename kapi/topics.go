@@ -1,8 +1,7 @@
 package kapi
 
 // Topic helpers shared by Metadata and Produce: auto-creation through the
-// controller, and the authorized-operations bit fields reported when no
-// authorizer is configured.
+// controller.
 
 import (
 	"context"
@@ -17,13 +16,6 @@ import (
 )
 
 const (
-	// Authorized operations without an authorizer: every operation the
-	// resource supports (Kafka's AclEntry.supportedOperations as a bit
-	// field). Topic: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-	// DESCRIBE_CONFIGS, ALTER_CONFIGS. Cluster: CREATE, ALTER, DESCRIBE,
-	// CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
-	topicAuthorizedOperations   int32 = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
-	clusterAuthorizedOperations int32 = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 	// authorizedOperationsOmitted is the schema default, -2147483648.
 	authorizedOperationsOmitted int32 = -1 << 31
 

@@ -2,6 +2,8 @@ package kapi
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
 const apiVersionsKey = 18
@@ -78,31 +80,34 @@ func init() {
 		{key: 26, min: 0, max: 5, async: (*Handler).handleEndTxn},
 		{key: 27, min: 0, max: 2, async: (*Handler).handleWriteTxnMarkers},
 		{key: 28, min: 0, max: 6, async: (*Handler).handleTxnOffsetCommit},
+		{key: 29, min: 0, max: 3, sync: (*Handler).handleDescribeAcls},
+		{key: 30, min: 0, max: 3, async: forwarded((*Handler).handleCreateAcls)},
+		{key: 31, min: 0, max: 3, async: forwarded((*Handler).handleDeleteAcls)},
 		{key: 32, min: 0, max: 4, sync: (*Handler).handleDescribeConfigs},
 		{key: 33, min: 0, max: 2, async: forwarded((*Handler).handleAlterConfigs)},
-		{key: 35, min: 0, max: 5, sync: (*Handler).handleDescribeLogDirs},
+		{key: 35, min: 0, max: 5, sync: clusterOp(az.Describe, (*Handler).handleDescribeLogDirs)},
 		{key: 36, min: 0, max: 2, sync: (*Handler).handleSaslAuthenticate},
 		{key: 37, min: 0, max: 3, async: forwarded((*Handler).handleCreatePartitions)},
 		{key: 42, min: 0, max: 3, async: (*Handler).handleDeleteGroups},
-		{key: 43, min: 0, max: 2, async: forwarded((*Handler).handleElectLeaders)},
+		{key: 43, min: 0, max: 2, async: forwarded(clusterOp(az.Alter, (*Handler).handleElectLeaders))},
 		{key: 44, min: 0, max: 1, async: forwarded((*Handler).handleIncrementalAlterConfigs)},
-		{key: 45, min: 0, max: 1, async: forwarded((*Handler).handleAlterPartitionReassignments)},
-		{key: 46, min: 0, max: 0, async: forwarded((*Handler).handleListPartitionReassignments)},
+		{key: 45, min: 0, max: 1, async: forwarded(clusterOp(az.Alter, (*Handler).handleAlterPartitionReassignments))},
+		{key: 46, min: 0, max: 0, async: forwarded(clusterOp(az.Describe, (*Handler).handleListPartitionReassignments))},
 		{key: 47, min: 0, max: 0, async: (*Handler).handleOffsetDelete},
-		{key: 48, min: 0, max: 1, sync: (*Handler).handleDescribeClientQuotas},
-		{key: 49, min: 0, max: 1, async: forwarded((*Handler).handleAlterClientQuotas)},
-		{key: 50, min: 0, max: 0, sync: (*Handler).handleDescribeUserScramCredentials},
-		{key: 51, min: 0, max: 0, async: forwarded((*Handler).handleAlterUserScramCredentials)},
-		{key: 55, min: 0, max: 2, async: forwarded((*Handler).handleDescribeQuorum)},
-		{key: 57, min: 0, max: 2, async: forwarded((*Handler).handleUpdateFeatures)},
+		{key: 48, min: 0, max: 1, sync: clusterOp(az.DescribeConfigs, (*Handler).handleDescribeClientQuotas)},
+		{key: 49, min: 0, max: 1, async: forwarded(clusterOp(az.AlterConfigs, (*Handler).handleAlterClientQuotas))},
+		{key: 50, min: 0, max: 0, sync: clusterOp(az.Describe, (*Handler).handleDescribeUserScramCredentials)},
+		{key: 51, min: 0, max: 0, async: forwarded(clusterOp(az.Alter, (*Handler).handleAlterUserScramCredentials))},
+		{key: 55, min: 0, max: 2, async: forwarded(clusterOp(az.Describe, (*Handler).handleDescribeQuorum))},
+		{key: 57, min: 0, max: 2, async: forwarded(clusterOp(az.Alter, (*Handler).handleUpdateFeatures))},
 		{key: 60, min: 0, max: 2, sync: (*Handler).handleDescribeCluster},
 		{key: 61, min: 0, max: 0, sync: (*Handler).handleDescribeProducers},
-		{key: 64, min: 0, max: 0, async: forwarded((*Handler).handleUnregisterBroker)},
+		{key: 64, min: 0, max: 0, async: forwarded(clusterOp(az.Alter, (*Handler).handleUnregisterBroker))},
 		{key: 65, min: 0, max: 0, async: (*Handler).handleDescribeTransactions},
 		{key: 66, min: 0, max: 2, async: (*Handler).handleListTransactions},
 		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
-		{key: 74, min: 0, max: 1, sync: (*Handler).handleListConfigResources},
+		{key: 74, min: 0, max: 1, sync: clusterOp(az.DescribeConfigs, (*Handler).handleListConfigResources)},
 		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
 	}
 	m := make(map[int16]*api, len(apis))

@@ -39,6 +39,10 @@ var kafkaBrokerDefs = []*Def{
 	kdef("socket.connection.setup.timeout.ms", TypeLong, "10000", Medium, ReadOnly, "ServerConfigs"),
 	kdef("socket.connection.setup.timeout.max.ms", TypeLong, "30000", Medium, ReadOnly, "ServerConfigs"),
 	kdef("authorizer.class.name", TypeString, "", Low, ReadOnly, "ServerConfigs"),
+	// The StandardAuthorizer's own properties (Kafka reads them from
+	// the broker's properties when it configures the authorizer).
+	kdef("super.users", TypeString, "", Low, ReadOnly, "StandardAuthorizer"),
+	kdef("allow.everyone.if.no.acl.found", TypeBoolean, "false", Low, ReadOnly, "StandardAuthorizer"),
 	kdef("early.start.listeners", TypeString, nil, High, ReadOnly, "ServerConfigs"),
 	kdef("controlled.shutdown.max.retries", TypeInt, "3", Medium, ReadOnly, "ServerConfigs"),
 	kdef("controlled.shutdown.retry.backoff.ms", TypeLong, "5000", Medium, ReadOnly, "ServerConfigs"),

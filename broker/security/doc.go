@@ -1,8 +1,9 @@
 // Package security is Moldau's authentication of connections (Kafka's
 // org.apache.kafka.common.security and ChannelBuilders): the SSL security
 // protocol, and SASL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) on
-// SASL_PLAINTEXT and SASL_SSL listeners; the authorizer and delegation
-// tokens come later and slot in beside them.
+// SASL_PLAINTEXT and SASL_SSL listeners. The authorizer on the ACLs of
+// the metadata image is package authorizer; delegation tokens come later
+// and slot in beside them.
 //
 // # Listeners and channel builders
 //

@@ -1,0 +1,186 @@
+package kapi
+
+// DescribeAcls, versions 0-3 (v1 adds the pattern type, v2 is flexible, v3
+// the USER resource type). Answered from this broker's image, as Kafka's
+// StandardAuthorizer answers from its own copy of the ACLs. Needs DESCRIBE
+// on the cluster; without an authorizer the answer is SECURITY_DISABLED.
+//
+// CreateAcls and DeleteAcls (30, 31; same versions) are decided by the
+// controller (broker/controller/acls.go): the broker checks ALTER on the
+// cluster, forwards, and waits until its own image shows the change, as
+// Kafka's alterAclsPurgatory waits for the broker's authorizer.
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/metadata"
+	az "github.com/moldau/moldau/broker/security/authorizer"
+)
+
+var errSecurityDisabled = apierr.New(kerr.SecurityDisabled, "No Authorizer is configured on the broker")
+
+func (h *Handler) handleDescribeAcls(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.DescribeACLsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+	fail := func(err error) kmsg.Response {
+		resp.ErrorCode, resp.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+		return resp
+	}
+	if err := h.authorizeCluster(rc, az.Describe); err != nil {
+		return fail(err)
+	}
+	if h.cfg.Authorizer == nil {
+		return fail(errSecurityDisabled)
+	}
+	f := az.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
+		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}
+	if req.Version == 0 {
+		f.PatternType = az.Literal
+	}
+	if msg := f.FilterUnknownCodes(); msg != "" {
+		return fail(apierr.Errorf(kerr.InvalidRequest, "The filter has an unknown field: %s", msg))
+	}
+	acls := h.image().ACLs
+	type key struct {
+		rt   int8
+		name string
+		pt   int8
+	}
+	byRes := map[key]*kmsg.DescribeACLsResponseResource{}
+	var order []key
+	for _, id := range acls.SortedIDs() {
+		a := acls.ByID[id]
+		if !f.Matches(a) {
+			continue
+		}
+		k := key{a.ResourceType, a.ResourceName, a.PatternType}
+		r := byRes[k]
+		if r == nil {
+			nr := kmsg.NewDescribeACLsResponseResource()
+			nr.ResourceType, nr.ResourceName, nr.ResourcePatternType = kmsg.ACLResourceType(a.ResourceType), a.ResourceName, kmsg.ACLResourcePatternType(a.PatternType)
+			r = &nr
+			byRes[k] = r
+			order = append(order, k)
+		}
+		e := kmsg.NewDescribeACLsResponseResourceACL()
+		e.Principal, e.Host, e.Operation, e.PermissionType = a.Principal, a.Host, kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
+		r.ACLs = append(r.ACLs, e)
+	}
+	slices.SortFunc(order, func(x, y key) int {
+		if c := cmp.Compare(x.rt, y.rt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.name, y.name); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.pt, y.pt)
+	})
+	for _, k := range order {
+		resp.Resources = append(resp.Resources, *byRes[k])
+	}
+	return resp
+}
+
+func (h *Handler) handleCreateAcls(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.CreateACLsRequest)
+	fail := func(err error) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+		for range req.Creations {
+			r := kmsg.NewCreateACLsResponseResult()
+			r.ErrorCode, r.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+			resp.Results = append(resp.Results, r)
+		}
+		return resp
+	}
+	if err := h.authorizeCluster(rc, az.Alter); err != nil {
+		return fail(err)
+	}
+	if h.cfg.Authorizer == nil {
+		return fail(errSecurityDisabled)
+	}
+	if req.Version == 0 {
+		for i := range req.Creations {
+			req.Creations[i].ResourcePatternType = az.Literal
+		}
+	}
+	r, err := h.forward(rc.Context(), req, 0)
+	if err != nil {
+		return fail(err)
+	}
+	resp := r.(*kmsg.CreateACLsResponse)
+	want := make([]metadata.ACL, 0, len(req.Creations))
+	for i, c := range req.Creations {
+		if i < len(resp.Results) && resp.Results[i].ErrorCode == 0 {
+			want = append(want, metadata.ACL{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: int8(c.ResourcePatternType),
+				Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType)})
+		}
+	}
+	h.waitForMetadata(rc.Context(), defaultForwardTimeout, func(im *metadata.Image) bool {
+		have := map[metadata.ACL]bool{}
+		if im.ACLs != nil {
+			for _, a := range im.ACLs.ByID {
+				have[a] = true
+			}
+		}
+		for _, a := range want {
+			if !have[a] {
+				return false
+			}
+		}
+		return true
+	})
+	return resp
+}
+
+func (h *Handler) handleDeleteAcls(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.DeleteACLsRequest)
+	fail := func(err error) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+		for range req.Filters {
+			r := kmsg.NewDeleteACLsResponseResult()
+			r.ErrorCode, r.ErrorMessage = ErrorCode(err), ErrorMessage(err)
+			resp.Results = append(resp.Results, r)
+		}
+		return resp
+	}
+	if err := h.authorizeCluster(rc, az.Alter); err != nil {
+		return fail(err)
+	}
+	if h.cfg.Authorizer == nil {
+		return fail(errSecurityDisabled)
+	}
+	if req.Version == 0 {
+		for i := range req.Filters {
+			req.Filters[i].ResourcePatternType = az.Literal
+		}
+	}
+	r, err := h.forward(rc.Context(), req, 0)
+	if err != nil {
+		return fail(err)
+	}
+	resp := r.(*kmsg.DeleteACLsResponse)
+	gone := map[metadata.ACL]bool{}
+	for _, fr := range resp.Results {
+		for _, m := range fr.MatchingACLs {
+			gone[metadata.ACL{ResourceType: int8(m.ResourceType), ResourceName: m.ResourceName, PatternType: int8(m.ResourcePatternType),
+				Principal: m.Principal, Host: m.Host, Operation: int8(m.Operation), Permission: int8(m.PermissionType)}] = true
+		}
+	}
+	h.waitForMetadata(rc.Context(), defaultForwardTimeout, func(im *metadata.Image) bool {
+		if im.ACLs == nil {
+			return true
+		}
+		for _, a := range im.ACLs.ByID {
+			if gone[a] {
+				return false
+			}
+		}
+		return true
+	})
+	return resp
+}
