@@ -88,99 +88,87 @@ func (h *Handler) handleDescribeAcls(rc *RequestContext, kreq kmsg.Request) kmsg
 
 func (h *Handler) handleCreateAcls(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.CreateACLsRequest)
-	fail := func(err error) kmsg.Response {
-		resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-		for range req.Creations {
-			r := kmsg.NewCreateACLsResponseResult()
-			r.ErrorCode, r.ErrorMessage = ErrorCode(err), ErrorMessage(err)
-			resp.Results = append(resp.Results, r)
-		}
-		return resp
-	}
-	if err := h.authorizeCluster(rc, az.Alter); err != nil {
-		return fail(err)
-	}
-	if h.cfg.Authorizer == nil {
-		return fail(errSecurityDisabled)
-	}
 	if req.Version == 0 {
 		for i := range req.Creations {
 			req.Creations[i].ResourcePatternType = az.Literal
 		}
 	}
-	r, err := h.forward(rc.Context(), req, 0)
-	if err != nil {
-		return fail(err)
-	}
-	resp := r.(*kmsg.CreateACLsResponse)
-	want := make([]metadata.ACL, 0, len(req.Creations))
-	for i, c := range req.Creations {
-		if i < len(resp.Results) && resp.Results[i].ErrorCode == 0 {
-			want = append(want, metadata.ACL{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: int8(c.ResourcePatternType),
-				Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType)})
-		}
-	}
-	h.waitForMetadata(rc.Context(), defaultForwardTimeout, func(im *metadata.Image) bool {
-		have := map[metadata.ACL]bool{}
-		if im.ACLs != nil {
-			for _, a := range im.ACLs.ByID {
-				have[a] = true
+	return h.alterACLs(rc, req, func(r kmsg.Response) func(*metadata.Image) bool {
+		resp := r.(*kmsg.CreateACLsResponse)
+		var want []metadata.ACL
+		for i, c := range req.Creations {
+			if i < len(resp.Results) && resp.Results[i].ErrorCode == 0 {
+				want = append(want, aclOf(c.ResourceType, c.ResourceName, c.ResourcePatternType, c.Principal, c.Host, c.Operation, c.PermissionType))
 			}
 		}
-		for _, a := range want {
-			if !have[a] {
-				return false
+		return func(im *metadata.Image) bool {
+			have := aclSet(im)
+			for _, a := range want {
+				if !have[a] {
+					return false
+				}
 			}
+			return true
 		}
-		return true
 	})
-	return resp
 }
 
 func (h *Handler) handleDeleteAcls(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DeleteACLsRequest)
-	fail := func(err error) kmsg.Response {
-		resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-		for range req.Filters {
-			r := kmsg.NewDeleteACLsResponseResult()
-			r.ErrorCode, r.ErrorMessage = ErrorCode(err), ErrorMessage(err)
-			resp.Results = append(resp.Results, r)
-		}
-		return resp
-	}
-	if err := h.authorizeCluster(rc, az.Alter); err != nil {
-		return fail(err)
-	}
-	if h.cfg.Authorizer == nil {
-		return fail(errSecurityDisabled)
-	}
 	if req.Version == 0 {
 		for i := range req.Filters {
 			req.Filters[i].ResourcePatternType = az.Literal
 		}
 	}
-	r, err := h.forward(rc.Context(), req, 0)
-	if err != nil {
-		return fail(err)
-	}
-	resp := r.(*kmsg.DeleteACLsResponse)
-	gone := map[metadata.ACL]bool{}
-	for _, fr := range resp.Results {
-		for _, m := range fr.MatchingACLs {
-			gone[metadata.ACL{ResourceType: int8(m.ResourceType), ResourceName: m.ResourceName, PatternType: int8(m.ResourcePatternType),
-				Principal: m.Principal, Host: m.Host, Operation: int8(m.Operation), Permission: int8(m.PermissionType)}] = true
-		}
-	}
-	h.waitForMetadata(rc.Context(), defaultForwardTimeout, func(im *metadata.Image) bool {
-		if im.ACLs == nil {
-			return true
-		}
-		for _, a := range im.ACLs.ByID {
-			if gone[a] {
-				return false
+	return h.alterACLs(rc, req, func(r kmsg.Response) func(*metadata.Image) bool {
+		var gone []metadata.ACL
+		for _, fr := range r.(*kmsg.DeleteACLsResponse).Results {
+			for _, m := range fr.MatchingACLs {
+				gone = append(gone, aclOf(m.ResourceType, m.ResourceName, m.ResourcePatternType, m.Principal, m.Host, m.Operation, m.PermissionType))
 			}
 		}
-		return true
+		return func(im *metadata.Image) bool {
+			have := aclSet(im)
+			for _, a := range gone {
+				if have[a] {
+					return false
+				}
+			}
+			return true
+		}
 	})
-	return resp
+}
+
+// alterACLs checks ALTER on the cluster, forwards the change to the
+// controller and waits until this broker's image has settled as the
+// answer says (Kafka's alterAclsPurgatory, which waits for the broker's
+// own authorizer).
+func (h *Handler) alterACLs(rc *RequestContext, req kmsg.Request, settled func(kmsg.Response) func(*metadata.Image) bool) kmsg.Response {
+	if err := h.authorizeCluster(rc, az.Alter); err != nil {
+		return errorResponse(req, err)
+	}
+	if h.cfg.Authorizer == nil {
+		return errorResponse(req, errSecurityDisabled)
+	}
+	r, err := h.forward(rc.Context(), req, 0)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	h.waitForMetadata(rc.Context(), defaultForwardTimeout, settled(r))
+	return r
+}
+
+func aclOf(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
+	return metadata.ACL{ResourceType: int8(rt), ResourceName: name, PatternType: int8(pt), Principal: principal, Host: host, Operation: int8(op), Permission: int8(perm)}
+}
+
+// aclSet is the image's ACLs as a set of values.
+func aclSet(im *metadata.Image) map[metadata.ACL]bool {
+	have := map[metadata.ACL]bool{}
+	if im.ACLs != nil {
+		for _, a := range im.ACLs.ByID {
+			have[a] = true
+		}
+	}
+	return have
 }

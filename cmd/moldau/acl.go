@@ -170,14 +170,12 @@ func aclListCommand() *command {
 					if err != nil {
 						return err
 					}
-					out := []aclJSON{}
+					var out []aclJSON
 					for _, r := range res {
 						if r.Err != nil {
 							return fmt.Errorf("%v %s", r.Err, r.ErrMessage)
 						}
-						for _, d := range r.Described {
-							out = append(out, aclJSON{d.Type.String(), d.Name, d.Pattern.String(), d.Principal, d.Host, d.Operation.String(), d.Permission.String()})
-						}
+						out = appendDescribed(out, r.Described)
 					}
 					return printACLs(e, dedupACLs(out))
 				})
@@ -186,11 +184,18 @@ func aclListCommand() *command {
 	}
 }
 
+func appendDescribed(out []aclJSON, ds []kadm.DescribedACL) []aclJSON {
+	for _, d := range ds {
+		out = append(out, aclJSON{d.Type.String(), d.Name, d.Pattern.String(), d.Principal, d.Host, d.Operation.String(), d.Permission.String()})
+	}
+	return out
+}
+
 // dedupACLs drops repeats: kadm sends one filter per combination, and an
 // ACL may match several.
 func dedupACLs(in []aclJSON) []aclJSON {
 	seen := map[aclJSON]bool{}
-	out := in[:0]
+	out := []aclJSON{}
 	for _, a := range in {
 		if !seen[a] {
 			seen[a] = true
@@ -219,7 +224,7 @@ func aclRemoveCommand() *command {
 					if err != nil {
 						return err
 					}
-					out := []aclJSON{}
+					var out []aclJSON
 					for _, r := range res {
 						if r.Err != nil {
 							return fmt.Errorf("%v %s", r.Err, r.ErrMessage)
