@@ -152,43 +152,64 @@ func aclAddCommand() *command {
 }
 
 func aclListCommand() *command {
+	return aclFilterCommand("list", "List the ACLs that match the flags (all without flags).", `  moldau acl list
+  moldau acl list --topic orders --resource-pattern-type match --json`, "any",
+		func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclJSON, error) {
+			res, err := adm.DescribeACLs(ctx, b)
+			var out []aclJSON
+			for _, r := range res {
+				if r.Err != nil {
+					return nil, fmt.Errorf("%v %s", r.Err, r.ErrMessage)
+				}
+				for _, d := range r.Described {
+					out = append(out, aclJSON{d.Type.String(), d.Name, d.Pattern.String(), d.Principal, d.Host, d.Operation.String(), d.Permission.String()})
+				}
+			}
+			return out, err
+		})
+}
+
+func aclRemoveCommand() *command {
+	return aclFilterCommand("remove", "Remove the ACLs that match the flags.", `  moldau acl remove --allow-principal User:alice --topic orders
+  moldau acl remove --topic etl- --resource-pattern-type prefixed`, "literal",
+		func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclJSON, error) {
+			res, err := adm.DeleteACLs(ctx, b)
+			var out []aclJSON
+			for _, r := range res {
+				if r.Err != nil {
+					return nil, fmt.Errorf("%v %s", r.Err, r.ErrMessage)
+				}
+				for _, d := range r.Deleted {
+					out = append(out, aclJSON{d.Type.String(), d.Name, d.Pattern.String(), d.Principal, d.Host, d.Operation.String(), d.Permission.String()})
+				}
+			}
+			return out, err
+		})
+}
+
+// aclFilterCommand is a command that sends the flags as ACL filters and
+// prints the ACLs the answer names.
+func aclFilterCommand(name, summary, example, pattern string, do func(context.Context, *kadm.Client, *kadm.ACLBuilder) ([]aclJSON, error)) *command {
 	var f aclFlags
 	return &command{
-		name: "list", maxArgs: 0, client: true,
-		summary: "List the ACLs that match the flags (all without flags).",
-		example: `  moldau acl list
-  moldau acl list --topic orders --resource-pattern-type match --json`,
+		name: name, maxArgs: 0, client: true, summary: summary, example: example,
 		setup: func(fs *pflag.FlagSet) runner {
-			f.register(fs, "any")
+			f.register(fs, pattern)
 			return func(ctx context.Context, e *env, _ []string) error {
 				b, err := f.builder(e, true)
 				if err != nil {
 					return err
 				}
 				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
-					res, err := adm.DescribeACLs(rctx, b)
+					out, err := do(rctx, adm, b)
 					if err != nil {
 						return err
-					}
-					var out []aclJSON
-					for _, r := range res {
-						if r.Err != nil {
-							return fmt.Errorf("%v %s", r.Err, r.ErrMessage)
-						}
-						out = appendDescribed(out, r.Described)
 					}
 					return printACLs(e, dedupACLs(out))
 				})
 			}
 		},
 	}
-}
-
-func appendDescribed(out []aclJSON, ds []kadm.DescribedACL) []aclJSON {
-	for _, d := range ds {
-		out = append(out, aclJSON{d.Type.String(), d.Name, d.Pattern.String(), d.Principal, d.Host, d.Operation.String(), d.Permission.String()})
-	}
-	return out
 }
 
 // dedupACLs drops repeats: kadm sends one filter per combination, and an
@@ -203,39 +224,4 @@ func dedupACLs(in []aclJSON) []aclJSON {
 		}
 	}
 	return out
-}
-
-func aclRemoveCommand() *command {
-	var f aclFlags
-	return &command{
-		name: "remove", maxArgs: 0, client: true,
-		summary: "Remove the ACLs that match the flags.",
-		example: `  moldau acl remove --allow-principal User:alice --topic orders
-  moldau acl remove --topic etl- --resource-pattern-type prefixed`,
-		setup: func(fs *pflag.FlagSet) runner {
-			f.register(fs, "literal")
-			return func(ctx context.Context, e *env, _ []string) error {
-				b, err := f.builder(e, true)
-				if err != nil {
-					return err
-				}
-				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, _ *kgo.Client) error {
-					res, err := adm.DeleteACLs(rctx, b)
-					if err != nil {
-						return err
-					}
-					var out []aclJSON
-					for _, r := range res {
-						if r.Err != nil {
-							return fmt.Errorf("%v %s", r.Err, r.ErrMessage)
-						}
-						for _, d := range r.Deleted {
-							out = append(out, aclJSON{d.Type.String(), d.Name, d.Pattern.String(), d.Principal, d.Host, d.Operation.String(), d.Permission.String()})
-						}
-					}
-					return printACLs(e, dedupACLs(out))
-				})
-			}
-		},
-	}
 }
