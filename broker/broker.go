@@ -319,6 +319,7 @@ func (b *Broker) newMetadataQuorum() error {
 	}
 	b.controller.SetRaft(b.quorum)
 	ctrlHandler := kapi.NewControllerHandler(cfg.NodeID, b.log, b.controller, b.quorum)
+	ctrlHandler.SetAuthorizer(b.authorizer)
 	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
 	b.channel.SetDialer(b.controllerDial)
 	b.ctrlHandler = ctrlHandler

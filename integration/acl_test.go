@@ -246,3 +246,28 @@ func TestACLsSurviveRestarts(t *testing.T) {
 		}
 	}
 }
+
+// With an authorizer the controller listener serves only principals with
+// CLUSTER_ACTION: an admin request sent straight to it by one without is
+// refused, so the broker's authorization cannot be gone around.
+func TestControllerListenerNeedsClusterAction(t *testing.T) {
+	b := startBroker(t, "",
+		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users=User:admin")
+	ctrl := newClient(t, b.Addr("CONTROLLER").String(), kgo.RequestRetries(0))
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "sneaky", 1, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := ctrl.SeedBrokers()[0].Request(ctxTimeout(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := firstErrorCode(resp); got != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("CreateTopics on the controller listener as User:ANONYMOUS: %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(got))
+	}
+}

@@ -17,12 +17,14 @@ import (
 )
 
 // session is who asks, for the authorizer.
-func (rc *RequestContext) session() az.Session {
-	s := az.Session{Principal: rc.Principal, API: rc.APIKey}
+func (rc *RequestContext) session() az.Session { return sessionOf(rc.Request) }
+
+func sessionOf(r *Request) az.Session {
+	s := az.Session{Principal: r.Principal, API: r.APIKey}
 	if s.Principal == "" {
 		s.Principal = "User:ANONYMOUS"
 	}
-	switch a := rc.ClientAddr.(type) {
+	switch a := r.ClientAddr.(type) {
 	case *net.TCPAddr:
 		s.Host = a.IP.String()
 	case nil:

@@ -16,6 +16,15 @@ package kapi
 //
 // A node that is not the active controller answers NOT_CONTROLLER in every
 // error field; brokers and admin clients then find the active one.
+//
+// With an authorizer, everything but ApiVersions needs CLUSTER_ACTION on
+// the cluster (the quorum's own messages too: a refused peer is closed),
+// so the controller listener serves brokers, controllers and super users
+// only. Kafka's ControllerApis authorizes an admin request sent straight
+// to a controller by its own rights; Moldau's brokers forward the
+// client's request without an envelope, having authorized it themselves,
+// so the controller cannot tell the client's rights from the broker's and
+// is stricter instead.
 
 import (
 	"context"
@@ -24,6 +33,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/security/authorizer"
 )
 
 // ControllerAPI is the controller as the controller plane calls it
@@ -67,6 +79,17 @@ type ControllerHandler struct {
 	controller ControllerAPI
 	quorum     QuorumAPI
 	apis       map[int16]api
+	authorizer *authorizer.StandardAuthorizer
+}
+
+// SetAuthorizer makes the controller plane require CLUSTER_ACTION (see
+// the file comment). Call before serving.
+func (h *ControllerHandler) SetAuthorizer(a *authorizer.StandardAuthorizer) { h.authorizer = a }
+
+// clusterAction reports whether the request's principal has CLUSTER_ACTION.
+func (h *ControllerHandler) clusterAction(r *Request) bool {
+	return h.authorizer == nil || h.authorizer.Authorize(sessionOf(r), authorizer.Action{
+		Operation: authorizer.ClusterAction, ResourceType: authorizer.Cluster, Name: authorizer.ClusterName, RefCount: 1, LogIfDenied: true})
 }
 
 // controllerAPIVersions are the versions the controller plane serves.
@@ -111,6 +134,10 @@ func NewControllerHandler(nodeID int32, logger *slog.Logger, c ControllerAPI, q 
 // Handle serves one request on the controller listener.
 func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func(*Response)) {
 	if h.quorum != nil && r.APIKey == h.quorum.TransportKey() {
+		if !h.clusterAction(r) {
+			respond(&Response{Close: true, CloseReason: "metadata quorum message from a principal without CLUSTER_ACTION"})
+			return
+		}
 		body, err := h.quorum.HandleTransport(r.Body)
 		if err != nil {
 			respond(&Response{Close: true, CloseReason: "metadata quorum message: " + err.Error()})
@@ -139,6 +166,17 @@ func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func
 	}
 	if av, ok := kreq.(*kmsg.ApiVersionsRequest); ok {
 		respond(encodeResponse(r, h.apiVersions(av, false)))
+		return
+	}
+	if !h.clusterAction(r) {
+		err := apierr.Errorf(kerr.ClusterAuthorizationFailed, "Request %s on the controller listener is not authorized.", kmsg.NameForKey(r.APIKey))
+		if ap, ok := kreq.(*kmsg.AlterPartitionRequest); ok {
+			respond(encodeResponse(r, alterPartitionError(ap, err)))
+		} else if resp := errorResponse(kreq, err); resp != nil {
+			respond(encodeResponse(r, resp))
+		} else {
+			respond(&Response{Close: true, CloseReason: err.Error()})
+		}
 		return
 	}
 	resp, err := h.Dispatch(ctx, kreq)
