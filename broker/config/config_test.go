@@ -304,10 +304,10 @@ func TestDefinitionsParse(t *testing.T) {
 	}
 }
 
-// TestExampleConfig checks that config/server.properties loads cleanly and
+// TestExampleConfig checks that broker/config/server.properties loads cleanly and
 // documents every broker key.
 func TestExampleConfig(t *testing.T) {
-	path := filepath.Join("..", "..", "config", "server.properties")
+	path := "server.properties"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Skip("no example config:", err)

@@ -13,7 +13,7 @@
 // definition carries the type, default, documentation, importance,
 // validator and whether (and at which level) it can be changed
 // dynamically. DescribeConfigs, the validation of CreateTopics and
-// AlterConfigs, the example config/server.properties and Load all read the
+// AlterConfigs, the example server.properties beside it and Load all read the
 // same tables.
 //
 // The SSL keys (ssl_defs.go, Kafka's SslConfigs and the SSL part of
