@@ -18,6 +18,16 @@
 // relayed once this broker's metadata shows the change. The controller
 // plane, served on the controller listener, is controller_apis.go.
 //
+// Authorization: with an authorizer (Config.Authorizer, Kafka's
+// StandardAuthorizer), every handler first asks what Kafka's KafkaApis and
+// AuthHelper ask, before it looks anything up, so that a refusal tells
+// nothing of what exists: authorize.go (the helpers and config
+// resources), authorize_groups.go and authorize_txn.go (the group and
+// transaction APIs' splitting of refused topics from the rest), and a
+// cluster operation wrapped around the admin handlers in versions.go
+// (clusterOp). A refused part of a request answers Kafka's code and is not
+// passed on; listings leave out what the principal may not describe.
+//
 // Errors: inner packages return Go errors wrapping kerr sentinels;
 // ErrorCode turns them into Kafka error codes, here and nowhere else, and
 // anything unrecognised is UNKNOWN_SERVER_ERROR.
