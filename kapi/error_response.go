@@ -248,6 +248,17 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 		for _, u := range r.Results {
 			codes = append(codes, u.ErrorCode)
 		}
+	case *kmsg.UnregisterBrokerResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.ListPartitionReassignmentsResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		codes = append(codes, r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
 	case *kmsg.CreateACLsResponse:
 		for _, u := range r.Results {
 			codes = append(codes, u.ErrorCode)
