@@ -35,9 +35,9 @@ func (h *Handler) mayUseTopic(rc *RequestContext, op kmsg.ACLOperation, name str
 	return n == "" || h.authorize(rc, op, az.Topic, n)
 }
 
-// authorizeOffsetCommit splits the commit: the request with the topics
-// the principal may read, and the answers for those it may not. ok false:
-// the group itself is refused (every partition answers it).
+// authorizeOffsetCommit splits the commit: it leaves in req the topics
+// the principal may read and returns the answers for those it may not
+// (every topic's GROUP_AUTHORIZATION_FAILED when the group is refused).
 func (h *Handler) authorizeOffsetCommit(rc *RequestContext, req *kmsg.OffsetCommitRequest) (denied []kmsg.OffsetCommitResponseTopic) {
 	if h.cfg.Authorizer == nil {
 		return nil
