@@ -24,17 +24,11 @@ import (
 
 func (h *Handler) handleDescribeGroups(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
-	var allowed []string
-	var denied []kmsg.DescribeGroupsResponseGroup
-	for _, g := range req.Groups {
-		if h.authorize(rc, az.Describe, az.Group, g) {
-			allowed = append(allowed, g)
-			continue
-		}
+	allowed, denied := splitGroups(h, rc, az.Describe, req.Groups, func(g string) kmsg.DescribeGroupsResponseGroup {
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
-		denied = append(denied, dg)
-	}
+		return dg
+	})
 	h.cfg.Groups.DescribeGroups(groupContext(rc), allowed, func(gs []kmsg.DescribeGroupsResponseGroup) {
 		resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 		if req.Version >= 3 && req.IncludeAuthorizedOperations {

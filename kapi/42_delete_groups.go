@@ -21,21 +21,18 @@ import (
 func (h *Handler) handleDeleteGroups(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	seen := map[string]bool{}
-	var ids []string
-	var denied []kmsg.DeleteGroupsResponseGroup
+	var unique []string
 	for _, g := range req.Groups {
-		if seen[g] {
-			continue
+		if !seen[g] {
+			seen[g] = true
+			unique = append(unique, g)
 		}
-		seen[g] = true
-		if !h.authorize(rc, az.Delete, az.Group, g) {
-			rg := kmsg.NewDeleteGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
-			denied = append(denied, rg)
-			continue
-		}
-		ids = append(ids, g)
 	}
+	ids, denied := splitGroups(h, rc, az.Delete, unique, func(g string) kmsg.DeleteGroupsResponseGroup {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+		return rg
+	})
 	h.cfg.Groups.DeleteGroups(groupContext(rc), ids, func(gs []kmsg.DeleteGroupsResponseGroup) {
 		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 		resp.Groups = append(gs, denied...)

@@ -20,17 +20,11 @@ import (
 
 func (h *Handler) handleConsumerGroupDescribe(rc *RequestContext, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
-	var allowed []string
-	var denied []kmsg.ConsumerGroupDescribeResponseGroup
-	for _, g := range req.Groups {
-		if h.authorize(rc, az.Describe, az.Group, g) {
-			allowed = append(allowed, g)
-			continue
-		}
+	allowed, denied := splitGroups(h, rc, az.Describe, req.Groups, func(g string) kmsg.ConsumerGroupDescribeResponseGroup {
 		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
-		denied = append(denied, dg)
-	}
+		return dg
+	})
 	h.cfg.Groups.ConsumerGroupDescribe(groupContext(rc), allowed, func(gs []kmsg.ConsumerGroupDescribeResponseGroup) {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 		if req.IncludeAuthorizedOperations {

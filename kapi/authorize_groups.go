@@ -35,6 +35,21 @@ func (h *Handler) mayUseTopic(rc *RequestContext, op kmsg.ACLOperation, name str
 	return n == "" || h.authorize(rc, op, az.Topic, n)
 }
 
+// splitGroups returns, of the groups named, those the request may perform
+// op on, and refuse's answer for each of the others (Kafka's
+// DescribeGroups, ConsumerGroupDescribe and DeleteGroups: the refused ones
+// are not passed to the coordinator).
+func splitGroups[T any](h *Handler, rc *RequestContext, op kmsg.ACLOperation, groups []string, refuse func(group string) T) (allowed []string, denied []T) {
+	for _, g := range groups {
+		if h.authorize(rc, op, az.Group, g) {
+			allowed = append(allowed, g)
+		} else {
+			denied = append(denied, refuse(g))
+		}
+	}
+	return allowed, denied
+}
+
 // authorizeOffsetCommit splits the commit: it leaves in req the topics
 // the principal may read and returns the answers for those it may not
 // (every topic's GROUP_AUTHORIZATION_FAILED when the group is refused).
