@@ -11,9 +11,6 @@ package kapi
 // Kafka's alterAclsPurgatory waits for the broker's authorizer.
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -51,6 +48,8 @@ func (h *Handler) handleDescribeAcls(rc *RequestContext, kreq kmsg.Request) kmsg
 		name string
 		pt   int8
 	}
+	// The ids come sorted by resource, so each resource's ACLs are
+	// gathered in order.
 	byRes := map[key]*kmsg.DescribeACLsResponseResource{}
 	var order []key
 	for _, id := range acls.SortedIDs() {
@@ -71,15 +70,6 @@ func (h *Handler) handleDescribeAcls(rc *RequestContext, kreq kmsg.Request) kmsg
 		e.Principal, e.Host, e.Operation, e.PermissionType = a.Principal, a.Host, kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
 		r.ACLs = append(r.ACLs, e)
 	}
-	slices.SortFunc(order, func(x, y key) int {
-		if c := cmp.Compare(x.rt, y.rt); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.name, y.name); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.pt, y.pt)
-	})
 	for _, k := range order {
 		resp.Resources = append(resp.Resources, *byRes[k])
 	}

@@ -46,8 +46,8 @@ func (a *ACLs) Len() int {
 	return len(a.ByID)
 }
 
-// SortedIDs returns the ids in a stable order (by resource, then id), for
-// snapshots and DescribeAcls.
+// SortedIDs returns the ids in a stable order (by resource type, name,
+// pattern type, then id), for snapshots and DescribeAcls.
 func (a *ACLs) SortedIDs() []uuid.UUID {
 	if a == nil {
 		return nil
@@ -59,6 +59,9 @@ func (a *ACLs) SortedIDs() []uuid.UUID {
 			return c
 		}
 		if c := cmp.Compare(ax.ResourceName, ay.ResourceName); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ax.PatternType, ay.PatternType); c != 0 {
 			return c
 		}
 		return slices.Compare(x[:], y[:])

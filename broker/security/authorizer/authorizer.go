@@ -180,7 +180,7 @@ func (a *StandardAuthorizer) audit(s Session, act Action, r rule) {
 		verdict = "Allowed"
 	}
 	a.log.Log(context.Background(), level, fmt.Sprintf("Principal = %s is %s operation = %s from host = %s on resource = %s:LITERAL:%s for request = %s with resourceRefCount = %d based on rule %s",
-		s.Principal, verdict, OperationName(act.Operation), s.Host, ResourceTypeName(act.ResourceType), act.Name, kmsg.NameForKey(s.API), act.RefCount, r),
+		s.Principal, verdict, act.Operation, s.Host, ResourceTypeName(act.ResourceType), act.Name, kmsg.NameForKey(s.API), act.RefCount, r),
 		"logger", "kafka.authorizer.logger")
 }
 
@@ -224,11 +224,6 @@ func (a *StandardAuthorizer) AuthorizedOperations(s Session, rt kmsg.ACLResource
 		}
 	}
 	return bits
-}
-
-// OperationName is Kafka's name of an operation (AclOperation.name()).
-func OperationName(op kmsg.ACLOperation) string {
-	return op.String()
 }
 
 // ResourceTypeName is Kafka's name of a resource type as the audit log
