@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -394,7 +395,7 @@ func TestAuthorizationRules(t *testing.T) {
 	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "team-a-orders", Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatalf("prefixed ALLOW: %v", err)
 	}
-	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "team-a-secret", Value: []byte("v")}).FirstErr(); !errorsIs(err, kerr.TopicAuthorizationFailed) {
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "team-a-secret", Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("DENY over ALLOW: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 	admin := newClient(t, b.Addr("SASL").String(), kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()), kgo.RequestRetries(0))

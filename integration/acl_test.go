@@ -1,8 +1,8 @@
 package integration
 
 import (
+	"errors"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +90,7 @@ func TestACLsCreateDescribeDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errorsIs(res[0].Err, kerr.ClusterAuthorizationFailed) {
+	if !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("alice creating an ACL: %v, want CLUSTER_AUTHORIZATION_FAILED", res[0].Err)
 	}
 
@@ -114,13 +114,9 @@ func TestACLsCreateDescribeDelete(t *testing.T) {
 	if err == nil && len(dres) > 0 {
 		err = dres[0].Err
 	}
-	if !errorsIs(err, kerr.SecurityDisabled) {
+	if !errors.Is(err, kerr.SecurityDisabled) {
 		t.Fatalf("DescribeAcls without an authorizer: %v, want SECURITY_DISABLED", err)
 	}
-}
-
-func errorsIs(err error, ke *kerr.Error) bool {
-	return err != nil && (err == ke || strings.Contains(err.Error(), ke.Message))
 }
 
 // firstErrorCode is the first non-zero ErrorCode field anywhere in a
