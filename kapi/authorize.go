@@ -16,8 +16,16 @@ import (
 	az "github.com/moldau/moldau/broker/security/authorizer"
 )
 
-// session is who asks, for the authorizer.
-func (rc *RequestContext) session() az.Session { return sessionOf(rc.Request) }
+// session is who asks, for the authorizer: worked out once per request
+// (the client's address as a string is an allocation), however many
+// resources the request names.
+func (rc *RequestContext) session() az.Session {
+	if rc.sess == nil {
+		s := sessionOf(rc.Request)
+		rc.sess = &s
+	}
+	return *rc.sess
+}
 
 func sessionOf(r *Request) az.Session {
 	s := az.Session{Principal: r.Principal, API: r.APIKey}

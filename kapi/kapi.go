@@ -137,8 +137,10 @@ type RequestContext struct {
 	// closeAfter, when set by a handler before it answers nil, closes
 	// the connection instead of staying silent (acks=0 produce errors).
 	closeAfter string
-	h          *Handler
-	respond    func(*Response)
+	// sess is the authorizer's view of the request, once asked for.
+	sess    *authorizer.Session
+	h       *Handler
+	respond func(*Response)
 }
 
 // Context returns the request's context; the socket server cancels it when
