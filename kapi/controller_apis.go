@@ -168,18 +168,14 @@ func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func
 		respond(encodeResponse(r, h.apiVersions(av, false)))
 		return
 	}
-	if !h.clusterAction(r) {
-		err := apierr.Errorf(kerr.ClusterAuthorizationFailed, "Request %s on the controller listener is not authorized.", kmsg.NameForKey(r.APIKey))
-		if ap, ok := kreq.(*kmsg.AlterPartitionRequest); ok {
-			respond(encodeResponse(r, alterPartitionError(ap, err)))
-		} else if resp := errorResponse(kreq, err); resp != nil {
-			respond(encodeResponse(r, resp))
-		} else {
-			respond(&Response{Close: true, CloseReason: err.Error()})
-		}
-		return
+	var resp kmsg.Response
+	if h.clusterAction(r) {
+		resp, err = h.Dispatch(ctx, kreq)
+	} else {
+		err = apierr.Errorf(kerr.ClusterAuthorizationFailed, "Request %s on the controller listener is not authorized.", kmsg.NameForKey(r.APIKey))
 	}
-	resp, err := h.Dispatch(ctx, kreq)
+	// Every request of the controller plane has an error response
+	// (TestResponseErrorCodesReadEveryErrorResponse).
 	if ap, ok := kreq.(*kmsg.AlterPartitionRequest); ok && err != nil {
 		resp = alterPartitionError(ap, err)
 	} else if err != nil {
