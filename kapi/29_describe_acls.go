@@ -92,7 +92,7 @@ func (h *Handler) handleCreateAcls(rc *RequestContext, kreq kmsg.Request) kmsg.R
 			}
 		}
 		return func(im *metadata.Image) bool {
-			have := aclSet(im)
+			have := im.ACLs.Values()
 			for _, a := range want {
 				if !have[a] {
 					return false
@@ -118,7 +118,7 @@ func (h *Handler) handleDeleteAcls(rc *RequestContext, kreq kmsg.Request) kmsg.R
 			}
 		}
 		return func(im *metadata.Image) bool {
-			have := aclSet(im)
+			have := im.ACLs.Values()
 			for _, a := range gone {
 				if have[a] {
 					return false
@@ -150,15 +150,4 @@ func (h *Handler) alterACLs(rc *RequestContext, req kmsg.Request, settled func(k
 
 func aclOf(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
 	return metadata.ACL{ResourceType: int8(rt), ResourceName: name, PatternType: int8(pt), Principal: principal, Host: host, Operation: int8(op), Permission: int8(perm)}
-}
-
-// aclSet is the image's ACLs as a set of values.
-func aclSet(im *metadata.Image) map[metadata.ACL]bool {
-	have := map[metadata.ACL]bool{}
-	if im.ACLs != nil {
-		for _, a := range im.ACLs.ByID {
-			have[a] = true
-		}
-	}
-	return have
 }

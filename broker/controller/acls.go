@@ -27,12 +27,7 @@ const maxACLRecordsPerRequest = 10000
 func (c *QuorumController) CreateAcls(ctx context.Context, req *kmsg.CreateACLsRequest) (*kmsg.CreateACLsResponse, error) {
 	resp, _, err := write(ctx, c, "createAcls", func(im *metadata.Image) (writeResult[*kmsg.CreateACLsResponse], error) {
 		resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-		existing := map[metadata.ACL]bool{}
-		if im.ACLs != nil {
-			for _, a := range im.ACLs.ByID {
-				existing[a] = true
-			}
-		}
+		existing := im.ACLs.Values()
 		var recs []metadata.Record
 		for _, cr := range req.Creations {
 			r := kmsg.NewCreateACLsResponseResult()

@@ -46,6 +46,18 @@ func (a *ACLs) Len() int {
 	return len(a.ByID)
 }
 
+// Values returns the set's ACLs as a set of values (an ACL's identity
+// apart from its id, which CreateAcls deduplicates on).
+func (a *ACLs) Values() map[ACL]bool {
+	out := map[ACL]bool{}
+	if a != nil {
+		for _, acl := range a.ByID {
+			out[acl] = true
+		}
+	}
+	return out
+}
+
 // SortedIDs returns the ids in a stable order (by resource type, name,
 // pattern type, then id), for snapshots and DescribeAcls.
 func (a *ACLs) SortedIDs() []uuid.UUID {
