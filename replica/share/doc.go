@@ -1,0 +1,59 @@
+// Package share is the partition side of share groups (KIP-932): Kafka's
+// SharePartition, the in-flight delivery state of one partition for one
+// share group, kept by the partition's leader.
+//
+// # State
+//
+// A share partition has a start offset (the SPSO) and an end offset.
+// Every record before the start offset is done with; every record from
+// the start offset up to the end offset is in flight, in one of Kafka's
+// RecordStates:
+//
+//	AVAILABLE    may be delivered (again)
+//	ACQUIRED     delivered to one member, under an acquisition lock
+//	ACKNOWLEDGED accepted: done
+//	ARCHIVED     rejected, a gap, or past the delivery limit: done
+//
+// and no record at or past the end offset has been delivered. A delivery
+// acquires whole log batches (a batch reaching the fetch's record limit is
+// taken whole, as Kafka does) and counts up each record's delivery count.
+// Acknowledgement is per range or per offset: ACCEPT acknowledges,
+// RELEASE makes a record available again, REJECT and GAP archive it. A
+// record released, given back when its member's session closes, or whose
+// lock runs out (share.record.lock.duration.ms) after
+// group.share.delivery.count.limit deliveries is archived instead of
+// delivered again. At most group.share.partition.max.record.locks records
+// are in flight: past that only released records are delivered. The start
+// offset moves past the leading records once they are done with, and past
+// records the log no longer has (retention, DeleteRecords, compaction).
+//
+// Moldau keeps the in-flight records as runs, ranges of consecutive
+// offsets alike in state, delivery count and lock holder (where Kafka has
+// a map of batches, each with an optional map of offsets): acquiring or
+// acknowledging part of a run splits it and alike neighbours are merged
+// again, so the state's size follows the number of distinct ranges, not
+// the number of records. A randomised test checks it against a per-offset
+// model of the rules.
+//
+// # Durability
+//
+// The state is durable in the share coordinator (__share_group_state):
+// every change a method makes is returned as state batches, the delta
+// WriteShareGroupState carries, and the caller answers the member only
+// once the coordinator has written it. An acquisition is not persisted
+// (nor is it in Kafka): after a leader change or a crash, acquired
+// records are available again with the delivery count last persisted,
+// and offsets past the last persisted batch are read again as new. So a
+// record is delivered at least once, and an accepted record whose
+// acknowledgement was answered is never delivered again.
+//
+// A partition loaded from persisted state treats offsets between persisted
+// batches as never delivered (Kafka's gap window): available with a
+// delivery count of zero.
+//
+// # Concurrency
+//
+// A SharePartition's methods are safe for concurrent use; each holds the
+// partition's mutex for its whole run and calls nothing outside the
+// package while holding it.
+package share
