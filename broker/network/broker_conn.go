@@ -58,8 +58,11 @@ func (cc *brokerConn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, r
 	if !ok {
 		deadline = time.Now().Add(30 * time.Second)
 	}
-	_ = cc.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = cc.conn.SetDeadline(time.Now()) })
+	// The cancellation callback gets this connection, not the field: a
+	// failed exchange clears the field while the callback may be running.
+	conn := cc.conn
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
 	cc.corrID++
 	frame := f.AppendRequest(nil, req, cc.corrID)
