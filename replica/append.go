@@ -59,6 +59,9 @@ func (m *Manager) appendRecords(timeout time.Duration, acks int16, opts log.Appe
 	for i, e := range entries {
 		results[i], required[i] = m.appendToLocalLog(e, acks, opts)
 	}
+	if m.afterLocalAppend != nil {
+		m.afterLocalAppend()
+	}
 	// New data: waiting fetches may now complete. appendToLocalLog moved
 	// each high watermark first, so a DelayedFetch tried from here sees
 	// the new data. Never under a partition lock (the log released its
@@ -76,11 +79,18 @@ func (m *Manager) appendRecords(timeout time.Duration, acks int16, opts log.Appe
 			}
 			// The common case, and always so on one node: the high
 			// watermark has passed the append already, so nothing
-			// waits and no delayed operation is built.
-			if done, _ := m.checkEnoughReplicasReachOffset(e.TopicPartition, required[i]); done {
+			// waits and no delayed operation is built. Done may also
+			// be an error: the partition was deleted, or this broker
+			// stopped leading it since the append (a controlled
+			// shutdown moves leaderships under produce traffic), and
+			// then the append is not acknowledged: its records may be
+			// on no other replica.
+			s := produceStatus{tp: e.TopicPartition, requiredOffset: required[i], acksPending: true}
+			if s.check(m) {
+				results[i].Err = s.err
 				continue
 			}
-			status = append(status, produceStatus{tp: e.TopicPartition, requiredOffset: required[i], acksPending: true})
+			status = append(status, s)
 		}
 	}
 	if len(status) == 0 {

@@ -19,6 +19,17 @@ type produceStatus struct {
 	err            error
 }
 
+// check reports whether the partition is done waiting, and if so ends its
+// wait with checkEnoughReplicasReachOffset's error: an append is answered
+// by this, whether it waited or not.
+func (s *produceStatus) check(m *Manager) bool {
+	done, err := m.checkEnoughReplicasReachOffset(s.tp, s.requiredOffset)
+	if done {
+		s.acksPending, s.err = false, err
+	}
+	return done
+}
+
 // DelayedProduce is an acks=all produce waiting until the high watermark
 // of every partition it appended to passes its last appended offset, or
 // until the request's timeout (Kafka's DelayedProduce). A partition that
@@ -46,12 +57,7 @@ func (d *DelayedProduce) TryComplete() bool {
 	left := 0
 	for i := range d.status {
 		s := &d.status[i]
-		if !s.acksPending {
-			continue
-		}
-		if done, err := d.m.checkEnoughReplicasReachOffset(s.tp, s.requiredOffset); done {
-			s.acksPending, s.err = false, err
-		} else {
+		if s.acksPending && !s.check(d.m) {
 			left++
 		}
 	}

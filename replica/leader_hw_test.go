@@ -52,3 +52,31 @@ func TestHighWatermarkWaitsForMinISR(t *testing.T) {
 		t.Fatalf("acks=all on a single replica with min.insync.replicas 2: %v", err)
 	}
 }
+
+// An acks=all append whose broker stops leading the partition before the
+// high watermark is checked is not acknowledged, even when the high
+// watermark already covers it on this broker: its records may be on no
+// other replica, and the new leader's log is the partition's. (A controlled
+// shutdown moves leaderships away under produce traffic; dropping this
+// error acknowledged records the next leader never had.)
+func TestAcksAllRefusedWhenLeadershipMovesAfterAppend(t *testing.T) {
+	m, tm := newTestManager(t)
+	id := uuid.Random()
+	tm.apply(&metadata.TopicRecord{Name: "t", TopicID: id},
+		&metadata.PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1})
+	produce := func() error {
+		done := make(chan []ProduceResult, 1)
+		m.AppendRecords(time.Second, -1, []ProduceEntry{{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Records: batch(5, 10)}},
+			func(r []ProduceResult) { done <- r })
+		return (<-done)[0].Err
+	}
+	if err := produce(); err != nil {
+		t.Fatalf("acks=all with the leader alone in the ISR: %v", err)
+	}
+	m.afterLocalAppend = func() {
+		tm.apply(&metadata.PartitionChangeRecord{PartitionID: 0, TopicID: id, Leader: 2, ISR: []int32{2}, LeaderRecoveryState: -1})
+	}
+	if err := produce(); errCode(err) != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("acks=all append whose leadership moved before its check: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+}

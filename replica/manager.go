@@ -148,6 +148,10 @@ type Manager struct {
 	// shuttingDown: delayed fetches answer now and new fetches do not
 	// wait (see BeginShutdown).
 	shuttingDown atomic.Bool
+
+	// afterLocalAppend, when set (by tests), runs between a produce's
+	// local appends and the check of its acknowledgements.
+	afterLocalAppend func()
 }
 
 // NewManager creates the manager. Partitions appear as the metadata
