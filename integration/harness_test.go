@@ -99,14 +99,19 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 // eventually polls cond until it returns nil or the timeout passes.
 func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
+	if err := poll(timeout, cond); err != nil {
+		t.Fatalf("condition not met after %v: %v", timeout, err)
+	}
+}
+
+// poll is eventually for a caller that explains a timeout itself: it
+// returns cond's last error once the timeout passes.
+func poll(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %v", timeout, err)
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -61,15 +62,53 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("the producer saw %d errors across the rolling restart, the first: %v", len(errs), errs[0])
 	}
-	eventually(t, 60*time.Second, func() error {
+	missing := func() []ackedRecord {
+		var m []ackedRecord
 		for _, a := range all {
 			if _, ok := consumed.Load(a.seq); !ok {
-				return errNotYet
+				m = append(m, a)
 			}
+		}
+		return m
+	}
+	var lastMissing []ackedRecord
+	err := poll(60*time.Second, func() error {
+		if lastMissing = missing(); len(lastMissing) > 0 {
+			return errNotYet
 		}
 		return nil
 	})
 	consCancel()
 	cwg.Wait()
+	if err != nil {
+		// Tell a consumer that stopped making progress from records that
+		// are not in the log: read the missing offsets directly.
+		m := lastMissing
+		t.Logf("the group has not read %d of %d acknowledged records; the first at %s-%d offset %d", len(m), len(all), "rolling", m[0].partition, m[0].offset)
+		logGroupOffsets(t, newAdmin(t, c.seeds()[0]), "rolling-group")
+		consumeAll(t, ctx, c.seeds(), "rolling", partitions, len(all))
+		t.Fatalf("every acknowledged record is in the log, but the group did not read %d of them", len(m))
+	}
 	t.Logf("%d records acknowledged and consumed across a rolling restart of three brokers, no producer error", len(all))
+}
+
+// logGroupOffsets logs a group's committed offsets and the partitions'
+// ends, for a test that explains why the group is behind.
+func logGroupOffsets(t *testing.T, adm *kadm.Client, group string) {
+	t.Helper()
+	ctx := ctxTimeout(t, 10*time.Second)
+	lag, err := adm.Lag(ctx, group)
+	if err != nil {
+		t.Logf("lag of %s: %v", group, err)
+		return
+	}
+	for _, l := range lag.Sorted() {
+		for _, ml := range l.Lag.Sorted() {
+			member := "none"
+			if ml.Member != nil {
+				member = ml.Member.MemberID
+			}
+			t.Logf("%s %s-%d: committed %d, end %d, member %s, err %v", group, ml.Topic, ml.Partition, ml.Commit.At, ml.End.Offset, member, ml.Err)
+		}
+	}
 }
