@@ -37,7 +37,7 @@ func (h *Handler) handleApiVersions(rc *RequestContext, kreq kmsg.Request) kmsg.
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = apiKeys(h.image().ShareGroupsEnabled())
 	if req.Version >= 3 {
 		h.features(resp)
 	}
@@ -69,14 +69,19 @@ func (h *Handler) features(resp *kmsg.ApiVersionsResponse) {
 func (h *Handler) apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = apiKeys(h.image().ShareGroupsEnabled())
 	return resp
 }
 
-func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+// apiKeys is the table as ApiVersions reports it: the share group APIs
+// only with shareGroups (share.version finalized).
+func apiKeys(shareGroups bool) []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for i := range apis {
 		a := &apis[i]
+		if a.shareGroups && !shareGroups {
+			continue
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.advertisedMin(), a.max
 		keys = append(keys, k)

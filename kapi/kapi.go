@@ -18,6 +18,7 @@ import (
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/replica"
+	"github.com/moldau/moldau/replica/share"
 )
 
 // Endpoint is an advertised listener as it appears in Metadata and
@@ -67,6 +68,10 @@ type Config struct {
 	// group coordinator writes them and applies the transaction's
 	// offsets). Nil: they are appended to the partition like any other.
 	CompleteGroupTransaction GroupTxnCompleter
+
+	// Shares is the share-partition manager (ShareFetch,
+	// ShareAcknowledge); nil: share groups are not served.
+	Shares *share.Manager
 
 	// Authorizer decides every request (authorizer.class.name); nil:
 	// everything is allowed.

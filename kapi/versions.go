@@ -20,6 +20,10 @@ type api struct {
 	// advertiseV0: ApiVersions reports the API from v0 though versions
 	// below min are refused (Produce, as Kafka 4.0 after KAFKA-18659).
 	advertiseV0 bool
+	// shareGroups: ApiVersions reports the API only while the cluster
+	// finalizes share.version 1 (its handler answers UNSUPPORTED_VERSION
+	// otherwise).
+	shareGroups bool
 }
 
 // advertisedMin is the min version ApiVersions reports.
@@ -107,6 +111,8 @@ func init() {
 		{key: 66, min: 0, max: 2, async: (*Handler).handleListTransactions},
 		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
+		{key: 78, min: 1, max: 2, async: (*Handler).handleShareFetch, shareGroups: true},
+		{key: 79, min: 1, max: 2, async: (*Handler).handleShareAcknowledge, shareGroups: true},
 		{key: 74, min: 0, max: 1, sync: clusterOp(az.DescribeConfigs, (*Handler).handleListConfigResources)},
 		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
 	}

@@ -25,6 +25,14 @@ func (fs FileSlice) readerAt() io.ReaderAt {
 	return fs.ra
 }
 
+// Sub is the part of the slice from off (relative to its start) of n
+// bytes, cut to the slice's end.
+func (fs FileSlice) Sub(off, n int64) FileSlice {
+	off = min(max(off, 0), fs.Size)
+	n = min(max(n, 0), fs.Size-off)
+	return FileSlice{File: fs.File, Pos: fs.Pos + off, Size: n, ra: fs.ra}
+}
+
 // ReadInto appends the slice's bytes to dst (pread: no shared file
 // position) and returns the extended slice.
 func (fs FileSlice) ReadInto(dst []byte) ([]byte, error) {

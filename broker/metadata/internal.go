@@ -38,6 +38,13 @@ const TransactionVersionFeature = "transaction.version"
 // empty a partition's ISR (it needs metadata.version 4.0-IV1, 23).
 const EligibleLeaderReplicasFeature = "eligible.leader.replicas.version"
 
+// ShareVersionFeature is Kafka's share.version (KIP-932): at 1 the share
+// group APIs are served. Moldau supports it and finalizes 0 on a new
+// cluster, as Kafka 4.1 did while share groups were a preview: an
+// operator turns them on with UpdateFeatures (kafka-features.sh upgrade
+// --feature share.version=1).
+const ShareVersionFeature = "share.version"
+
 // SupportedFeatures are the features this software supports, as brokers
 // report them in BrokerRegistration and ApiVersions. metadata.version 25 is
 // Kafka's 4.0-IV3; 7 (3.3-IV3) is the oldest Kafka 4 reads.
@@ -50,7 +57,12 @@ var SupportedFeatures = []FeatureRange{
 	{Name: MetadataVersionFeature, Min: 7, Max: 25, Default: 25},
 	{Name: TransactionVersionFeature, Min: 0, Max: 2, Default: 2},
 	{Name: EligibleLeaderReplicasFeature, Min: 0, Max: 1, Default: 1},
+	{Name: ShareVersionFeature, Min: 0, Max: 1, Default: 0},
 }
+
+// ShareGroupsEnabled is Kafka's isShareGroupProtocolEnabled: the cluster
+// finalized share.version 1 or later.
+func (im *Image) ShareGroupsEnabled() bool { return im.Features[ShareVersionFeature] >= 1 }
 
 // ELREnabled is Kafka's ReplicationControlManager.isElrEnabled: the
 // cluster finalized eligible.leader.replicas.version 1 or later on a

@@ -51,6 +51,29 @@
 // batches as never delivered (Kafka's gap window): available with a
 // delivery count of zero.
 //
+// # The manager
+//
+// Manager is Kafka's SharePartitionManager. It hosts the share partitions
+// of the partitions this broker leads (a new leader epoch loads a share
+// partition anew from the persisted state), keeps the share sessions
+// (SessionCache: epoch 0 opens one, -1 closes it and gives back what its
+// member holds, any other epoch must be the session's next), and serves
+// ShareFetch and ShareAcknowledge: acknowledgements first, answered once
+// persisted, then a read of each session partition from where its next
+// delivery starts (one share fetch at a time per share partition, Kafka's
+// fetch lock), acquiring whole batches up to max_records and max_bytes.
+// A fetch that acquires nothing waits, as Kafka's DelayedShareFetch, until
+// new data arrives in one of its partitions (a DelayedFetch of the
+// ReplicaManager), records are released or their locks expire, or its
+// max wait passes. Each request runs on a goroutine of its own: a share
+// fetch may wait on the persister and the log, never on the handler pool.
+//
+// The writes of one share partition never overtake each other: one is in
+// flight at a time, and the changes made meanwhile go in the next, the
+// newer state of an offset overriding the older (overlay). So the
+// coordinator's state only moves forward, and the start offset each
+// write carries covers only records done with in memory.
+//
 // # Concurrency
 //
 // A SharePartition's methods are safe for concurrent use; each holds the

@@ -49,6 +49,8 @@ type LoadedState struct {
 // share partition needs of it to hand out whole batches.
 type Batch struct {
 	BaseOffset, LastOffset int64
+	// pos and size place the batch in the read's file slice.
+	pos, size int64
 }
 
 // SharePartition is the in-flight state of one partition for one share

@@ -256,7 +256,7 @@ func TestCompactedAwayRecordsAreArchived(t *testing.T) {
 	// The log no longer has 0-9 (compaction), and reading from 0 starts
 	// at 10; the records past the first fetch are new, and a gap between
 	// batches is never delivered.
-	got := p.Acquire("m1", 0, []Batch{{10, 19}, {25, 29}}, 100, false, t0)
+	got := p.Acquire("m1", 0, []Batch{{BaseOffset: 10, LastOffset: 19}, {BaseOffset: 25, LastOffset: 29}}, 100, false, t0)
 	if want := []AcquiredRecords{{10, 19, 2}, {25, 29, 1}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("acquired %v, want %v", got, want)
 	}

@@ -1,0 +1,345 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/broker/routine"
+	"github.com/moldau/moldau/log"
+)
+
+// GroupConfig is what a share partition reads of its group's configs
+// (the GROUP config resource, falling back to the broker's).
+type GroupConfig struct {
+	// AutoOffsetReset is share.auto.offset.reset: "latest", "earliest"
+	// or "by_duration:<ISO-8601 duration>".
+	AutoOffsetReset    string
+	RecordLockDuration time.Duration
+	DeliveryCountLimit int16
+	ReadCommitted      bool // share.isolation.level=read_committed
+}
+
+// ManagerConfig holds the broker's share-group settings.
+type ManagerConfig struct {
+	MaxInFlightRecords int           // group.share.partition.max.record.locks
+	MaxShareSessions   int           // group.share.max.share.sessions
+	WriteTimeout       time.Duration // how long a state write may take
+}
+
+// Options wires a Manager.
+type Options struct {
+	Config    ManagerConfig
+	Log       Log
+	Persister Persister
+	// GroupConfig is the effective config of a share group.
+	GroupConfig func(group string) GroupConfig
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// Manager is Kafka's SharePartitionManager: the share partitions this
+// broker leads, the share sessions of the members fetching from it, and
+// the persistence of every change through the share coordinator.
+type Manager struct {
+	opts     Options
+	sessions *SessionCache
+	g        routine.Group
+
+	mu    sync.Mutex
+	parts map[Key]*partitionEntry
+	// wakeC is closed when records become available again (released,
+	// timed out), waking the share fetches waiting for them.
+	wakeC chan struct{}
+}
+
+// NewManager makes a Manager; Close stops it.
+func NewManager(o Options) *Manager {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Config.MaxShareSessions <= 0 {
+		o.Config.MaxShareSessions = 2000
+	}
+	if o.Config.WriteTimeout <= 0 {
+		o.Config.WriteTimeout = 5 * time.Second
+	}
+	return &Manager{opts: o, sessions: NewSessionCache(o.Config.MaxShareSessions), parts: map[Key]*partitionEntry{}}
+}
+
+// Sessions is the share session cache.
+func (m *Manager) Sessions() *SessionCache { return m.sessions }
+
+// Close stops the lock timers and waits for state writes in flight.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	parts := m.parts
+	m.parts = map[Key]*partitionEntry{}
+	m.mu.Unlock()
+	for _, e := range parts {
+		e.stopTimer()
+	}
+	m.g.StopAndWait()
+}
+
+// partitionEntry is one share partition hosted here with what serves it:
+// its load, its serialized state writes and its lock timer.
+type partitionEntry struct {
+	key         Key
+	tp          log.TopicPartition
+	leaderEpoch int32
+
+	loaded  chan struct{} // closed once sp or loadErr is set
+	sp      *SharePartition
+	loadErr error
+
+	// fetching is Kafka's fetch lock: one share fetch reads the
+	// partition at a time.
+	fetching sync.Mutex
+
+	wmu     sync.Mutex
+	pending []StateBatch
+	waiters []func(error)
+	writing bool
+
+	tmu   sync.Mutex
+	timer *time.Timer
+}
+
+func (e *partitionEntry) stopTimer() {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+}
+
+// entry returns the share partition of k on tp, loading it if need be.
+// Only the partition's leader hosts it; a new leader epoch loads it anew
+// from the persisted state (what the previous leader had acquired is
+// available again).
+func (m *Manager) entry(k Key, tp log.TopicPartition) (*partitionEntry, error) {
+	epoch, err := m.opts.Log.LeaderEpoch(tp)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	e := m.parts[k]
+	if e != nil && e.leaderEpoch == epoch && e.tp == tp {
+		m.mu.Unlock()
+		return e, nil
+	}
+	if e != nil {
+		e.stopTimer()
+	}
+	e = &partitionEntry{key: k, tp: tp, leaderEpoch: epoch, loaded: make(chan struct{})}
+	m.parts[k] = e
+	m.mu.Unlock()
+	if !m.g.Go(func(done <-chan struct{}) { m.load(done, e) }) {
+		e.loadErr = kerr.NotLeaderForPartition
+		close(e.loaded)
+	}
+	return e, nil
+}
+
+// load reads the persisted state and builds the share partition.
+func (m *Manager) load(done <-chan struct{}, e *partitionEntry) {
+	defer close(e.loaded)
+	ctx, cancel := routine.Context(done)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, m.opts.Config.WriteTimeout)
+	defer cancelT()
+	st, err := m.opts.Persister.ReadState(ctx, e.key, e.leaderEpoch)
+	if err != nil {
+		e.loadErr = fmt.Errorf("reading the state of share partition %s of group %s: %w", e.tp, e.key.GroupID, err)
+		m.forget(e)
+		return
+	}
+	gc := m.opts.GroupConfig(e.key.GroupID)
+	start := st.StartOffset
+	if start < 0 {
+		if start, err = m.resetOffset(e.tp, gc.AutoOffsetReset); err != nil {
+			e.loadErr = err
+			m.forget(e)
+			return
+		}
+	}
+	sp, err := NewSharePartition(m.partitionConfig(gc), LoadedState{StateEpoch: st.StateEpoch, StartOffset: start, Batches: st.Batches})
+	if err != nil {
+		e.loadErr = fmt.Errorf("%w: %w", kerr.UnknownServerError, err)
+		m.forget(e)
+		return
+	}
+	e.sp = sp
+	m.opts.Logger.Debug("loaded share partition", "group", e.key.GroupID, "partition", e.tp.String(),
+		"start_offset", sp.StartOffset(), "end_offset", sp.EndOffset(), "state_epoch", st.StateEpoch)
+}
+
+// forget drops a failed entry so the next request loads it again.
+func (m *Manager) forget(e *partitionEntry) {
+	m.mu.Lock()
+	if m.parts[e.key] == e {
+		delete(m.parts, e.key)
+	}
+	m.mu.Unlock()
+}
+
+func (m *Manager) partitionConfig(gc GroupConfig) Config {
+	return Config{MaxInFlightRecords: m.opts.Config.MaxInFlightRecords, MaxDeliveryCount: gc.DeliveryCountLimit, RecordLockDuration: gc.RecordLockDuration}
+}
+
+// resetOffset is where a share partition never initialized starts, by
+// share.auto.offset.reset.
+func (m *Manager) resetOffset(tp log.TopicPartition, reset string) (int64, error) {
+	switch {
+	case reset == "earliest":
+		return m.opts.Log.OffsetForTimestamp(tp, -2)
+	case strings.HasPrefix(reset, "by_duration:"):
+		d, err := parseISODuration(strings.TrimPrefix(reset, "by_duration:"))
+		if err != nil {
+			return 0, fmt.Errorf("%w: share.auto.offset.reset %q: %w", kerr.InvalidConfig, reset, err)
+		}
+		o, err := m.opts.Log.OffsetForTimestamp(tp, m.opts.Now().Add(-d).UnixMilli())
+		if err == nil && o < 0 {
+			// Nothing that recent: start at the end, as Kafka does.
+			return m.opts.Log.OffsetForTimestamp(tp, -1)
+		}
+		return o, err
+	default: // latest
+		return m.opts.Log.OffsetForTimestamp(tp, -1)
+	}
+}
+
+// ready waits for e's load and returns its share partition.
+func (e *partitionEntry) ready(ctx context.Context) (*SharePartition, error) {
+	select {
+	case <-e.loaded:
+		return e.sp, e.loadErr
+	case <-ctx.Done():
+		return nil, kerr.RequestTimedOut
+	}
+}
+
+// persist writes changes through the persister, after every write queued
+// before it (a share partition's writes never overtake each other, so the
+// coordinator's state only moves forward), and calls done once the write
+// that carries them is answered. Changes queued while a write is in flight
+// go together in the next one.
+func (m *Manager) persist(e *partitionEntry, changes []StateBatch, done func(error)) {
+	e.wmu.Lock()
+	e.pending = overlay(e.pending, changes)
+	e.waiters = append(e.waiters, done)
+	if e.writing {
+		e.wmu.Unlock()
+		return
+	}
+	e.writing = true
+	e.wmu.Unlock()
+	if !m.g.Go(func(stop <-chan struct{}) { m.writeLoop(stop, e) }) {
+		e.wmu.Lock()
+		ws := e.waiters
+		e.waiters, e.pending, e.writing = nil, nil, false
+		e.wmu.Unlock()
+		for _, w := range ws {
+			w(kerr.NotLeaderForPartition)
+		}
+	}
+}
+
+func (m *Manager) writeLoop(stop <-chan struct{}, e *partitionEntry) {
+	ctx, cancel := routine.Context(stop)
+	defer cancel()
+	for {
+		e.wmu.Lock()
+		if len(e.waiters) == 0 {
+			e.writing = false
+			e.wmu.Unlock()
+			return
+		}
+		batches, waiters := e.pending, e.waiters
+		e.pending, e.waiters = nil, nil
+		e.wmu.Unlock()
+		st := PersistedState{StateEpoch: e.sp.StateEpoch(), LeaderEpoch: e.leaderEpoch, StartOffset: e.sp.StartOffset(), Batches: batches}
+		wctx, wcancel := context.WithTimeout(ctx, m.opts.Config.WriteTimeout)
+		err := m.opts.Persister.WriteState(wctx, e.key, st)
+		wcancel()
+		if err != nil {
+			m.opts.Logger.Warn("writing share partition state failed", "group", e.key.GroupID, "partition", e.tp.String(), "err", err)
+		}
+		for _, w := range waiters {
+			w(err)
+		}
+	}
+}
+
+// changed persists changes made outside a request (lock expiry) and
+// re-arms the lock timer.
+func (m *Manager) changed(e *partitionEntry, changes []StateBatch) {
+	if len(changes) > 0 {
+		m.persist(e, changes, func(error) {})
+	}
+	m.armTimer(e)
+}
+
+// armTimer sets e's timer to its earliest acquisition lock deadline.
+func (m *Manager) armTimer(e *partitionEntry) {
+	deadline, ok := e.sp.NextLockDeadline()
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	if !ok {
+		return
+	}
+	e.timer = time.AfterFunc(max(deadline.Sub(m.opts.Now()), 0), func() {
+		changes := e.sp.ExpireLocks(m.opts.Now())
+		m.changed(e, changes)
+		if len(changes) > 0 {
+			m.wake()
+		}
+	})
+}
+
+// parseISODuration parses the ISO-8601 durations Kafka's
+// share.auto.offset.reset by_duration takes: PnDTnHnMn.nS.
+func parseISODuration(s string) (time.Duration, error) {
+	if !strings.HasPrefix(s, "P") {
+		return 0, errors.New("not an ISO-8601 duration")
+	}
+	s = s[1:]
+	var d time.Duration
+	inTime := false
+	for len(s) > 0 {
+		if s[0] == 'T' {
+			inTime, s = true, s[1:]
+			continue
+		}
+		i := strings.IndexAny(s, "DHMS")
+		if i <= 0 {
+			return 0, errors.New("not an ISO-8601 duration")
+		}
+		var v float64
+		if _, err := fmt.Sscanf(s[:i], "%g", &v); err != nil || v < 0 {
+			return 0, errors.New("not an ISO-8601 duration")
+		}
+		unit := map[byte]time.Duration{'D': 24 * time.Hour, 'H': time.Hour, 'M': time.Minute, 'S': time.Second}[s[i]]
+		if (s[i] == 'D') == inTime {
+			return 0, errors.New("not an ISO-8601 duration")
+		}
+		d += time.Duration(v * float64(unit))
+		s = s[i+1:]
+	}
+	return d, nil
+}

@@ -1,0 +1,260 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/log"
+)
+
+// memPersister keeps states as the share coordinator merges them: the
+// newest state of an offset wins, nothing before the start offset is kept.
+type memPersister struct {
+	mu     sync.Mutex
+	states map[Key]PersistedState
+	writes int
+	fail   error
+}
+
+func (p *memPersister) ReadState(_ context.Context, k Key, _ int32) (PersistedState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.states[k]
+	if !ok {
+		return PersistedState{StartOffset: -1}, nil
+	}
+	st.Batches = append([]StateBatch(nil), st.Batches...)
+	return st, nil
+}
+
+func (p *memPersister) WriteState(_ context.Context, k Key, st PersistedState) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.writes++
+	cur := p.states[k]
+	merged := overlay(cur.Batches, st.Batches)
+	var kept []StateBatch
+	for _, b := range merged {
+		if b.LastOffset < st.StartOffset {
+			continue
+		}
+		b.FirstOffset = max(b.FirstOffset, st.StartOffset)
+		kept = append(kept, b)
+	}
+	p.states[k] = PersistedState{StateEpoch: st.StateEpoch, LeaderEpoch: st.LeaderEpoch, StartOffset: st.StartOffset, Batches: kept}
+	return nil
+}
+
+// testLog is the Log of one real partition log, led here at epoch 0.
+type testLog struct {
+	l  *log.Log
+	tp log.TopicPartition
+}
+
+func (t testLog) LeaderEpoch(tp log.TopicPartition) (int32, error) {
+	if tp != t.tp {
+		return -1, kerr.UnknownTopicOrPartition
+	}
+	return 0, nil
+}
+
+func (t testLog) Read(_ log.TopicPartition, offset int64, maxBytes int32, _ bool) (ReadResult, error) {
+	if offset < t.l.LogStartOffset() || offset > t.l.LogEndOffset() {
+		return ReadResult{}, kerr.OffsetOutOfRange
+	}
+	d, err := t.l.Read(offset, maxBytes, t.l.LogEndOffset(), true)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	bs, err := batchBounds(d.Records)
+	return ReadResult{Batches: bs, Records: d.Records, LogStartOffset: t.l.LogStartOffset()}, err
+}
+
+func (t testLog) OffsetForTimestamp(_ log.TopicPartition, ts int64) (int64, error) {
+	if ts == -2 {
+		return t.l.LogStartOffset(), nil
+	}
+	return t.l.LogEndOffset(), nil
+}
+
+func (t testLog) WaitForData(_ []WaitPartition, maxWait time.Duration, done func()) {
+	time.AfterFunc(maxWait, done)
+}
+
+type managerFixture struct {
+	m     *Manager
+	p     *memPersister
+	l     *log.Log
+	tip   TopicIDPartition
+	names func([16]byte) (string, bool)
+}
+
+func newManagerFixture(t *testing.T, batches, perBatch int) *managerFixture {
+	t.Helper()
+	l, _, err := log.OpenLog(log.OpenLogParams{Dir: t.TempDir() + "/orders-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for range batches {
+		b := log.NewBatchBuilder(0)
+		for range perBatch {
+			b.Add(time.Now().UnixMilli(), nil, []byte("v"))
+		}
+		raw, _ := b.Build(nil)
+		if _, err := l.Append(raw, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := [16]byte{1}
+	f := &managerFixture{p: &memPersister{states: map[Key]PersistedState{}}, l: l, tip: TopicIDPartition{TopicID: id, Partition: 0}}
+	f.names = func(got [16]byte) (string, bool) { return "orders", got == id }
+	f.m = NewManager(Options{
+		Config:    ManagerConfig{MaxInFlightRecords: 1000},
+		Log:       testLog{l: l, tp: log.TopicPartition{Topic: "orders", Partition: 0}},
+		Persister: f.p,
+		GroupConfig: func(string) GroupConfig {
+			return GroupConfig{AutoOffsetReset: "earliest", RecordLockDuration: 30 * time.Second, DeliveryCountLimit: 3}
+		},
+	})
+	t.Cleanup(f.m.Close)
+	return f
+}
+
+func (f *managerFixture) fetch(t *testing.T, member string, epoch int32, acks []AcknowledgementBatch, maxRecords int) FetchResponse {
+	t.Helper()
+	req := FetchRequest{Group: "g", Member: member, SessionEpoch: epoch, MaxBytes: 1 << 20, MaxRecords: maxRecords, TopicName: f.names}
+	if epoch == InitialSessionEpoch {
+		req.Add = []TopicIDPartition{f.tip}
+	}
+	if acks != nil {
+		req.Acks = map[TopicIDPartition][]AcknowledgementBatch{f.tip: acks}
+	}
+	done := make(chan FetchResponse, 1)
+	f.m.Fetch(req, func(r FetchResponse) { done <- r })
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("share fetch did not answer")
+	}
+	return FetchResponse{}
+}
+
+func acquiredOf(r FetchResponse) []AcquiredRecords {
+	var out []AcquiredRecords
+	for _, p := range r.Partitions {
+		out = append(out, p.Acquired...)
+	}
+	return out
+}
+
+func TestManagerFetchAcknowledgeAndReload(t *testing.T) {
+	f := newManagerFixture(t, 4, 5) // offsets 0-19 in batches of 5
+	r := f.fetch(t, "m1", 0, nil, 8)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got, want := acquiredOf(r), []AcquiredRecords{{0, 9, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %v, want %v", got, want)
+	}
+	// The records are the two batches holding them, nothing more.
+	if bs, _ := batchBounds(r.Partitions[0].Records); len(bs) != 2 || bs[0].BaseOffset != 0 || bs[1].LastOffset != 9 {
+		t.Fatalf("records hold batches %v", bs)
+	}
+	// Another member gets the rest.
+	if got, want := acquiredOf(f.fetch(t, "m2", 0, nil, 100)), []AcquiredRecords{{10, 19, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("m2 acquired %v, want %v", got, want)
+	}
+	// m1 accepts 0-4 and releases 5-9 in its next fetch, which gets the
+	// released ones again.
+	r = f.fetch(t, "m1", 1, []AcknowledgementBatch{accept(0, 4), release(5, 9)}, 100)
+	if len(r.Partitions) != 1 || r.Partitions[0].AckErr != nil {
+		t.Fatalf("acknowledgement: %+v", r.Partitions)
+	}
+	if got, want := acquiredOf(r), []AcquiredRecords{{5, 9, 2}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("redelivered %v, want %v", got, want)
+	}
+	st, _ := f.p.ReadState(context.Background(), Key{GroupID: "g", TopicID: f.tip.TopicID}, 0)
+	if st.StartOffset != 5 {
+		t.Fatalf("persisted start offset %d, want 5", st.StartOffset)
+	}
+	// A wrong epoch is refused; the final one closes the session and
+	// gives back what m1 holds.
+	if r := f.fetch(t, "m1", 7, nil, 100); !errors.Is(r.Err, kerr.InvalidShareSessionEpoch) {
+		t.Fatalf("wrong epoch: %v", r.Err)
+	}
+	if r := f.fetch(t, "m1", -1, nil, 100); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	// A new leader (a new manager on the same persisted state) delivers
+	// again what no one accepted: 5-9, released at close after two
+	// deliveries, and 10-19 (m2's acquisition did not survive).
+	m2 := NewManager(Options{Config: ManagerConfig{MaxInFlightRecords: 1000}, Log: f.m.opts.Log, Persister: f.p, GroupConfig: f.m.opts.GroupConfig})
+	t.Cleanup(m2.Close)
+	f.m = m2
+	if got, want := acquiredOf(f.fetch(t, "m3", 0, nil, 100)), []AcquiredRecords{{5, 9, 3}, {10, 19, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after reload acquired %v, want %v", got, want)
+	}
+}
+
+func TestManagerAcknowledgeFailsWhenStateCannotBeWritten(t *testing.T) {
+	f := newManagerFixture(t, 1, 5)
+	f.fetch(t, "m1", 0, nil, 100)
+	f.p.mu.Lock()
+	f.p.fail = kerr.CoordinatorNotAvailable
+	f.p.mu.Unlock()
+	r := f.fetch(t, "m1", 1, []AcknowledgementBatch{accept(0, 4)}, 100)
+	if len(r.Partitions) == 0 || !errors.Is(r.Partitions[0].AckErr, kerr.CoordinatorNotAvailable) {
+		t.Fatalf("acknowledgement with the coordinator down: %+v", r.Partitions)
+	}
+}
+
+func TestManagerLongPollWakesOnRelease(t *testing.T) {
+	f := newManagerFixture(t, 1, 5)
+	f.fetch(t, "m1", 0, nil, 100) // m1 holds everything
+	done := make(chan FetchResponse, 1)
+	f.m.Fetch(FetchRequest{Group: "g", Member: "m2", SessionEpoch: 0, MaxWait: 20 * time.Second, MaxBytes: 1 << 20, MaxRecords: 100,
+		Add: []TopicIDPartition{f.tip}, TopicName: f.names}, func(r FetchResponse) { done <- r })
+	// m1 releases: m2's waiting fetch gets them long before its wait ends.
+	f.fetch(t, "m1", 1, []AcknowledgementBatch{release(0, 4)}, 0)
+	select {
+	case r := <-done:
+		if got, want := acquiredOf(r), []AcquiredRecords{{0, 4, 2}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("m2 acquired %v, want %v", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting share fetch was not woken by the release")
+	}
+}
+
+func TestOverlay(t *testing.T) {
+	base := []StateBatch{{0, 9, Available, 1}, {10, 19, Acknowledged, 1}}
+	top := []StateBatch{{5, 12, Archived, 2}}
+	want := []StateBatch{{0, 4, Available, 1}, {5, 12, Archived, 2}, {13, 19, Acknowledged, 1}}
+	if got := overlay(base, top); !reflect.DeepEqual(got, want) {
+		t.Fatalf("overlay %v, want %v", got, want)
+	}
+}
+
+func TestParseISODuration(t *testing.T) {
+	for s, want := range map[string]time.Duration{"PT1H": time.Hour, "P1DT30M": 24*time.Hour + 30*time.Minute, "PT0.5S": 500 * time.Millisecond} {
+		if got, err := parseISODuration(s); err != nil || got != want {
+			t.Errorf("%s: %v %v, want %v", s, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "1H", "PT", "P1H", "PT-1S"} {
+		if _, err := parseISODuration(bad); err == nil && bad != "PT" {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
