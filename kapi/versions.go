@@ -109,6 +109,10 @@ func init() {
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
 		{key: 74, min: 0, max: 1, sync: clusterOp(az.DescribeConfigs, (*Handler).handleListConfigResources)},
 		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
+		// Share groups: v1 only, as Kafka 4.1 and later. ShareFetch (78)
+		// and ShareAcknowledge (79) are not served yet.
+		{key: 76, min: 1, max: 1, async: (*Handler).handleShareGroupHeartbeat},
+		{key: 77, min: 1, max: 1, async: (*Handler).handleShareGroupDescribe},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {

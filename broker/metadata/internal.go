@@ -38,6 +38,13 @@ const TransactionVersionFeature = "transaction.version"
 // empty a partition's ISR (it needs metadata.version 4.0-IV1, 23).
 const EligibleLeaderReplicasFeature = "eligible.leader.replicas.version"
 
+// ShareVersionFeature is Kafka's share.version (KIP-932): at 1 share
+// groups are served (ShareGroupHeartbeat, ShareGroupDescribe). Kafka 4.2
+// finalizes it at 1 for a new cluster (its latest production level; it has
+// no dependencies); a cluster formatted before has it at 0 until
+// UpdateFeatures raises it.
+const ShareVersionFeature = "share.version"
+
 // SupportedFeatures are the features this software supports, as brokers
 // report them in BrokerRegistration and ApiVersions. metadata.version 25 is
 // Kafka's 4.0-IV3; 7 (3.3-IV3) is the oldest Kafka 4 reads.
@@ -45,11 +52,12 @@ const EligibleLeaderReplicasFeature = "eligible.leader.replicas.version"
 // 4.0-IV3 finalizes it (TV_2 needs 4.0-IV2). The group coordinator adds
 // group.version when the protocol it gates is served.
 // eligible.leader.replicas.version defaults to 1, as Kafka 4.1 and later
-// finalize it for a new cluster.
+// finalize it for a new cluster; share.version to 1, as Kafka 4.2 does.
 var SupportedFeatures = []FeatureRange{
 	{Name: MetadataVersionFeature, Min: 7, Max: 25, Default: 25},
 	{Name: TransactionVersionFeature, Min: 0, Max: 2, Default: 2},
 	{Name: EligibleLeaderReplicasFeature, Min: 0, Max: 1, Default: 1},
+	{Name: ShareVersionFeature, Min: 0, Max: 1, Default: 1},
 }
 
 // ELREnabled is Kafka's ReplicationControlManager.isElrEnabled: the

@@ -199,6 +199,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be within group.consumer.min.heartbeat.interval.ms (%v) and group.consumer.max.heartbeat.interval.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerMinHeartbeatInterval, c.ConsumerMaxHeartbeatInterval)
 	case c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
 		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be below group.consumer.session.timeout.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.ShareSessionTimeout < c.ShareMinSessionTimeout || c.ShareSessionTimeout > c.ShareMaxSessionTimeout:
+		return fmt.Errorf("group.share.session.timeout.ms (%v) must be within group.share.min.session.timeout.ms (%v) and group.share.max.session.timeout.ms (%v)", c.ShareSessionTimeout, c.ShareMinSessionTimeout, c.ShareMaxSessionTimeout)
+	case c.ShareHeartbeatInterval < c.ShareMinHeartbeatInterval || c.ShareHeartbeatInterval > c.ShareMaxHeartbeatInterval:
+		return fmt.Errorf("group.share.heartbeat.interval.ms (%v) must be within group.share.min.heartbeat.interval.ms (%v) and group.share.max.heartbeat.interval.ms (%v)", c.ShareHeartbeatInterval, c.ShareMinHeartbeatInterval, c.ShareMaxHeartbeatInterval)
+	case c.ShareHeartbeatInterval >= c.ShareSessionTimeout:
+		return fmt.Errorf("group.share.heartbeat.interval.ms (%v) must be below group.share.session.timeout.ms (%v)", c.ShareHeartbeatInterval, c.ShareSessionTimeout)
 	case !c.classicProtocolEnabled():
 		return fmt.Errorf("group.coordinator.rebalance.protocols must contain classic")
 	}

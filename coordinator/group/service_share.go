@@ -30,8 +30,8 @@ type ShareStateInitializer interface {
 
 func errNotShareGroup(id string) error { return fmt.Errorf("group %s is not a share group", id) }
 
-// shareGroupsEnabled is Kafka's KafkaApis.isShareGroupProtocolEnabled.
-func (s *Service) shareGroupsEnabled() bool {
+// ShareGroupsEnabled is Kafka's KafkaApis.isShareGroupProtocolEnabled.
+func (s *Service) ShareGroupsEnabled() bool {
 	return s.opts.ShareGroupsEnabled != nil && s.opts.ShareGroupsEnabled()
 }
 
@@ -39,7 +39,7 @@ func (s *Service) shareGroupsEnabled() bool {
 // leave). With share groups not enabled (the share.version feature) it is
 // UNSUPPORTED_VERSION, as Kafka answers.
 func (s *Service) ShareGroupHeartbeat(rc RequestContext, req *kmsg.ShareGroupHeartbeatRequest, done func(*kmsg.ShareGroupHeartbeatResponse)) {
-	if !s.shareGroupsEnabled() {
+	if !s.ShareGroupsEnabled() {
 		done(shareError(kerr.UnsupportedVersion, "Share groups are not enabled (the share.version feature)."))
 		return
 	}
