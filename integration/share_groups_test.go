@@ -1,0 +1,321 @@
+package integration
+
+import (
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Share groups (KIP-932), the group side: ShareGroupHeartbeat and
+// ShareGroupDescribe over real TCP, with kmsg requests through a kgo
+// client, against real brokers.
+
+// Broker bounds low enough that a member's session can expire within the
+// test, and heartbeats come quickly.
+var shareGroupBroker = []string{
+	"group.share.min.session.timeout.ms=1000",
+	"group.share.session.timeout.ms=3000",
+	"group.share.min.heartbeat.interval.ms=100",
+	"group.share.heartbeat.interval.ms=200",
+}
+
+func newMemberID() string {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	return fmt.Sprintf("%x", id)
+}
+
+// shareMember is one share group member's view: its epoch and its
+// assignment (partitions of the one topic the tests use).
+type shareMember struct {
+	group, id string
+	epoch     int32
+	assigned  []int32
+	interval  int32
+}
+
+// heartbeat sends one ShareGroupHeartbeat (joining at epoch 0 with
+// topics) and records what the coordinator answered.
+func (m *shareMember) heartbeat(t *testing.T, cl *kgo.Client, topics ...string) error {
+	t.Helper()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch = m.group, m.id, m.epoch
+	if m.epoch == 0 {
+		req.SubscribedTopicNames = topics
+	}
+	resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	m.epoch, m.interval = resp.MemberEpoch, resp.HeartbeatIntervalMillis
+	if resp.Assignment != nil {
+		m.assigned = nil
+		for _, tp := range resp.Assignment.TopicPartitions {
+			m.assigned = append(m.assigned, tp.Partitions...)
+		}
+		slices.Sort(m.assigned)
+	}
+	return nil
+}
+
+func (m *shareMember) leave(t *testing.T, cl *kgo.Client) {
+	t.Helper()
+	m.epoch = -1
+	if err := m.heartbeat(t, cl); err != nil {
+		t.Fatalf("leave %s: %v", m.id, err)
+	}
+}
+
+// settle heartbeats the members until their assignments satisfy ok.
+func settle(t *testing.T, cl *kgo.Client, ms []*shareMember, ok func() error) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		for _, m := range ms {
+			if err := m.heartbeat(t, cl, "shared"); err != nil {
+				return fmt.Errorf("member %s: %w", m.id, err)
+			}
+		}
+		return ok()
+	})
+}
+
+// coverEach: every partition of 0..n-1 is assigned to exactly one member
+// and every member has want partitions (nil: any).
+func coverEach(ms []*shareMember, n int, want []int) func() error {
+	return func() error {
+		var all []int32
+		for i, m := range ms {
+			if want != nil && len(m.assigned) != want[i] {
+				return fmt.Errorf("member %d has %v", i, m.assigned)
+			}
+			all = append(all, m.assigned...)
+		}
+		slices.Sort(all)
+		if len(all) != n || len(slices.Compact(slices.Clone(all))) != n {
+			return fmt.Errorf("partitions assigned %v", all)
+		}
+		return nil
+	}
+}
+
+func shareDescribe(t *testing.T, cl *kgo.Client, groups ...string) []kmsg.ShareGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = groups
+	resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Groups
+}
+
+func listGroupsOfType(t *testing.T, cl *kgo.Client, types ...string) []string {
+	t.Helper()
+	req := kmsg.NewPtrListGroupsRequest()
+	req.TypesFilter = types
+	resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, g := range resp.Groups {
+		out = append(out, g.Group+" "+g.GroupType+" "+g.GroupState)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Three members of one share group over a three-partition topic get one
+// partition each; describe and list show them; one leaving and one
+// timing out hands their partitions to the others; group configs are
+// kept and applied; an empty share group is deleted.
+func TestShareGroupMembersAssignmentsAndAdmin(t *testing.T) {
+	b := startBroker(t, "", shareGroupBroker...)
+	cl := newClient(t, b.Seed())
+	adm := newAdmin(t, b.Seed())
+	createTopic(t, adm, 3, "shared")
+
+	ms := []*shareMember{{group: "sg", id: newMemberID()}, {group: "sg", id: newMemberID()}, {group: "sg", id: newMemberID()}}
+	settle(t, cl, ms, coverEach(ms, 3, []int{1, 1, 1}))
+
+	d := shareDescribe(t, cl, "sg", "nope")
+	if d[0].ErrorCode != 0 || d[0].GroupState != "Stable" || d[0].Assignor != "simple" || len(d[0].Members) != 3 || d[0].GroupEpoch != d[0].AssignmentEpoch {
+		t.Fatalf("describe: %+v", d[0])
+	}
+	for _, dm := range d[0].Members {
+		if len(dm.SubscribedTopicNames) != 1 || len(dm.Assignment.TopicPartitions) != 1 || dm.Assignment.TopicPartitions[0].Topic != "shared" {
+			t.Fatalf("described member: %+v", dm)
+		}
+	}
+	if d[1].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe of a missing group: %+v", d[1])
+	}
+	// A consumer group beside it: ListGroups filters by type.
+	consumer, _ := joinConsumerGroup(t, cl, "cg", "shared")
+	_ = consumer
+	if got := listGroupsOfType(t, cl, "share"); !slices.Equal(got, []string{"sg share Stable"}) {
+		t.Fatalf("ListGroups share: %v", got)
+	}
+	if got := listGroupsOfType(t, cl, "consumer"); len(got) != 1 || got[0] != "cg consumer Stable" && got[0] != "cg consumer Reconciling" && got[0] != "cg consumer Assigning" {
+		t.Fatalf("ListGroups consumer: %v", got)
+	}
+	// The consumer group's id is not a share group's.
+	other := &shareMember{group: "cg", id: newMemberID()}
+	if err := other.heartbeat(t, cl, "shared"); err != kerr.GroupIDNotFound {
+		t.Fatalf("share heartbeat on a consumer group: %v", err)
+	}
+
+	// A member leaves: the other two share the three partitions.
+	ms[2].leave(t, cl)
+	ms = ms[:2]
+	settle(t, cl, ms, coverEach(ms, 3, nil))
+
+	// Group configs: set, read back, and the heartbeat interval applies.
+	if code, msg := setGroupConfigs(t, cl, "sg", "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "15000", "share.heartbeat.interval.ms", "300"); code != 0 {
+		t.Fatalf("set share group configs: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	eventually(t, 10*time.Second, func() error {
+		got := describeGroupConfigs(t, cl, "sg")
+		if got["share.auto.offset.reset"] != "earliest GROUP_CONFIG" || got["share.record.lock.duration.ms"] != "15000 GROUP_CONFIG" ||
+			got["share.isolation.level"] != "read_uncommitted DEFAULT_CONFIG" {
+			return fmt.Errorf("%v", got)
+		}
+		return nil
+	})
+	if code, _ := setGroupConfigs(t, cl, "sg", "share.auto.offset.reset", "sometimes"); code != kerr.InvalidConfig.Code {
+		t.Fatalf("a bad share.auto.offset.reset: %v", kerr.ErrorForCode(code))
+	}
+	eventually(t, 10*time.Second, func() error {
+		if err := ms[0].heartbeat(t, cl); err != nil {
+			return err
+		}
+		if ms[0].interval != 300 {
+			return fmt.Errorf("heartbeat interval %d", ms[0].interval)
+		}
+		return nil
+	})
+
+	// The second member stops: after its session timeout the first has all.
+	eventually(t, 20*time.Second, func() error {
+		if err := ms[0].heartbeat(t, cl); err != nil {
+			return err
+		}
+		if len(ms[0].assigned) != 3 {
+			return fmt.Errorf("assigned %v", ms[0].assigned)
+		}
+		return nil
+	})
+	if err := ms[1].heartbeat(t, cl); err != kerr.UnknownMemberID {
+		t.Fatalf("the timed-out member heartbeats: %v", err)
+	}
+
+	// DeleteGroups: refused while a member is in, then deleted.
+	res, err := adm.DeleteGroups(ctxTimeout(t, 10*time.Second), "sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res["sg"]; r.Err != kerr.NonEmptyGroup {
+		t.Fatalf("delete a share group with a member: %v", r.Err)
+	}
+	ms[0].leave(t, cl)
+	res, err = adm.DeleteGroups(ctxTimeout(t, 10*time.Second), "sg")
+	if err != nil || res["sg"].Err != nil {
+		t.Fatalf("delete an empty share group: %v %v", err, res["sg"].Err)
+	}
+	if d := shareDescribe(t, cl, "sg"); d[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("described after delete: %+v", d[0])
+	}
+	if got := listGroupsOfType(t, cl, "share"); len(got) != 0 {
+		t.Fatalf("listed after delete: %v", got)
+	}
+}
+
+// ApiVersions advertises ShareGroupHeartbeat and ShareGroupDescribe v1,
+// and not yet ShareFetch and ShareAcknowledge.
+func TestShareGroupAPIVersions(t *testing.T) {
+	b := startBroker(t, "")
+	cl := newClient(t, b.Seed())
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctxTimeout(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int16][2]int16{}
+	for _, k := range resp.ApiKeys {
+		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if got[76] != [2]int16{1, 1} || got[77] != [2]int16{1, 1} {
+		t.Fatalf("76 %v 77 %v", got[76], got[77])
+	}
+	if _, ok := got[78]; ok {
+		t.Fatal("ShareFetch is advertised")
+	}
+	if _, ok := got[79]; ok {
+		t.Fatal("ShareAcknowledge is advertised")
+	}
+	var share int16 = -1
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "share.version" {
+			share = f.MaxVersionLevel
+		}
+	}
+	if share != 1 {
+		t.Fatalf("share.version finalized at %d", share)
+	}
+}
+
+// A share group, its members' epochs and assignments survive a clean
+// restart and a kill -9 of a real broker process.
+func TestShareGroupSurvivesRestarts(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	p := startProcess(t, dir, port)
+	cl := newClient(t, p.Addr)
+	createTopic(t, newAdmin(t, p.Addr), 3, "shared")
+	ms := []*shareMember{{group: "durable", id: newMemberID()}, {group: "durable", id: newMemberID()}}
+	settle(t, cl, ms, coverEach(ms, 3, nil))
+	before := shareDescribe(t, cl, "durable")[0]
+
+	for _, restart := range []string{"clean restart", "kill -9"} {
+		if restart == "kill -9" {
+			p.kill(t)
+		} else {
+			p.stop(t)
+		}
+		p = startProcess(t, dir, port)
+		cl := newClient(t, p.Addr)
+		var after kmsg.ShareGroupDescribeResponseGroup
+		eventually(t, 30*time.Second, func() error {
+			after = shareDescribe(t, cl, "durable")[0]
+			if after.ErrorCode != 0 {
+				return kerr.ErrorForCode(after.ErrorCode)
+			}
+			return nil
+		})
+		if after.GroupEpoch != before.GroupEpoch || after.AssignmentEpoch != before.AssignmentEpoch || len(after.Members) != 2 {
+			t.Fatalf("after a %s: %+v, before %+v", restart, after, before)
+		}
+		for i := range after.Members {
+			a, b := after.Members[i], before.Members[i]
+			if a.MemberID != b.MemberID || a.MemberEpoch != b.MemberEpoch || fmt.Sprint(a.Assignment.TopicPartitions) != fmt.Sprint(b.Assignment.TopicPartitions) {
+				t.Fatalf("after a %s: member %+v, before %+v", restart, a, b)
+			}
+		}
+		// The members carry on with their epochs.
+		for _, m := range ms {
+			eventually(t, 20*time.Second, func() error { return m.heartbeat(t, cl) })
+		}
+		if err := coverEach(ms, 3, nil)(); err != nil {
+			t.Fatalf("after a %s: %v", restart, err)
+		}
+	}
+}
