@@ -395,7 +395,7 @@ func TestUpdateFeaturesAndListConfigResources(t *testing.T) {
 	}{
 		{tv(0, 1), "Can't downgrade the version of this feature without setting the upgrade type"},
 		{tv(3, 1), "Local controller 1 only supports versions 0-2"},
-		{kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 1, UpgradeType: 1}, "does not support this feature"},
+		{kadm.FeatureUpdate{Feature: "streams.version", MaxVersionLevel: 1, UpgradeType: 1}, "does not support this feature"},
 		{kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 20, UpgradeType: 2}, "Refusing to perform the requested downgrade"},
 	} {
 		req := kmsg.NewPtrUpdateFeaturesRequest()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -318,4 +319,32 @@ func TestShareGroupSurvivesRestarts(t *testing.T) {
 			t.Fatalf("after a %s: %v", restart, err)
 		}
 	}
+}
+
+// moldau group list, describe and delete show share groups.
+func TestShareGroupCLI(t *testing.T) {
+	c := newCLICluster(t)
+	topic, group := uniqueTopic("cli-shared"), uniqueTopic("cli-share-group")
+	c.ok(t, nil, "topic", "create", topic, "-p", "2")
+	cl := newClient(t, c.brokers)
+	m := &shareMember{group: group, id: newMemberID()}
+	eventually(t, 20*time.Second, func() error {
+		if err := m.heartbeat(t, cl, topic); err != nil {
+			return err
+		}
+		if len(m.assigned) != 2 {
+			return fmt.Errorf("assigned %v", m.assigned)
+		}
+		return nil
+	})
+	if out := c.ok(t, nil, "group", "list"); !strings.Contains(out, group) || !strings.Contains(out, "share") {
+		t.Fatalf("group list:\n%s", out)
+	}
+	g := c.describeGroup(t, group)
+	if g.Type != "share" || g.State != "Stable" || len(g.Members) != 1 || len(g.Members[0].Assigned) != 1 || len(g.Members[0].Assigned[0].Partitions) != 2 {
+		t.Fatalf("group describe: %+v", g)
+	}
+	m.leave(t, cl)
+	c.ok(t, nil, "group", "delete", group)
+	c.fails(t, 1, fmt.Sprintf("group %q does not exist", group), nil, "group", "describe", group)
 }
