@@ -361,3 +361,33 @@ func (s *Shard) replayShareStateMetadata(g *ShareGroup, value []byte) error {
 	g.stateMetadata = md
 	return nil
 }
+
+// maybeCleanupShareGroupState is Kafka's: topics that no longer exist
+// (decided from the current metadata, not from the names deleted) leave
+// the share groups' state metadata. Their share state is the share
+// coordinator's to delete.
+func (s *Shard) maybeCleanupShareGroupState(records []runtime.Record) []runtime.Record {
+	exists := func(id [16]byte) bool {
+		_, ok := s.topics.TopicByID(id)
+		return ok
+	}
+	for _, id := range s.sortedGroupIDs() {
+		g, ok := s.groups[id].(*ShareGroup)
+		if !ok || g.stateMetadata == nil {
+			continue
+		}
+		md := g.stateMetadata
+		next := &shareStateMetadata{
+			initializing: maps.Clone(md.initializing),
+			initialized:  maps.Clone(md.initialized),
+			deleting:     maps.Clone(md.deleting),
+		}
+		maps.DeleteFunc(next.initializing, func(t [16]byte, _ initTopic) bool { return !exists(t) })
+		maps.DeleteFunc(next.initialized, func(t [16]byte, _ initTopic) bool { return !exists(t) })
+		maps.DeleteFunc(next.deleting, func(t [16]byte, _ string) bool { return !exists(t) })
+		if len(next.initializing) != len(md.initializing) || len(next.initialized) != len(md.initialized) || len(next.deleting) != len(md.deleting) {
+			records = append(records, shareGroupStatePartitionMetadataRecord(id, next.value()))
+		}
+	}
+	return records
+}

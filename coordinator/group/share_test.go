@@ -430,3 +430,32 @@ func TestSimpleAssignorBalance(t *testing.T) {
 		}
 	}
 }
+
+// A deleted topic leaves the group's share state metadata, so that a
+// topic re-created under the same name is initialized again and the
+// group does not bump its epoch at every heartbeat.
+func TestShareGroupTopicDeletedAndRecreated(t *testing.T) {
+	ts := newTestShard(t)
+	ts.mustSHB("sg", "m1", 0, "foo")
+	ts.mustSHB("sg", "m1", 1)
+	ts.topics.remove("foo")
+	commit(ts, voidResult{Records: ts.s.onTopicsDeleted(map[string]bool{"foo": true})}, nil)
+	if md := ts.share("sg").stateMetadata; len(md.initialized) != 0 {
+		t.Fatalf("%+v", md)
+	}
+	newID := [16]byte{9, 9}
+	ts.topics.add(TopicInfo{Name: "foo", ID: newID, Partitions: 2})
+	ts.s.onTopicsChanged([]string{"foo"})
+	for range 3 {
+		ts.mustSHB("sg", "m1", ts.share("sg").members["m1"].memberEpoch)
+	}
+	g := ts.share("sg")
+	if !g.members["m1"].assigned.equal(assignment{newID: {0, 1}}) {
+		t.Fatalf("assigned %v", g.members["m1"].assigned)
+	}
+	e := g.groupEpoch
+	ts.mustSHB("sg", "m1", g.members["m1"].memberEpoch)
+	if ts.share("sg").groupEpoch != e {
+		t.Fatal("the epoch moves at every heartbeat")
+	}
+}
