@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -347,4 +348,47 @@ func TestShareGroupCLI(t *testing.T) {
 	m.leave(t, cl)
 	c.ok(t, nil, "group", "delete", group)
 	c.fails(t, 1, fmt.Sprintf("group %q does not exist", group), nil, "group", "describe", group)
+}
+
+// ShareGroupHeartbeat needs READ on the group and DESCRIBE on the
+// subscribed topics, ShareGroupDescribe DESCRIBE on the group (and on the
+// topics assigned), as Kafka's KafkaApis; refused groups come first.
+func TestShareGroupAuthorization(t *testing.T) {
+	b, adm := aclBroker(t)
+	createTopic(t, adm, 1, "authz-shared")
+	alice := aliceClient(t, b)
+	m := &shareMember{group: "authz-share", id: newMemberID()}
+	if err := m.heartbeat(t, alice, "authz-shared"); err != kerr.GroupAuthorizationFailed {
+		t.Fatalf("without ACLs: %v", err)
+	}
+	addACLs(t, adm, allow().Groups("authz-share").Operations(kadm.OpRead))
+	if err := m.heartbeat(t, alice, "authz-shared"); err != kerr.TopicAuthorizationFailed {
+		t.Fatalf("without DESCRIBE on the topic: %v", err)
+	}
+	addACLs(t, adm, allow().Topics("authz-shared").Operations(kadm.OpDescribe))
+	eventually(t, 20*time.Second, func() error {
+		if err := m.heartbeat(t, alice, "authz-shared"); err != nil {
+			return err
+		}
+		if len(m.assigned) != 1 {
+			return fmt.Errorf("assigned %v", m.assigned)
+		}
+		return nil
+	})
+	// READ implies DESCRIBE (Kafka's ACL rules); another group is refused.
+	// Straight to the broker: kgo's coordinator lookup of a group alice
+	// may not describe fails before the describe.
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = []string{"authz-share", "authz-other"}
+	resp, err := alice.Broker(1).Request(ctxTimeout(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := resp.(*kmsg.ShareGroupDescribeResponse).Groups
+	if len(d) != 2 || d[0].GroupID != "authz-other" || d[0].ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE on the group: %+v", d)
+	}
+	if d[1].ErrorCode != 0 || len(d[1].Members) != 1 {
+		t.Fatalf("describe: %+v", d[1])
+	}
 }

@@ -104,7 +104,6 @@
 // # Not yet
 //
 // Share groups: AlterShareGroupOffsets, DescribeShareGroupOffsets and
-// DeleteShareGroupOffsets; dropping deleted topics from a share group's
-// state metadata (Kafka's maybeCleanupShareGroupState); the records are
-// not delivered (ShareFetch and ShareAcknowledge are the partition side's).
+// DeleteShareGroupOffsets; the records are not delivered (ShareFetch and
+// ShareAcknowledge are the partition side's).
 package group
