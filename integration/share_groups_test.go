@@ -162,6 +162,12 @@ func TestShareGroupMembersAssignmentsAndAdmin(t *testing.T) {
 	if d[1].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("describe of a missing group: %+v", d[1])
 	}
+	m := scrape(t, b.MetricsAddr().String())
+	if m[`kafka_server_group_coordinator_metrics_group_count{protocol="share"}`] != 1 ||
+		m[`kafka_server_group_coordinator_metrics_share_group_count{state="Stable"}`] != 1 ||
+		m["kafka_server_group_coordinator_metrics_share_group_rebalance_total"] < 2 {
+		t.Fatalf("share group metrics: %v", m)
+	}
 	// A consumer group beside it: ListGroups filters by type.
 	consumer, _ := joinConsumerGroup(t, cl, "cg", "shared")
 	_ = consumer

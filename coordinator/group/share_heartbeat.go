@@ -180,7 +180,7 @@ func (s *Shard) shareGroupJoinOrHeartbeat(rc RequestContext, req *kmsg.ShareGrou
 			epoch++
 			records = append(records, shareGroupEpochRecord(g.groupID, epoch, hash))
 			s.log.Info("bumped share group epoch", "group", g.groupID, "epoch", epoch)
-			s.metrics.consumerRebalance()
+			s.metrics.shareRebalance()
 		}
 		g.refreshDeadlineMs, g.refreshDeadlineEpoch = now+metadataRefreshInterval.Milliseconds(), epoch
 	}
@@ -367,7 +367,7 @@ func (s *Shard) shareGroupFenceMember(g *ShareGroup, m *ShareGroupMember) []runt
 	}
 	hash := computeMetadataHash(g.computeSubscribedTopicNames(m, nil), s.topics)
 	records = append(records, shareGroupEpochRecord(g.groupID, g.groupEpoch+1, hash))
-	s.metrics.consumerRebalance()
+	s.metrics.shareRebalance()
 	s.timer.Cancel(consumerSessionTimeoutKey(g.groupID, m.memberID))
 	return records
 }
