@@ -180,3 +180,24 @@ func TestShareGroupHeartbeatDisabled(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// ShareGroupConfig is the group's share.* configs over the broker's.
+func TestShareGroupConfigEffective(t *testing.T) {
+	s := newShareTestService(t, nil)
+	c := s.ShareGroupConfig("sg")
+	if c.AutoOffsetReset.Type != "latest" || c.RecordLockDuration != 30*time.Second || c.IsolationLevel != "read_uncommitted" || c.DeliveryCountLimit != 5 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	s.UpdateGroupConfig("sg", map[string]string{"share.auto.offset.reset": "by_duration:PT1H", "share.record.lock.duration.ms": "15000",
+		"share.isolation.level": "read_committed", "share.session.timeout.ms": "50000", "share.heartbeat.interval.ms": "6000"})
+	c = s.ShareGroupConfig("sg")
+	if c.AutoOffsetReset.Type != "by_duration" || c.AutoOffsetReset.ByDuration != time.Hour || c.RecordLockDuration != 15*time.Second || c.IsolationLevel != "read_committed" {
+		t.Fatalf("overrides: %+v", c)
+	}
+	if r := serviceSHB(t, s, "sg", "m1", 0, "foo"); r.HeartbeatIntervalMillis != 6000 {
+		t.Fatalf("heartbeat interval %d", r.HeartbeatIntervalMillis)
+	}
+	if c := s.ShareGroupConfig("other"); c.AutoOffsetReset.Type != "latest" {
+		t.Fatalf("another group: %+v", c)
+	}
+}

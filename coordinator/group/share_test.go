@@ -459,3 +459,33 @@ func TestShareGroupTopicDeletedAndRecreated(t *testing.T) {
 		t.Fatal("the epoch moves at every heartbeat")
 	}
 }
+
+// Members subscribed to different topics are balanced topic by topic; a
+// member that changes its subscription drops the other topic at once.
+func TestShareGroupHeterogeneousAndResubscribe(t *testing.T) {
+	ts := newTestShard(t)
+	foo, bar := ts.id("foo"), ts.id("bar")
+	ts.mustSHB("sg", "a", 0, "foo")
+	ts.mustSHB("sg", "b", 0, "foo", "bar")
+	settle := func() {
+		for range 3 {
+			for _, m := range ts.share("sg").sortedMemberIDs() {
+				ts.mustSHB("sg", m, ts.share("sg").members[m].memberEpoch)
+			}
+		}
+	}
+	settle()
+	a, b := ts.share("sg").members["a"].assigned, ts.share("sg").members["b"].assigned
+	if a[bar] != nil || len(a[foo])+len(b[foo]) != 3 || !slices.Equal(b[bar], []int32{0, 1}) {
+		t.Fatalf("a %v b %v", a, b)
+	}
+	// b subscribes to bar only: its foo partitions go at once.
+	r := ts.mustSHB("sg", "b", ts.share("sg").members["b"].memberEpoch, "bar")
+	if got := shareAssigned(r); got[foo] != nil {
+		t.Fatalf("b still has foo: %v", got)
+	}
+	settle()
+	if a := ts.share("sg").members["a"].assigned; !slices.Equal(a[foo], []int32{0, 1, 2}) {
+		t.Fatalf("a %v", a)
+	}
+}
