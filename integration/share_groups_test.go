@@ -398,3 +398,46 @@ func TestShareGroupAuthorization(t *testing.T) {
 		t.Fatalf("describe: %+v", d[1])
 	}
 }
+
+// On three nodes, share groups whose coordinators are on different nodes
+// assign their members; when a node shuts down, the groups it coordinated
+// are loaded by the new leaders of their __consumer_offsets partitions
+// and their members carry on with their epochs.
+func TestShareGroupThreeNodesFailover(t *testing.T) {
+	c := startReplicatedCluster(t, shareGroupBroker...)
+	cl := newClient(t, strings.Join(c.seeds(), ","))
+	if r, err := newAdmin(t, strings.Join(c.seeds(), ",")).CreateTopic(ctxTimeout(t, 20*time.Second), 3, 3, nil, "shared"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	var ms []*shareMember
+	for i := range 6 {
+		ms = append(ms, &shareMember{group: fmt.Sprintf("sg-%d", i), id: newMemberID()})
+	}
+	for _, m := range ms {
+		settle(t, cl, []*shareMember{m}, coverEach([]*shareMember{m}, 3, nil))
+	}
+	before := map[string]int32{}
+	var groups []string
+	for _, m := range ms {
+		before[m.group] = m.epoch
+		groups = append(groups, m.group)
+	}
+	onNode1 := 0
+	for _, r := range newAdmin(t, strings.Join(c.seeds(), ",")).FindGroupCoordinators(ctxTimeout(t, 10*time.Second), groups...) {
+		if r.Err == nil && r.NodeID == 1 {
+			onNode1++
+		}
+	}
+	if onNode1 == 0 || onNode1 == len(groups) {
+		t.Fatalf("%d of %d groups coordinated by node 1: the test wants some there and some elsewhere", onNode1, len(groups))
+	}
+	c.stop(0)
+	cl2 := newClient(t, strings.Join(c.seeds(), ","))
+	for _, m := range ms {
+		eventually(t, 60*time.Second, func() error { return m.heartbeat(t, cl2) })
+		d := shareDescribe(t, cl2, m.group)[0]
+		if d.ErrorCode != 0 || len(d.Members) != 1 || d.Members[0].MemberEpoch != before[m.group] || len(m.assigned) != 3 {
+			t.Fatalf("%s after the shutdown of node 1: %+v (member %+v)", m.group, d, m)
+		}
+	}
+}
