@@ -38,6 +38,8 @@ func (b *Broker) newGroupCoordinator() (*group.Service, error) {
 		Logger:            b.log,
 		Registerer:        b.registry,
 		VerifyTransaction: b.verifyTransaction,
+		// Kafka's isShareGroupProtocolEnabled: share.version 1 or more.
+		ShareGroupsEnabled: func() bool { return b.loader.Image().Features[metadata.ShareVersionFeature] >= 1 },
 		LogEnd: func(topic string, partition int32) (int64, bool) {
 			p := b.replicas.Partition(replica.TopicPartition{Topic: topic, Partition: partition})
 			if p == nil {
@@ -116,6 +118,15 @@ func groupConfig(c *config.KafkaConfig) group.Config {
 		ConsumerAssignors:             c.GetList("group.consumer.assignors"),
 		ConsumerMigrationPolicy:       strings.ToLower(c.GetString("group.consumer.migration.policy")),
 		RebalanceProtocols:            c.GetList("group.coordinator.rebalance.protocols"),
+		ShareSessionTimeout:           ms("group.share.session.timeout.ms"),
+		ShareMinSessionTimeout:        ms("group.share.min.session.timeout.ms"),
+		ShareMaxSessionTimeout:        ms("group.share.max.session.timeout.ms"),
+		ShareHeartbeatInterval:        ms("group.share.heartbeat.interval.ms"),
+		ShareMinHeartbeatInterval:     ms("group.share.min.heartbeat.interval.ms"),
+		ShareMaxHeartbeatInterval:     ms("group.share.max.heartbeat.interval.ms"),
+		ShareMaxSize:                  int(c.GetInt("group.share.max.size")),
+		ShareRecordLockDuration:       ms("group.share.record.lock.duration.ms"),
+		ShareDeliveryCountLimit:       int(c.GetInt("group.share.delivery.count.limit")),
 		OffsetsRetention:              c.OffsetsRetention,
 		OffsetsRetentionCheckInterval: time.Duration(c.GetLong("offsets.retention.check.interval.ms")) * time.Millisecond,
 		OffsetMetadataMaxSize:         int(c.GetInt("offset.metadata.max.bytes")),

@@ -133,7 +133,11 @@ func TestGroupConfigs(t *testing.T) {
 	if code, msg := setGroupConfigs(t, cl, "gc", "consumer.session.timeout.ms", "1500", "consumer.heartbeat.interval.ms", "200"); code != 0 {
 		t.Fatalf("set: %d %s", code, msg)
 	}
-	want := map[string]string{"consumer.session.timeout.ms": "1500 GROUP_CONFIG", "consumer.heartbeat.interval.ms": "200 GROUP_CONFIG"}
+	want := map[string]string{"consumer.session.timeout.ms": "1500 GROUP_CONFIG", "consumer.heartbeat.interval.ms": "200 GROUP_CONFIG",
+		// The share group keys, at the broker's values.
+		"share.session.timeout.ms": "45000 DEFAULT_CONFIG", "share.heartbeat.interval.ms": "5000 DEFAULT_CONFIG",
+		"share.record.lock.duration.ms": "30000 DEFAULT_CONFIG", "share.auto.offset.reset": "latest DEFAULT_CONFIG",
+		"share.isolation.level": "read_uncommitted DEFAULT_CONFIG"}
 	if got := describeGroupConfigs(t, cl, "gc"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("describe: %v, want %v", got, want)
 	}

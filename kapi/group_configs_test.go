@@ -17,13 +17,19 @@ func TestGroupConfigResources(t *testing.T) {
 	// Nothing set: the broker's values, DEFAULT_CONFIG (Kafka reports the
 	// broker's group.consumer.* value so, even when it is set statically).
 	r := describeConfigs(t, h, 4, group, "g")
-	if r.ErrorCode != 0 || len(r.Configs) != 2 {
+	if r.ErrorCode != 0 || len(r.Configs) != 7 {
 		t.Fatalf("%+v", r)
 	}
 	for _, c := range r.Configs {
-		want := map[string]string{"consumer.session.timeout.ms": "45000", "consumer.heartbeat.interval.ms": "6000"}[c.Name]
+		want := map[string]string{"consumer.session.timeout.ms": "45000", "consumer.heartbeat.interval.ms": "6000",
+			"share.session.timeout.ms": "45000", "share.heartbeat.interval.ms": "5000", "share.record.lock.duration.ms": "30000",
+			"share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted"}[c.Name]
+		typ := kmsg.ConfigTypeInt
+		if c.Name == "share.auto.offset.reset" || c.Name == "share.isolation.level" {
+			typ = kmsg.ConfigTypeString
+		}
 		if *c.Value != want || c.Source != kmsg.ConfigSourceDefaultConfig || c.ReadOnly || c.IsSensitive ||
-			c.ConfigType != kmsg.ConfigTypeInt || c.Documentation == nil || len(c.ConfigSynonyms) != 1 ||
+			c.ConfigType != typ || c.Documentation == nil || len(c.ConfigSynonyms) != 1 ||
 			c.ConfigSynonyms[0].Name != c.Name || *c.ConfigSynonyms[0].Value != want || c.ConfigSynonyms[0].Source != kmsg.ConfigSourceDefaultConfig {
 			t.Fatalf("%+v", c)
 		}
@@ -54,8 +60,10 @@ func TestGroupConfigResources(t *testing.T) {
 			"consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"},
 		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{op("consumer.heartbeat.interval.ms", kmsg.IncrementalAlterConfigOpSet, "1000")}, kerr.InvalidConfig.Code,
 			"consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"},
-		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{op("share.heartbeat.interval.ms", kmsg.IncrementalAlterConfigOpSet, "5000")}, kerr.InvalidConfig.Code,
-			"Unknown group config name: share.heartbeat.interval.ms"},
+		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{op("streams.heartbeat.interval.ms", kmsg.IncrementalAlterConfigOpSet, "5000")}, kerr.InvalidConfig.Code,
+			"Unknown group config name: streams.heartbeat.interval.ms"},
+		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{op("share.heartbeat.interval.ms", kmsg.IncrementalAlterConfigOpSet, "45000")}, kerr.InvalidConfig.Code,
+			"share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms"},
 		{[]kmsg.IncrementalAlterConfigsRequestResourceConfig{op("consumer.session.timeout.ms", kmsg.IncrementalAlterConfigOpSet, "50000"),
 			op("consumer.session.timeout.ms", kmsg.IncrementalAlterConfigOpSet, "50000")}, kerr.InvalidRequest.Code, "Error due to duplicate config keys"},
 	} {

@@ -111,10 +111,14 @@ func init() {
 		{key: 66, min: 0, max: 2, async: (*Handler).handleListTransactions},
 		{key: 68, min: 0, max: 1, async: (*Handler).handleConsumerGroupHeartbeat},
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
-		{key: 78, min: 1, max: 2, async: (*Handler).handleShareFetch, shareGroups: true},
-		{key: 79, min: 1, max: 2, async: (*Handler).handleShareAcknowledge, shareGroups: true},
 		{key: 74, min: 0, max: 1, sync: clusterOp(az.DescribeConfigs, (*Handler).handleListConfigResources)},
 		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
+		// Share groups (KIP-932), only while share.version is 1: v1 and
+		// up, as Kafka 4.1 and later (v0 was 4.0's early access).
+		{key: 76, min: 1, max: 1, async: (*Handler).handleShareGroupHeartbeat, shareGroups: true},
+		{key: 77, min: 1, max: 1, async: (*Handler).handleShareGroupDescribe, shareGroups: true},
+		{key: 78, min: 1, max: 2, async: (*Handler).handleShareFetch, shareGroups: true},
+		{key: 79, min: 1, max: 2, async: (*Handler).handleShareAcknowledge, shareGroups: true},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {

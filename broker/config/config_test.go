@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -497,5 +498,54 @@ func TestValidateGroupConfigs(t *testing.T) {
 		if tc.msg == "" && err != nil || tc.msg != "" && (err == nil || !strings.Contains(err.Error(), tc.msg)) {
 			t.Errorf("%v: %v, want %q", tc.configs, err, tc.msg)
 		}
+	}
+}
+
+// Share group configs: Kafka's validators and the bounds of the
+// group.share.* broker configs; the durations Java's Duration.parse takes.
+func TestValidateShareGroupConfigs(t *testing.T) {
+	c, _, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		configs map[string]string
+		msg     string
+	}{
+		{map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000"}, ""},
+		{map[string]string{"share.auto.offset.reset": "by_duration:P1DT2H3M4.5S", "share.isolation.level": "read_committed"}, ""},
+		{map[string]string{"share.auto.offset.reset": "by_duration:"}, "share.auto.offset.reset: Invalid value `by_duration:`"},
+		{map[string]string{"share.auto.offset.reset": "Earliest"}, "The value must be either 'earliest', 'latest'"},
+		{map[string]string{"share.record.lock.duration.ms": "60001"}, "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms"},
+		{map[string]string{"share.heartbeat.interval.ms": "4999"}, "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms"},
+		{map[string]string{"share.session.timeout.ms": "60001"}, "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms"},
+		{map[string]string{"share.isolation.level": "read_committed "}, ""},
+	} {
+		err := c.ValidateGroupConfigs(tc.configs)
+		if tc.msg == "" && err != nil || tc.msg != "" && (err == nil || !strings.Contains(err.Error(), tc.msg)) {
+			t.Errorf("%v: %v, want %q", tc.configs, err, tc.msg)
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"PT1H", time.Hour, true}, {"P2D", 48 * time.Hour, true}, {"pt1.5s", 1500 * time.Millisecond, true},
+		{"PT-1M", -time.Minute, true}, {"-PT1S", -time.Second, true}, {"P", 0, false}, {"PT", 0, false}, {"1H", 0, false},
+	} {
+		got, ok := ParseISODuration(tc.in)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("ParseISODuration(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	// DescribeGroup reports every share key, the defaults of strings fixed.
+	entries := c.DescribeGroup(map[string]string{"share.auto.offset.reset": "earliest"}, nil)
+	got := map[string]string{}
+	for _, e := range entries {
+		got[e.Name] = *e.Value
+	}
+	if got["share.auto.offset.reset"] != "earliest" || got["share.isolation.level"] != "read_uncommitted" || got["share.record.lock.duration.ms"] != "30000" || got["share.session.timeout.ms"] != "45000" {
+		t.Errorf("%v", got)
 	}
 }

@@ -128,7 +128,8 @@ assigned to each, then one row per partition the group is assigned or has
 committed: the committed offset ("-": none), the log start and end offsets
 (the end is the high watermark) and the lag, end minus committed (without
 a commit, end minus start: everything still to read). Classic groups
-(JoinGroup) and KIP-848 consumer groups are both described.`,
+(JoinGroup), KIP-848 consumer groups and KIP-932 share groups (their
+members and assignments; no committed offsets) are described.`,
 		example: `  moldau group describe billing
   moldau group describe billing --json | jq '.[0].total_lag'`,
 		setup: func(fs *pflag.FlagSet) runner {
@@ -169,7 +170,7 @@ type describedGroup struct {
 	Group        string           `json:"group"`
 	Coordinator  int32            `json:"coordinator"`
 	State        string           `json:"state"`
-	Type         string           `json:"type"`          // classic or consumer
+	Type         string           `json:"type"`          // classic, consumer or share
 	ProtocolType string           `json:"protocol_type"` // classic groups: "consumer", "connect", ...
 	Protocol     string           `json:"protocol"`      // the assignor
 	Members      []groupMember    `json:"members"`
@@ -238,7 +239,7 @@ func groupState(ctx context.Context, adm *kadm.Client, cl *kgo.Client, group str
 	}
 	cg, ok := cgs[group]
 	if !ok || cg.Err == kerr.GroupIDNotFound || cg.State == "Dead" || cg.State == "" {
-		return g, false, nil
+		return shareGroupState(ctx, adm, cl, g)
 	}
 	if cg.Err != nil {
 		return g, false, groupError(group, cg.Err)
@@ -246,6 +247,34 @@ func groupState(ctx context.Context, adm *kadm.Client, cl *kgo.Client, group str
 	g.Coordinator, g.State, g.Type, g.ProtocolType, g.Protocol = cg.Coordinator.NodeID, cg.State, "consumer", "consumer", cg.AssignorName
 	for _, m := range cg.Members {
 		gm := groupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: []topicPartitions{}}
+		for _, t := range m.Assignment.Sorted() {
+			gm.Assigned = append(gm.Assigned, topicPartitions{Topic: t.Topic, Partitions: sortedInt32(t.Partitions)})
+		}
+		g.Members = append(g.Members, gm)
+	}
+	return g, true, nil
+}
+
+// shareGroupState describes a share group (KIP-932) through
+// ShareGroupDescribe; exists is false if it is none.
+func shareGroupState(ctx context.Context, adm *kadm.Client, cl *kgo.Client, g describedGroup) (describedGroup, bool, error) {
+	if ok, err := supportsAPI(ctx, cl, kmsg.ShareGroupDescribe.Int16()); err != nil || !ok {
+		return g, false, err
+	}
+	sgs, err := adm.DescribeShareGroups(ctx, g.Group)
+	if err != nil {
+		return g, false, groupError(g.Group, firstShardError(err))
+	}
+	sg, ok := sgs[g.Group]
+	if !ok || sg.Err == kerr.GroupIDNotFound || sg.GroupState == "" {
+		return g, false, nil
+	}
+	if sg.Err != nil {
+		return g, false, groupError(g.Group, sg.Err)
+	}
+	g.Coordinator, g.State, g.Type, g.ProtocolType, g.Protocol = sg.Coordinator.NodeID, sg.GroupState, "share", "share", sg.Assignor
+	for _, m := range sg.Members {
+		gm := groupMember{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: []topicPartitions{}}
 		for _, t := range m.Assignment.Sorted() {
 			gm.Assigned = append(gm.Assigned, topicPartitions{Topic: t.Topic, Partitions: sortedInt32(t.Partitions)})
 		}
@@ -267,9 +296,13 @@ func describeGroup(ctx context.Context, adm *kadm.Client, cl *kgo.Client, group 
 	if err != nil {
 		return g, err
 	}
-	committed, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return g, groupError(group, firstShardError(err))
+	// A share group has no committed offsets (its progress is share
+	// state, not shown here): OffsetFetch answers it GROUP_ID_NOT_FOUND.
+	var committed kadm.OffsetResponses
+	if g.Type != "share" {
+		if committed, err = adm.FetchOffsets(ctx, group); err != nil {
+			return g, groupError(group, firstShardError(err))
+		}
 	}
 	if !exists && len(committed) == 0 {
 		return g, groupError(group, kerr.GroupIDNotFound)

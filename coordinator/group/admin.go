@@ -62,10 +62,15 @@ func (s *Shard) describeGroups(ids []string, apiVersion int16) []kmsg.DescribeGr
 		case *ConsumerGroup:
 			d = s.describeConsumerGroupAsClassic(g, apiVersion)
 		default:
+			// Not a group, or a share group: Dead (Kafka's classicGroup
+			// throws GROUP_ID_NOT_FOUND for a share group too).
 			d.State = stateDead.String()
 			if apiVersion >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + id + " not found."
+				if _, ok := g.(*ShareGroup); ok {
+					msg = "Group " + id + " is not a classic group."
+				}
 				d.ErrorMessage = &msg
 			}
 		}

@@ -44,6 +44,12 @@ func (s *Shard) classicGroupJoin(rc RequestContext, req *kmsg.JoinGroupRequest, 
 		if cg, ok := g.(*ConsumerGroup); ok && !cg.isEmpty() {
 			return s.classicGroupJoinToConsumerGroup(cg, rc, req, respond)
 		}
+		if _, ok := g.(*ShareGroup); ok {
+			// Not a group a classic member may join (Kafka's
+			// classicGroupJoin).
+			respond(joinError("", kerr.InconsistentGroupProtocol.Code))
+			return emptyResult, nil
+		}
 	}
 	return s.classicGroupJoinToClassicGroup(rc, req, respond)
 }

@@ -37,6 +37,22 @@ type Config struct {
 	// resolved again against the topics (Kafka's 10s).
 	RegexRefreshInterval time.Duration
 
+	// Share groups (KIP-932).
+	ShareSessionTimeout       time.Duration // group.share.session.timeout.ms, 45000
+	ShareMinSessionTimeout    time.Duration // group.share.min.session.timeout.ms, 45000
+	ShareMaxSessionTimeout    time.Duration // group.share.max.session.timeout.ms, 60000
+	ShareHeartbeatInterval    time.Duration // group.share.heartbeat.interval.ms, 5000
+	ShareMinHeartbeatInterval time.Duration // group.share.min.heartbeat.interval.ms, 5000
+	ShareMaxHeartbeatInterval time.Duration // group.share.max.heartbeat.interval.ms, 15000
+	ShareMaxSize              int           // group.share.max.size, 200
+	ShareRecordLockDuration   time.Duration // group.share.record.lock.duration.ms, 30000
+	ShareDeliveryCountLimit   int           // group.share.delivery.count.limit, 5
+	// ShareInitializeRetryInterval is how long an initialization of
+	// share-group state may stay unanswered before a heartbeat asks again
+	// (Kafka's internal group.share.initialize.retry.interval.ms, 30000,
+	// at least offsets.commit.timeout.ms).
+	ShareInitializeRetryInterval time.Duration
+
 	// Offsets.
 	OffsetsRetention              time.Duration // offsets.retention.minutes, 7 days
 	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms, 600000
@@ -61,6 +77,16 @@ func DefaultConfig() Config {
 		ConsumerMaxSize:               1<<31 - 1,
 		ConsumerAssignors:             []string{"uniform", "range"},
 		ConsumerMigrationPolicy:       "bidirectional",
+		ShareSessionTimeout:           45 * time.Second,
+		ShareMinSessionTimeout:        45 * time.Second,
+		ShareMaxSessionTimeout:        60 * time.Second,
+		ShareHeartbeatInterval:        5 * time.Second,
+		ShareMinHeartbeatInterval:     5 * time.Second,
+		ShareMaxHeartbeatInterval:     15 * time.Second,
+		ShareMaxSize:                  200,
+		ShareRecordLockDuration:       30 * time.Second,
+		ShareDeliveryCountLimit:       5,
+		ShareInitializeRetryInterval:  30 * time.Second,
 		RebalanceProtocols:            []string{"classic", "consumer"},
 		RegexRefreshInterval:          10 * time.Second,
 		OffsetsRetention:              7 * 24 * time.Hour,
@@ -108,6 +134,25 @@ func (c *Config) withDefaults() {
 	if c.ConsumerHeartbeatInterval <= 0 {
 		c.ConsumerHeartbeatInterval = d.ConsumerHeartbeatInterval
 	}
+	if c.ShareSessionTimeout <= 0 {
+		c.ShareSessionTimeout = d.ShareSessionTimeout
+	}
+	if c.ShareHeartbeatInterval <= 0 {
+		c.ShareHeartbeatInterval = d.ShareHeartbeatInterval
+	}
+	if c.ShareMaxSize <= 0 {
+		c.ShareMaxSize = d.ShareMaxSize
+	}
+	if c.ShareRecordLockDuration <= 0 {
+		c.ShareRecordLockDuration = d.ShareRecordLockDuration
+	}
+	if c.ShareDeliveryCountLimit <= 0 {
+		c.ShareDeliveryCountLimit = d.ShareDeliveryCountLimit
+	}
+	if c.ShareInitializeRetryInterval <= 0 {
+		c.ShareInitializeRetryInterval = d.ShareInitializeRetryInterval
+	}
+	c.ShareInitializeRetryInterval = max(c.ShareInitializeRetryInterval, c.OffsetCommitTimeout)
 }
 
 // consumerProtocolEnabled reports whether KIP-848's protocol is enabled.
@@ -154,6 +199,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be within group.consumer.min.heartbeat.interval.ms (%v) and group.consumer.max.heartbeat.interval.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerMinHeartbeatInterval, c.ConsumerMaxHeartbeatInterval)
 	case c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
 		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be below group.consumer.session.timeout.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.ShareSessionTimeout < c.ShareMinSessionTimeout || c.ShareSessionTimeout > c.ShareMaxSessionTimeout:
+		return fmt.Errorf("group.share.session.timeout.ms (%v) must be within group.share.min.session.timeout.ms (%v) and group.share.max.session.timeout.ms (%v)", c.ShareSessionTimeout, c.ShareMinSessionTimeout, c.ShareMaxSessionTimeout)
+	case c.ShareHeartbeatInterval < c.ShareMinHeartbeatInterval || c.ShareHeartbeatInterval > c.ShareMaxHeartbeatInterval:
+		return fmt.Errorf("group.share.heartbeat.interval.ms (%v) must be within group.share.min.heartbeat.interval.ms (%v) and group.share.max.heartbeat.interval.ms (%v)", c.ShareHeartbeatInterval, c.ShareMinHeartbeatInterval, c.ShareMaxHeartbeatInterval)
+	case c.ShareHeartbeatInterval >= c.ShareSessionTimeout:
+		return fmt.Errorf("group.share.heartbeat.interval.ms (%v) must be below group.share.session.timeout.ms (%v)", c.ShareHeartbeatInterval, c.ShareSessionTimeout)
 	case !c.classicProtocolEnabled():
 		return fmt.Errorf("group.coordinator.rebalance.protocols must contain classic")
 	}

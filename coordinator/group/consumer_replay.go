@@ -24,6 +24,11 @@ func (s *Shard) getOrMaybeCreatePersistedConsumerGroup(id string, create bool) (
 		if !g.isSimpleGroup() {
 			return nil, fmt.Errorf("group %s is a classic group, not a consumer group", id)
 		}
+	case *ShareGroup:
+		if !create {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("group %s is a share group, not a consumer group", id)
 	}
 	cg := newConsumerGroup(id)
 	s.groups[id] = cg
@@ -189,10 +194,20 @@ func (s *Shard) onConsumerGroupLoaded(g *ConsumerGroup) {
 	}
 }
 
-// onTopicsChanged asks the consumer groups subscribed to these topics to
+// onTopicsChanged asks the consumer and share groups subscribed to these topics to
 // recompute their subscription metadata at their next heartbeat (Kafka's
 // onNewMetadataImage).
 func (s *Shard) onTopicsChanged(topics []string) {
+	for _, id := range s.sortedGroupIDs() {
+		if g, ok := s.groups[id].(*ShareGroup); ok {
+			for _, t := range topics {
+				if g.isSubscribedToTopic(t) {
+					g.requestMetadataRefresh()
+					break
+				}
+			}
+		}
+	}
 	for _, t := range topics {
 		for id := range s.groupsByTopic[t] {
 			if g, ok := s.groups[id].(*ConsumerGroup); ok {

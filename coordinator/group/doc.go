@@ -3,8 +3,9 @@
 // Heartbeat, LeaveGroup, static membership) and of the consumer protocol
 // (KIP-848: ConsumerGroupHeartbeat, server-side assignors, regular
 // expression subscriptions, online migration between the two), and their
-// committed offsets, on the coordinator runtime (package runtime) over
-// __consumer_offsets.
+// committed offsets, and share groups (KIP-932: ShareGroupHeartbeat,
+// ShareGroupDescribe, the simple assignor), on the coordinator runtime
+// (package runtime) over __consumer_offsets.
 //
 // # Layout
 //
@@ -19,7 +20,18 @@
 //     Kafka groups them by manager: classic_*.go and consumer_*.go are
 //     the GroupMetadataManager, offsets.go the OffsetMetadataManager,
 //     admin.go ListGroups, DescribeGroups and DeleteGroups.
-//   - records.go, records_consumer.go: the record keys and values.
+//   - share_*.go, service_share.go: share groups (Kafka 4.2's
+//     GroupMetadataManager share paths, ShareGroup, ShareGroupMember,
+//     SimpleAssignor): a third group type; a group id belongs to one type
+//     (GROUP_ID_NOT_FOUND across types, INCONSISTENT_GROUP_PROTOCOL for a
+//     classic JoinGroup). Partitions are assigned once their share-group
+//     state is initialized through the persister
+//     (Options.ShareState, ShareStateInitializer; none: at once, start
+//     offset -1), tracked by ShareGroupStatePartitionMetadata
+//     (initializing, initialized, deleting). Share groups never expire;
+//     DeleteGroups deletes an empty one's state first.
+//   - records.go, records_consumer.go, records_share.go: the record keys
+//     and values.
 //   - group_configs.go: the group configs of the metadata (KIP-848's GROUP
 //     config resource, Kafka's GroupConfigManager): a group's
 //     consumer.session.timeout.ms and consumer.heartbeat.interval.ms
@@ -34,14 +46,21 @@
 // ConsumerGroupPartitionMetadata, 5 ConsumerGroupMemberMetadata, 6
 // ConsumerGroupTargetAssignmentMetadata, 7
 // ConsumerGroupTargetAssignmentMember, 8
-// ConsumerGroupCurrentMemberAssignment, 16
-// ConsumerGroupRegularExpression), followed by the key's fields; the
+// ConsumerGroupCurrentMemberAssignment, 10 ShareGroupMemberMetadata, 11
+// ShareGroupMetadata, 12 ShareGroupTargetAssignmentMetadata, 13
+// ShareGroupTargetAssignmentMember, 14 ShareGroupCurrentMemberAssignment,
+// 15 ShareGroupStatePartitionMetadata, 16
+// ConsumerGroupRegularExpression; 9, Kafka 4.0's ShareGroupPartitionMetadata,
+// is skipped), followed by the key's fields; the
 // value starts with an int16 version. OffsetCommit and GroupMetadata
 // values are kmsg's (OffsetCommitValue v3, or v1 when OffsetCommit v2-v4
 // set a retention; GroupMetadataValue v3). The KIP-848 values are v0 and
 // flexible (compact strings and arrays, tagged fields), encoded here with
 // kbin from Kafka's JSON schemas. Deleting writes a tombstone (null
-// value) for every key, as Kafka does.
+// value) for every key, as Kafka does. ShareGroupMetadataValue carries a
+// hash of the subscribed topics' metadata, as Kafka 4.1 and later; Moldau
+// computes it with FNV-1a rather than Kafka's XXH3 (share_group.go), so it
+// is compared only with hashes Moldau computed.
 //
 // # State and records
 //
@@ -84,5 +103,7 @@
 //
 // # Not yet
 //
-// Share groups' records (types 9-15) are skipped.
+// Share groups: AlterShareGroupOffsets, DescribeShareGroupOffsets and
+// DeleteShareGroupOffsets; the records are not delivered (ShareFetch and
+// ShareAcknowledge are the partition side's).
 package group

@@ -14,11 +14,15 @@ type groupType int8
 const (
 	typeClassic groupType = iota
 	typeConsumer
+	typeShare
 )
 
 func (t groupType) String() string {
-	if t == typeConsumer {
+	switch t {
+	case typeConsumer:
 		return "consumer"
+	case typeShare:
+		return "share"
 	}
 	return "classic"
 }
@@ -31,11 +35,13 @@ func parseGroupType(s string) (groupType, bool) {
 		return typeClassic, true
 	case "consumer":
 		return typeConsumer, true
+	case "share":
+		return typeShare, true
 	}
 	return 0, false
 }
 
-// group is what classic and consumer groups share (Kafka's Group).
+// group is what classic, consumer and share groups share (Kafka's Group).
 type group interface {
 	id() string
 	kind() groupType

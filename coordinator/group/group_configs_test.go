@@ -41,7 +41,7 @@ func TestGroupConfigsApplyToTheirGroup(t *testing.T) {
 	}
 
 	// Unknown keys and bad values are left out; no configs: the broker's.
-	svc.UpdateGroupConfig("g", map[string]string{"share.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "x"})
+	svc.UpdateGroupConfig("g", map[string]string{"streams.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "x"})
 	if c := ts.gcfgs.get("g"); c != (groupConfig{}) {
 		t.Fatalf("%+v", c)
 	}

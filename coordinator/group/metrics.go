@@ -11,7 +11,8 @@ import (
 
 // Metrics are Kafka's GroupCoordinatorMetrics, named as the JMX
 // Prometheus exporter names them: kafka.server:type=group-coordinator-metrics
-// (group-count by protocol, consumer-group-count by state, the offset and
+// (group-count by protocol, consumer-group-count and share-group-count by
+// state, the offset and
 // rebalance sensors as counters) and the older
 // kafka.coordinator.group:type=GroupMetadataManager gauges (NumGroups,
 // NumGroups<State>, NumOffsets). The gauges are computed when scraped, by
@@ -22,6 +23,7 @@ type Metrics struct {
 	offsetCommits, offsetExpired, offsetDeletions prometheus.Counter
 	completedRebalances, classicRebalances        prometheus.Counter
 	consumerRebalances, memberExpirations         prometheus.Counter
+	shareRebalances                               prometheus.Counter
 
 	collect func() snapshot // set by the service
 	// logEnd returns a partition's high watermark, for the lag; nil: no
@@ -33,6 +35,7 @@ type Metrics struct {
 type snapshot struct {
 	classicByState  map[string]int
 	consumerByState map[string]int
+	shareByState    map[string]int
 	offsets         int
 	committed       []committedOffset
 	members         map[string]int // group -> members
@@ -50,6 +53,8 @@ var (
 		"The number of groups, by rebalance protocol (Kafka's group-count).", []string{"protocol"}, nil)
 	descConsumerGroupCount = prometheus.NewDesc("kafka_server_group_coordinator_metrics_consumer_group_count",
 		"The number of consumer-protocol groups, by state (Kafka's consumer-group-count).", []string{"state"}, nil)
+	descShareGroupCount = prometheus.NewDesc("kafka_server_group_coordinator_metrics_share_group_count",
+		"The number of share groups, by state (Kafka's share-group-count).", []string{"state"}, nil)
 	descNumGroups = prometheus.NewDesc("kafka_coordinator_group_groupmetadatamanager_numgroups",
 		"The number of classic groups (Kafka's GroupMetadataManager NumGroups).", nil, nil)
 	descNumOffsets = prometheus.NewDesc("kafka_coordinator_group_groupmetadatamanager_numoffsets",
@@ -96,6 +101,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		classicRebalances:   c("rebalance_total", "Classic group rebalances started (Kafka's rebalance-count for the classic protocol)."),
 		consumerRebalances:  c("consumer_group_rebalance_total", "Consumer-protocol group epoch bumps (Kafka's consumer-group-rebalance-count)."),
 		memberExpirations:   c("member_session_expiration_total", "Members removed because their session timed out."),
+		shareRebalances:     c("share_group_rebalance_total", "Share group epoch bumps (Kafka's share-group-rebalance-count)."),
 	}
 	if reg != nil {
 		for _, col := range m.collectors() {
@@ -107,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.offsetCommits, m.offsetExpired, m.offsetDeletions, m.completedRebalances,
-		m.classicRebalances, m.consumerRebalances, m.memberExpirations, gauges{m}}
+		m.classicRebalances, m.consumerRebalances, m.memberExpirations, m.shareRebalances, gauges{m}}
 }
 
 func (m *Metrics) unregister() {
@@ -125,6 +131,7 @@ type gauges struct{ m *Metrics }
 func (g gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descGroupCount
 	ch <- descConsumerGroupCount
+	ch <- descShareGroupCount
 	ch <- descNumGroups
 	ch <- descNumOffsets
 	ch <- descCurrentOffset
@@ -149,6 +156,15 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descGroupCount, prometheus.GaugeValue, float64(classic), "classic")
 	ch <- prometheus.MustNewConstMetric(descGroupCount, prometheus.GaugeValue, float64(consumer), "consumer")
+	share := 0
+	for _, n := range s.shareByState {
+		share += n
+	}
+	ch <- prometheus.MustNewConstMetric(descGroupCount, prometheus.GaugeValue, float64(share), "share")
+	// Kafka's state tags for share groups: ShareGroupState.toString().
+	for _, st := range []string{"Empty", "Stable", "Dead"} {
+		ch <- prometheus.MustNewConstMetric(descShareGroupCount, prometheus.GaugeValue, float64(s.shareByState[st]), st)
+	}
 	for _, st := range []string{"empty", "assigning", "reconciling", "stable", "dead"} {
 		ch <- prometheus.MustNewConstMetric(descConsumerGroupCount, prometheus.GaugeValue, float64(s.consumerByState[st]), st)
 	}
@@ -173,7 +189,7 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 
 // snapshotOf counts one shard's groups and offsets.
 func (s *Shard) snapshot() snapshot {
-	out := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}, offsets: s.offsets.count, members: map[string]int{}}
+	out := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}, shareByState: map[string]int{}, offsets: s.offsets.count, members: map[string]int{}}
 	for id, g := range s.groups {
 		switch g := g.(type) {
 		case *ClassicGroup:
@@ -182,6 +198,8 @@ func (s *Shard) snapshot() snapshot {
 		case *ConsumerGroup:
 			out.consumerByState[lower(g.stateString())]++
 			out.members[id] = g.numMembers()
+		case *ShareGroup:
+			out.shareByState[g.stateString()]++
 		}
 	}
 	for group, topics := range s.offsets.committed {
@@ -196,7 +214,7 @@ func (s *Shard) snapshot() snapshot {
 
 // collectSnapshot reads every shard, waiting at most timeout.
 func collectSnapshot(rt *runtime.Runtime[*Shard], timeout time.Duration) snapshot {
-	total := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}, members: map[string]int{}}
+	total := snapshot{classicByState: map[string]int{}, consumerByState: map[string]int{}, shareByState: map[string]int{}, members: map[string]int{}}
 	done := make(chan []runtime.PartitionResult[snapshot], 1)
 	runtime.ReadAll(rt, "metrics", func(s *Shard) (snapshot, error) { return s.snapshot(), nil },
 		func(r []runtime.PartitionResult[snapshot]) { done <- r })
@@ -211,6 +229,9 @@ func collectSnapshot(rt *runtime.Runtime[*Shard], timeout time.Duration) snapsho
 			}
 			for k, v := range r.Response.consumerByState {
 				total.consumerByState[k] += v
+			}
+			for k, v := range r.Response.shareByState {
+				total.shareByState[k] += v
 			}
 			total.offsets += r.Response.offsets
 			total.committed = append(total.committed, r.Response.committed...)
@@ -259,6 +280,12 @@ func (sm *shardMetrics) classicRebalanceCompleted() {
 func (sm *shardMetrics) consumerRebalance() {
 	if sm != nil {
 		sm.m.consumerRebalances.Inc()
+	}
+}
+
+func (sm *shardMetrics) shareRebalance() {
+	if sm != nil {
+		sm.m.shareRebalances.Inc()
 	}
 }
 

@@ -468,7 +468,7 @@ func (s *Shard) onTopicsDeleted(topics map[string]bool) []runtime.Record {
 	for _, p := range s.offsets.pending {
 		add(p)
 	}
-	return records
+	return s.maybeCleanupShareGroupState(records)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -12,7 +12,7 @@ import (
 // Record types of __consumer_offsets: the version field at the start of a
 // record's key says what the record is (Kafka's CoordinatorRecordType; the
 // key schemas in group-coordinator/src/main/resources/common/message).
-// Types 9 to 15 are share groups', which Moldau does not have yet.
+// Types 9 to 15 are share groups' (records_share.go).
 const (
 	typeOffsetCommitV0                      int16 = 0 // OffsetCommitKey, written by Kafka before 0.9
 	typeOffsetCommit                        int16 = 1 // OffsetCommitKey
@@ -23,6 +23,13 @@ const (
 	typeConsumerGroupTargetAssignmentMeta   int16 = 6 // ConsumerGroupTargetAssignmentMetadataKey
 	typeConsumerGroupTargetAssignmentMember int16 = 7 // ConsumerGroupTargetAssignmentMemberKey
 	typeConsumerGroupCurrentMemberAssign    int16 = 8 // ConsumerGroupCurrentMemberAssignmentKey
+	typeShareGroupPartitionMetadata         int16 = 9 // Kafka 4.0 only: skipped
+	typeShareGroupMemberMetadata            int16 = 10
+	typeShareGroupMetadata                  int16 = 11
+	typeShareGroupTargetAssignmentMeta      int16 = 12
+	typeShareGroupTargetAssignmentMember    int16 = 13
+	typeShareGroupCurrentMemberAssign       int16 = 14
+	typeShareGroupStatePartitionMetadata    int16 = 15
 	typeConsumerGroupRegularExpression      int16 = 16
 )
 
@@ -75,14 +82,13 @@ func parseKey(key []byte) (parsedKey, error) {
 	switch pk.typ {
 	case typeOffsetCommitV0, typeOffsetCommit:
 		pk.group, pk.topic, pk.partition = b.String(), b.String(), b.Int32()
-	case typeGroupMetadata, typeConsumerGroupMetadata, typeConsumerGroupPartitionMetadata, typeConsumerGroupTargetAssignmentMeta:
+	case typeGroupMetadata, typeConsumerGroupMetadata, typeConsumerGroupPartitionMetadata, typeConsumerGroupTargetAssignmentMeta,
+		typeShareGroupPartitionMetadata, typeShareGroupMetadata, typeShareGroupTargetAssignmentMeta, typeShareGroupStatePartitionMetadata:
 		pk.group = b.String()
-	case typeConsumerGroupMemberMetadata, typeConsumerGroupTargetAssignmentMember, typeConsumerGroupCurrentMemberAssign, typeConsumerGroupRegularExpression:
+	case typeConsumerGroupMemberMetadata, typeConsumerGroupTargetAssignmentMember, typeConsumerGroupCurrentMemberAssign, typeConsumerGroupRegularExpression,
+		typeShareGroupMemberMetadata, typeShareGroupTargetAssignmentMember, typeShareGroupCurrentMemberAssign:
 		pk.group, pk.member = b.String(), b.String()
 	default:
-		if pk.typ >= 9 && pk.typ <= 15 {
-			return pk, nil // share group records: ignored
-		}
 		return pk, fmt.Errorf("unknown record type %d in __consumer_offsets", pk.typ)
 	}
 	if err := b.Complete(); err != nil {

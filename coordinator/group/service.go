@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/runtime"
 )
 
@@ -51,6 +52,14 @@ type Options struct {
 	// before a TxnOffsetCommit writes there
 	// (transaction.partition.verification.enable).
 	VerifyTransaction TxnVerifier
+	// ShareGroupsEnabled reports whether share groups are served (Kafka:
+	// the share.version feature finalized at 1 or more); nil: never.
+	ShareGroupsEnabled func() bool
+	// ShareState is the share coordinator's persister, which initializes
+	// and deletes share-group state; nil: none, share-partitions count as
+	// initialized at once with start offset -1 and deleting a share group
+	// deletes no state.
+	ShareState ShareStateInitializer
 }
 
 // Service is Kafka's GroupCoordinatorService: it routes each group to the
@@ -68,6 +77,8 @@ type Service struct {
 	// groupConfigs are the group configs of the metadata
 	// (UpdateGroupConfig), read by every shard.
 	groupConfigs groupConfigs
+	// routines run the persister's calls.
+	routines routine.Group
 }
 
 // NewService starts the coordinator with no shards: OnElection loads them.
@@ -107,6 +118,7 @@ func NewService(opts Options) *Service {
 
 // Close unloads every shard and stops the coordinator.
 func (s *Service) Close() {
+	s.routines.StopAndWait()
 	s.rt.Close()
 	s.metrics.unregister()
 	if s.rtMetrics != nil && s.opts.Registerer != nil {

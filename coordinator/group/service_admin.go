@@ -278,22 +278,75 @@ func (s *Service) DeleteGroups(rc RequestContext, ids []string, done func([]kmsg
 	})
 	for _, p := range order {
 		groupIDs := parts[p]
-		runtime.Write(s.rt, "delete-groups", p, func(sh *Shard) (runtime.Result[[]kmsg.DeleteGroupsResponseGroup], error) {
-			return sh.deleteGroups(groupIDs)
-		}, func(gs []kmsg.DeleteGroupsResponseGroup, err error) {
-			collect(func() {
-				if err != nil {
-					code, _ := operationError(err)
-					for _, id := range groupIDs {
-						r := kmsg.NewDeleteGroupsResponseGroup()
-						r.Group, r.ErrorCode = id, code.Code
-						results[id] = r
+		failAll := func(ids []string, err error) {
+			code, _ := operationError(err)
+			for _, id := range ids {
+				r := kmsg.NewDeleteGroupsResponseGroup()
+				r.Group, r.ErrorCode = id, code.Code
+				results[id] = r
+			}
+		}
+		// deleteGroups deletes ids, and answers refused as they are.
+		deleteGroups := func(ids []string, refused []kmsg.DeleteGroupsResponseGroup) {
+			keep := func() {
+				for _, r := range refused {
+					results[r.Group] = r
+				}
+			}
+			if len(ids) == 0 {
+				collect(keep)
+				return
+			}
+			runtime.Write(s.rt, "delete-groups", p, func(sh *Shard) (runtime.Result[[]kmsg.DeleteGroupsResponseGroup], error) {
+				return sh.deleteGroups(ids)
+			}, func(gs []kmsg.DeleteGroupsResponseGroup, err error) {
+				collect(func() {
+					keep()
+					if err != nil {
+						failAll(ids, err)
+						return
 					}
-					return
+					for _, g := range gs {
+						results[g.Group] = g
+					}
+				})
+			})
+		}
+		// Share groups first (Kafka's deleteShareGroups): their state is
+		// marked deleting and deleted through the persister; a group
+		// whose state could not be deleted is not deleted.
+		runtime.Write(s.rt, "delete-share-groups", p, func(sh *Shard) (runtime.Result[map[string]shareDeleteOutcome], error) {
+			return sh.sharePartitionDeleteRequests(groupIDs)
+		}, func(outs map[string]shareDeleteOutcome, err error) {
+			if err != nil {
+				collect(func() { failAll(groupIDs, err) })
+				return
+			}
+			var dels []*shareStateDelete
+			for _, id := range groupIDs {
+				if o, ok := outs[id]; ok && o.del != nil {
+					dels = append(dels, o.del)
 				}
-				for _, g := range gs {
-					results[g.Group] = g
+			}
+			s.deleteShareState(dels, func(errs map[string]error) {
+				var rest []string
+				var refused []kmsg.DeleteGroupsResponseGroup
+				for _, id := range groupIDs {
+					err := outs[id].err
+					if err == nil {
+						err = errs[id]
+					}
+					if err == nil {
+						rest = append(rest, id)
+						continue
+					}
+					r := kmsg.NewDeleteGroupsResponseGroup()
+					r.Group = id
+					code, _ := operationError(err)
+					r.ErrorCode = code.Code
+					refused = append(refused, r)
 				}
+				deleteGroups(rest, refused)
 			})
 		})
 	}

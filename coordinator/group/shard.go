@@ -6,6 +6,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/coordinator/runtime"
 )
 
@@ -79,8 +82,11 @@ func (s *Shard) Replay(offset, producerID int64, _ int16, key, value []byte) err
 		typeConsumerGroupTargetAssignmentMeta, typeConsumerGroupTargetAssignmentMember,
 		typeConsumerGroupCurrentMemberAssign, typeConsumerGroupRegularExpression:
 		return s.replayConsumerGroupRecord(k, value)
+	case typeShareGroupMetadata, typeShareGroupMemberMetadata, typeShareGroupTargetAssignmentMeta,
+		typeShareGroupTargetAssignmentMember, typeShareGroupCurrentMemberAssign, typeShareGroupStatePartitionMetadata:
+		return s.replayShareGroupRecord(k, value)
 	}
-	return nil // share groups: not served yet
+	return nil // ShareGroupPartitionMetadata: Kafka 4.0's, not used since
 }
 
 // ReplayEndTransactionMarker commits or aborts a producer's transactional
@@ -104,6 +110,8 @@ func (s *Shard) OnLoaded() {
 			}
 		case *ConsumerGroup:
 			s.onConsumerGroupLoaded(g)
+		case *ShareGroup:
+			s.onShareGroupLoaded(g)
 		}
 	}
 	s.scheduleGroupMetadataExpiration()
@@ -154,7 +162,7 @@ func (s *Shard) removeGroup(id string) {
 
 // getOrMaybeCreateClassicGroup returns the classic group, creating it if
 // create; a consumer group of that id is GROUP_ID_NOT_FOUND unless empty
-// and create (then it is replaced).
+// and create (then it is replaced); a share group is GROUP_ID_NOT_FOUND.
 func (s *Shard) getOrMaybeCreateClassicGroup(id string, create bool) (*ClassicGroup, error) {
 	switch g := s.groups[id].(type) {
 	case *ClassicGroup:
@@ -166,6 +174,8 @@ func (s *Shard) getOrMaybeCreateClassicGroup(id string, create bool) (*ClassicGr
 		cg := newClassicGroup(id, s.now)
 		s.groups[id] = cg
 		return cg, nil
+	case *ShareGroup:
+		return nil, apierr.Errorf(kerr.GroupIDNotFound, "Group %s is not a classic group.", id)
 	default:
 		if create && g.isEmpty() {
 			s.removeGroup(id)
@@ -200,8 +210,12 @@ func (s *Shard) scheduleGroupMetadataExpiration() {
 	s.timer.Schedule(groupExpirationKey, s.cfg.OffsetsRetentionCheckInterval, s.cleanupGroupMetadata)
 }
 
-// maybeDeleteGroup adds the tombstones of an empty group.
+// maybeDeleteGroup adds the tombstones of an empty group; share groups
+// never expire (ShareGroup.shouldExpire).
 func (s *Shard) maybeDeleteGroup(id string, records []runtime.Record) []runtime.Record {
+	if _, share := s.groups[id].(*ShareGroup); share {
+		return records
+	}
 	if g := s.groups[id]; g != nil && g.isEmpty() {
 		records = append(records, g.tombstones()...)
 	}
