@@ -1,0 +1,36 @@
+package share
+
+import "time"
+
+// Config is the share coordinator's configuration (Kafka's
+// ShareCoordinatorConfig, from the broker's share.coordinator.* keys).
+type Config struct {
+	// SnapshotUpdateRecordsPerSnapshot: after this many ShareUpdate
+	// records of a key the next write is a ShareSnapshot
+	// (share.coordinator.snapshot.update.records.per.snapshot, 500).
+	SnapshotUpdateRecordsPerSnapshot int
+	// WriteTimeout bounds a write to __share_group_state
+	// (share.coordinator.write.timeout.ms, 5 s).
+	WriteTimeout time.Duration
+	// LoadBufferBytes is read at a time when loading a partition
+	// (share.coordinator.load.buffer.size, 5 MiB).
+	LoadBufferBytes int32
+}
+
+// DefaultConfig is Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{SnapshotUpdateRecordsPerSnapshot: 500, WriteTimeout: 5 * time.Second, LoadBufferBytes: 5 << 20}
+}
+
+func (c *Config) withDefaults() {
+	d := DefaultConfig()
+	if c.SnapshotUpdateRecordsPerSnapshot < 0 {
+		c.SnapshotUpdateRecordsPerSnapshot = d.SnapshotUpdateRecordsPerSnapshot
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.LoadBufferBytes <= 0 {
+		c.LoadBufferBytes = d.LoadBufferBytes
+	}
+}
