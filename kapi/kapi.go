@@ -16,6 +16,7 @@ import (
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/coordinator/group"
+	"github.com/moldau/moldau/coordinator/share"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/replica"
 )
@@ -55,6 +56,10 @@ type Config struct {
 	// Txn is the transaction coordinator (FindCoordinator, InitProducerId
 	// and the transaction APIs).
 	Txn *txn.Service
+	// Share is the share coordinator (FindCoordinator key type 2 and the
+	// share-group state APIs); nil: those APIs answer
+	// COORDINATOR_NOT_AVAILABLE.
+	Share *share.Service
 	// VerifyTransactionalProduce, if set, is asked before the partitions
 	// of a transactional produce are appended (KIP-890: the transaction
 	// coordinator verifies them, or from Produce v12 adds them); done

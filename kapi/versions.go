@@ -109,6 +109,11 @@ func init() {
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
 		{key: 74, min: 0, max: 1, sync: clusterOp(az.DescribeConfigs, (*Handler).handleListConfigResources)},
 		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
+		{key: 83, min: 0, max: 0, async: shareStateOp((*Handler).handleInitializeShareGroupState)},
+		{key: 84, min: 0, max: 0, async: shareStateOp((*Handler).handleReadShareGroupState)},
+		{key: 85, min: 0, max: 1, async: shareStateOp((*Handler).handleWriteShareGroupState)},
+		{key: 86, min: 0, max: 0, async: shareStateOp((*Handler).handleDeleteShareGroupState)},
+		{key: 87, min: 0, max: 1, async: shareStateOp((*Handler).handleReadShareGroupStateSummary)},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {

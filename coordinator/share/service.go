@@ -106,19 +106,6 @@ func PartitionFor(coordinatorKey string, partitions int32) int32 {
 	return group.PartitionFor(coordinatorKey, partitions)
 }
 
-// Hosts reports whether this broker has a shard (loading or active) for
-// the partition of the key: the kapi handlers answer NOT_COORDINATOR
-// otherwise.
-func (s *Service) Hosts(k Key) bool {
-	p := s.PartitionFor(k)
-	for _, q := range s.rt.Partitions() {
-		if q == p {
-			return true
-		}
-	}
-	return false
-}
-
 // InitializeState is InitializeShareGroupState for one key.
 func (s *Service) InitializeState(k Key, stateEpoch int32, startOffset int64, done func(error)) {
 	runtime.Write(s.rt, "initialize-share-group-state", s.PartitionFor(k), func(sh *Shard) (runtime.Result[Result], error) {

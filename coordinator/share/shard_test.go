@@ -218,9 +218,6 @@ func TestNotCoordinator(t *testing.T) {
 	if err := ts.initialize(k, 0, 0); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("%v, want NOT_COORDINATOR", err)
 	}
-	if s.Hosts(k) {
-		t.Fatal("Hosts with no shard")
-	}
 }
 
 // PartitionFor is Kafka's: abs(String.hashCode("group:topicId:partition"))
@@ -230,6 +227,14 @@ func TestPartitionFor(t *testing.T) {
 	k := Key{GroupID: "gs1", TopicID: id, Partition: 0}
 	if got := k.CoordinatorKey(); got != "gs1:Uj5wn_FqTXirEASvVZRY1w:0" {
 		t.Fatalf("coordinator key %q", got)
+	}
+	if got, err := ParseCoordinatorKey(" gs1 :Uj5wn_FqTXirEASvVZRY1w:+0"); err != nil || got != k {
+		t.Fatalf("ParseCoordinatorKey: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"gs1:Uj5wn_FqTXirEASvVZRY1w", " :Uj5wn_FqTXirEASvVZRY1w:0", "g:nope:0", "g:Uj5wn_FqTXirEASvVZRY1w:x", "g:Uj5wn_FqTXirEASvVZRY1w:0:1"} {
+		if _, err := ParseCoordinatorKey(bad); err == nil {
+			t.Errorf("ParseCoordinatorKey(%q) accepted", bad)
+		}
 	}
 	// "gs1:Uj5wn_FqTXirEASvVZRY1w:0".hashCode() in Java is 2096296251
 	// (31*h + c over its UTF-16 units, in int32).

@@ -3,6 +3,8 @@ package share
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/moldau/moldau/broker/uuid"
 )
@@ -24,6 +26,30 @@ func (k Key) CoordinatorKey() string {
 }
 
 func (k Key) String() string { return k.CoordinatorKey() }
+
+// ParseCoordinatorKey reads a key in its string form as Kafka's
+// SharePartitionKey.getInstance does: three fields split at ':', the
+// group id trimmed and not empty, a topic id in Kafka's base64 and a
+// partition number.
+func ParseCoordinatorKey(s string) (Key, error) {
+	f := strings.Split(s, ":")
+	if len(f) != 3 {
+		return Key{}, fmt.Errorf("invalid key format: expected groupId:topicId:partition, found %q", s)
+	}
+	group := strings.TrimSpace(f[0])
+	if group == "" {
+		return Key{}, fmt.Errorf("share partition key %q has an empty group id", s)
+	}
+	id, err := uuid.Parse(f[1])
+	if err != nil {
+		return Key{}, fmt.Errorf("invalid topic id in share partition key %q: %w", s, err)
+	}
+	p, err := strconv.ParseInt(f[2], 10, 32)
+	if err != nil {
+		return Key{}, fmt.Errorf("invalid partition in share partition key %q", s)
+	}
+	return Key{GroupID: group, TopicID: id, Partition: int32(p)}, nil
+}
 
 // Delivery states of a StateBatch: Kafka's RecordState ids. ACQUIRED is
 // transient and never persisted by Kafka's share-partition leader;
@@ -85,10 +111,14 @@ type Persister interface {
 	// (InitializeShareGroupState).
 	InitializeState(ctx context.Context, k Key, stateEpoch int32, startOffset int64) error
 	// ReadState returns the key's state, recording leaderEpoch as the
-	// share-partition's (-1: not recorded); an older leader epoch is
-	// FENCED_LEADER_EPOCH. A key never initialized is INVALID_REQUEST,
-	// as Kafka 4.1+ answers ReadShareGroupState (the group coordinator
-	// initializes a share-partition before it is assigned).
+	// share-partition's; an older leader epoch than recorded (-1 too,
+	// once the key is initialized, as Kafka's coordinator answers) is
+	// FENCED_LEADER_EPOCH. A key never initialized is INVALID_REQUEST, as
+	// Kafka 4.1+ answers ReadShareGroupState (the group coordinator
+	// initializes a share-partition before it is assigned). The answer's
+	// LeaderEpoch is leaderEpoch and its DeliveryCompleteCount -1:
+	// ReadShareGroupState carries neither (ReadStateSummary has the
+	// count).
 	ReadState(ctx context.Context, k Key, leaderEpoch int32) (PartitionState, error)
 	// WriteState merges st.Batches (the changed batches) into the key's
 	// state and moves its start offset to st.StartOffset (-1: stays);
