@@ -1,0 +1,377 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/coordinator/share"
+)
+
+// The share coordinator over the wire: the five share-group state APIs
+// sent with kgo to the coordinator that FindCoordinator (key type 2)
+// names, the state merged as Kafka merges it, kept across restarts, a
+// kill -9 and the loss of the coordinator's node.
+
+// shareStateOverrides keep __share_group_state small and its snapshots
+// frequent, so the writes below cross several snapshots.
+var shareStateOverrides = []string{
+	"share.coordinator.state.topic.num.partitions=3",
+	"share.coordinator.snapshot.update.records.per.snapshot=4",
+}
+
+// shareClient sends share-group state requests for one key to its
+// coordinator, retrying while it moves or loads.
+type shareClient struct {
+	t   *testing.T
+	cl  *kgo.Client
+	key share.Key
+}
+
+func shareTopicID(t *testing.T, adm *kadm.Client, topic string) [16]byte {
+	t.Helper()
+	var id [16]byte
+	eventually(t, 30*time.Second, func() error {
+		md, err := adm.Metadata(ctxTimeout(t, 10*time.Second), topic)
+		if err != nil {
+			return err
+		}
+		d, ok := md.Topics[topic]
+		if !ok || d.Err != nil {
+			return fmt.Errorf("topic %s: %v", topic, d.Err)
+		}
+		id = d.ID
+		return nil
+	})
+	return id
+}
+
+// coordinator asks FindCoordinator v6 for the key's share coordinator.
+func (s *shareClient) coordinator(ctx context.Context) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 2
+	req.CoordinatorKeys = []string{s.key.CoordinatorKey()}
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return -1, err
+	}
+	c := resp.Coordinators[0]
+	if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
+		return -1, err
+	}
+	return c.NodeID, nil
+}
+
+func retriableShare(err error) bool {
+	return errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable) ||
+		errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.RequestTimedOut) ||
+		(err != nil && !errors.As(err, new(*kerr.Error)))
+}
+
+// send sends req to the key's coordinator and returns the partition's
+// answer through get, retrying retriable errors for up to 60 s.
+func (s *shareClient) send(req kmsg.Request, get func(kmsg.Response) error) error {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		node, err := s.coordinator(ctx)
+		if err == nil {
+			var resp kmsg.Response
+			if resp, err = s.cl.Broker(int(node)).Request(ctx, req); err == nil {
+				err = get(resp)
+			}
+		}
+		cancel()
+		if !retriableShare(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *shareClient) initialize(stateEpoch int32, start int64) error {
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = s.key.GroupID
+	t := kmsg.NewInitializeShareGroupStateRequestTopic()
+	t.TopicID = s.key.TopicID
+	p := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+	p.Partition, p.StateEpoch, p.StartOffset = s.key.Partition, stateEpoch, start
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return s.send(req, func(r kmsg.Response) error {
+		return kerr.ErrorForCode(r.(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode)
+	})
+}
+
+func (s *shareClient) write(st share.PartitionState) error {
+	req := kmsg.NewPtrWriteShareGroupStateRequest()
+	req.Version = 1
+	req.GroupID = s.key.GroupID
+	t := kmsg.NewWriteShareGroupStateRequestTopic()
+	t.TopicID = s.key.TopicID
+	p := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+	p.Partition, p.StateEpoch, p.LeaderEpoch, p.StartOffset, p.DeliveryCompleteCount = s.key.Partition, st.StateEpoch, st.LeaderEpoch, st.StartOffset, st.DeliveryCompleteCount
+	for _, b := range st.Batches {
+		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b.FirstOffset, b.LastOffset, b.DeliveryState, b.DeliveryCount
+		p.StateBatches = append(p.StateBatches, sb)
+	}
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return s.send(req, func(r kmsg.Response) error {
+		return kerr.ErrorForCode(r.(*kmsg.WriteShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode)
+	})
+}
+
+func (s *shareClient) read(leaderEpoch int32) (share.PartitionState, error) {
+	req := kmsg.NewPtrReadShareGroupStateRequest()
+	req.GroupID = s.key.GroupID
+	t := kmsg.NewReadShareGroupStateRequestTopic()
+	t.TopicID = s.key.TopicID
+	p := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	p.Partition, p.LeaderEpoch = s.key.Partition, leaderEpoch
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	var st share.PartitionState
+	err := s.send(req, func(r kmsg.Response) error {
+		rp := r.(*kmsg.ReadShareGroupStateResponse).Topics[0].Partitions[0]
+		st = share.PartitionState{StateEpoch: rp.StateEpoch, StartOffset: rp.StartOffset}
+		for _, b := range rp.StateBatches {
+			st.Batches = append(st.Batches, share.StateBatch{FirstOffset: b.FirstOffset, LastOffset: b.LastOffset, DeliveryState: b.DeliveryState, DeliveryCount: b.DeliveryCount})
+		}
+		return kerr.ErrorForCode(rp.ErrorCode)
+	})
+	return st, err
+}
+
+func (s *shareClient) summary() (share.PartitionState, error) {
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.Version = 1
+	req.GroupID = s.key.GroupID
+	t := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	t.TopicID = s.key.TopicID
+	p := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+	p.Partition = s.key.Partition
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	var st share.PartitionState
+	err := s.send(req, func(r kmsg.Response) error {
+		rp := r.(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0]
+		st = share.PartitionState{StateEpoch: rp.StateEpoch, LeaderEpoch: rp.LeaderEpoch, StartOffset: rp.StartOffset, DeliveryCompleteCount: rp.DeliveryCompleteCount}
+		return kerr.ErrorForCode(rp.ErrorCode)
+	})
+	return st, err
+}
+
+func (s *shareClient) remove() error {
+	req := kmsg.NewPtrDeleteShareGroupStateRequest()
+	req.GroupID = s.key.GroupID
+	t := kmsg.NewDeleteShareGroupStateRequestTopic()
+	t.TopicID = s.key.TopicID
+	p := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+	p.Partition = s.key.Partition
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return s.send(req, func(r kmsg.Response) error {
+		return kerr.ErrorForCode(r.(*kmsg.DeleteShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode)
+	})
+}
+
+// writeShareHistory initializes the key and writes 12 times: each write
+// w makes offsets 10w to 10w+9 available (delivery count 1) and
+// acknowledges 10w to 10w+4 in the same request (overlapping batches the
+// coordinator merges); write 8 moves the start offset to 20. It returns
+// the state that must be read back.
+func writeShareHistory(t *testing.T, s *shareClient) share.PartitionState {
+	t.Helper()
+	if err := s.initialize(1, 0); err != nil {
+		t.Fatalf("InitializeShareGroupState: %v", err)
+	}
+	if _, err := s.read(1); err != nil { // the leader takes over at epoch 1
+		t.Fatalf("ReadShareGroupState: %v", err)
+	}
+	want := share.PartitionState{StateEpoch: 1, LeaderEpoch: 1, StartOffset: 20, DeliveryCompleteCount: 60}
+	for w := range int64(12) {
+		start := int64(-1)
+		if w == 8 {
+			start = 20
+		}
+		st := share.PartitionState{StateEpoch: 1, LeaderEpoch: 1, StartOffset: start, DeliveryCompleteCount: int32(w * 5),
+			Batches: []share.StateBatch{
+				{FirstOffset: w * 10, LastOffset: w*10 + 9, DeliveryState: share.DeliveryAvailable, DeliveryCount: 1},
+				{FirstOffset: w * 10, LastOffset: w*10 + 4, DeliveryState: share.DeliveryAcknowledged, DeliveryCount: 1},
+			}}
+		if err := s.write(st); err != nil {
+			t.Fatalf("WriteShareGroupState %d: %v", w, err)
+		}
+		if w >= 2 {
+			want.Batches = append(want.Batches,
+				share.StateBatch{FirstOffset: w * 10, LastOffset: w*10 + 4, DeliveryState: share.DeliveryAcknowledged, DeliveryCount: 1},
+				share.StateBatch{FirstOffset: w*10 + 5, LastOffset: w*10 + 9, DeliveryState: share.DeliveryAvailable, DeliveryCount: 1})
+		}
+	}
+	want.DeliveryCompleteCount = 55
+	return want
+}
+
+// checkShareState reads the key's state and summary and compares them
+// with want.
+func checkShareState(t *testing.T, s *shareClient, want share.PartitionState) {
+	t.Helper()
+	got, err := s.read(want.LeaderEpoch)
+	if err != nil {
+		t.Fatalf("ReadShareGroupState: %v", err)
+	}
+	if got.StateEpoch != want.StateEpoch || got.StartOffset != want.StartOffset || !slices.Equal(got.Batches, want.Batches) {
+		t.Fatalf("read state epoch %d start %d batches %v\nwant state epoch %d start %d batches %v",
+			got.StateEpoch, got.StartOffset, got.Batches, want.StateEpoch, want.StartOffset, want.Batches)
+	}
+	sum, err := s.summary()
+	if err != nil {
+		t.Fatalf("ReadShareGroupStateSummary: %v", err)
+	}
+	if sum.StateEpoch != want.StateEpoch || sum.LeaderEpoch != want.LeaderEpoch || sum.StartOffset != want.StartOffset || sum.DeliveryCompleteCount != want.DeliveryCompleteCount {
+		t.Fatalf("summary %+v, want state epoch %d leader epoch %d start %d count %d", sum,
+			want.StateEpoch, want.LeaderEpoch, want.StartOffset, want.DeliveryCompleteCount)
+	}
+}
+
+func newShareClient(t *testing.T, seeds string, group, topic string) *shareClient {
+	t.Helper()
+	cl := newClient(t, seeds)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 2, -1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Fatal(err)
+	}
+	return &shareClient{t: t, cl: cl, key: share.Key{GroupID: group, TopicID: shareTopicID(t, adm, topic), Partition: 1}}
+}
+
+// One broker: FindCoordinator creates __share_group_state as Kafka's
+// coordinator does; the merged state is read back, fenced requests are
+// refused, and the state survives a clean restart; delete forgets it.
+func TestShareStateSingleNode(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir, shareStateOverrides...)
+	s := newShareClient(t, b.Seed(), "sg", "orders")
+
+	// FindCoordinator: v5 does not know key type 2; a malformed key is
+	// refused; a good one creates the topic and names this broker.
+	v5 := kversion.Stable()
+	v5.SetMaxKeyVersion(10, 5)
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKeys = 2, []string{s.key.CoordinatorKey()}
+	resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), newClient(t, b.Seed(), kgo.MaxVersions(v5)))
+	if err != nil || resp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("FindCoordinator v5 key type 2: %v, %+v; want INVALID_REQUEST", err, resp)
+	}
+	req = kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKeys = 2, []string{"sg:not-a-uuid:1", "sg:" + strings.Repeat("A", 22)}
+	resp, err = req.RequestWith(ctxTimeout(t, 10*time.Second), s.cl)
+	if err != nil || resp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code || resp.Coordinators[1].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("FindCoordinator with malformed keys: %v %+v", err, resp)
+	}
+	node, err := s.coordinator(ctxTimeout(t, 30*time.Second))
+	if err != nil || node != 1 {
+		t.Fatalf("FindCoordinator key type 2: node %d, %v", node, err)
+	}
+	st, ok := b.Metadata().Topic(metadata.ShareGroupStateTopic)
+	if !ok || len(st.Partitions) != 3 {
+		t.Fatalf("%s not created with 3 partitions: %v", metadata.ShareGroupStateTopic, ok)
+	}
+	if policy := st.Configs["cleanup.policy"]; policy != "delete" {
+		t.Fatalf("%s cleanup.policy %q, want delete (as Kafka)", metadata.ShareGroupStateTopic, policy)
+	}
+
+	if _, err := s.read(0); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("read before initialize: %v, want INVALID_REQUEST", err)
+	}
+	want := writeShareHistory(t, s)
+	checkShareState(t, s, want)
+	if err := s.write(share.PartitionState{StateEpoch: 0, LeaderEpoch: 1, StartOffset: -1, DeliveryCompleteCount: -1}); !errors.Is(err, kerr.FencedStateEpoch) {
+		t.Fatalf("write at an old state epoch: %v, want FENCED_STATE_EPOCH", err)
+	}
+	if _, err := s.read(0); !errors.Is(err, kerr.FencedLeaderEpoch) {
+		t.Fatalf("read at an old leader epoch: %v, want FENCED_LEADER_EPOCH", err)
+	}
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, dir, shareStateOverrides...)
+	s.cl = newClient(t, b.Seed())
+	checkShareState(t, s, want)
+
+	if err := s.remove(); err != nil {
+		t.Fatalf("DeleteShareGroupState: %v", err)
+	}
+	sum, err := s.summary()
+	if err != nil || sum.StartOffset != -1 {
+		t.Fatalf("summary after delete: %+v, %v; want start offset -1", sum, err)
+	}
+}
+
+// The state survives a kill -9 of the broker process: what was
+// acknowledged was committed to the log.
+func TestShareStateSurvivesKill9(t *testing.T) {
+	dir, port := t.TempDir(), freePort(t)
+	p := startProcess(t, dir, port, shareStateOverrides...)
+	s := newShareClient(t, p.Addr, "sg", "orders")
+	want := writeShareHistory(t, s)
+	checkShareState(t, s, want)
+	p.kill(t)
+	p = startProcess(t, dir, port, shareStateOverrides...)
+	s.cl = newClient(t, p.Addr)
+	checkShareState(t, s, want)
+	// And it takes writes again.
+	if err := s.write(share.PartitionState{StateEpoch: 1, LeaderEpoch: 1, StartOffset: 120, DeliveryCompleteCount: 0}); err != nil {
+		t.Fatal(err)
+	}
+	want.StartOffset, want.Batches, want.DeliveryCompleteCount = 120, nil, 0
+	checkShareState(t, s, want)
+}
+
+// Three nodes, __share_group_state replicated three times: the state
+// survives a kill -9 of the node that leads the key's partition, whose
+// successor loads it from its replica.
+func TestShareStateSurvivesCoordinatorKill(t *testing.T) {
+	nodes := newClusterNodes(t, 3)
+	procs, start := startClusterProcesses(t, nodes, shareStateOverrides...)
+	seeds := strings.Join([]string{nodes[0].seed(), nodes[1].seed(), nodes[2].seed()}, ",")
+	s := newShareClient(t, seeds, "sg", "orders")
+	want := writeShareHistory(t, s)
+	checkShareState(t, s, want)
+	adm := kadm.NewClient(s.cl)
+	waitISR(t, adm, metadata.ShareGroupStateTopic, 3, 3)
+
+	node, err := s.coordinator(ctxTimeout(t, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := int(node - 1)
+	procs[victim].kill(t)
+	checkShareState(t, s, want)
+	if now, err := s.coordinator(ctxTimeout(t, 30*time.Second)); err != nil || now == node {
+		t.Fatalf("coordinator after the kill: %d, %v; want another than %d", now, err, node)
+	}
+	// The new coordinator takes writes; the killed node comes back.
+	if err := s.write(share.PartitionState{StateEpoch: 1, LeaderEpoch: 1, StartOffset: 100, DeliveryCompleteCount: 10}); err != nil {
+		t.Fatal(err)
+	}
+	want.StartOffset, want.DeliveryCompleteCount = 100, 10
+	want.Batches = want.Batches[len(want.Batches)-4:]
+	start(victim)
+	procs[victim].waitStarted(t)
+	checkShareState(t, s, want)
+}
