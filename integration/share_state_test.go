@@ -375,3 +375,81 @@ func TestShareStateSurvivesCoordinatorKill(t *testing.T) {
 	procs[victim].waitStarted(t)
 	checkShareState(t, s, want)
 }
+
+// The broker's Persister, on three in-process nodes: from the broker that
+// leads the key's partition of __share_group_state it calls the share
+// coordinator in-process, from the others it sends the requests over the
+// inter-broker listener; it creates the topic on first use, and rides out
+// the loss of the coordinator's node.
+func TestShareStatePersister(t *testing.T) {
+	c := startReplicatedCluster(t, shareStateOverrides...)
+	seeds := strings.Join([]string{c.nodes[0].seed(), c.nodes[1].seed(), c.nodes[2].seed()}, ",")
+	adm := newAdmin(t, seeds)
+	if _, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 2, -1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	k := share.Key{GroupID: "sg", TopicID: shareTopicID(t, adm, "orders"), Partition: 0}
+	ctx := ctxTimeout(t, 2*time.Minute)
+
+	// The first call creates __share_group_state.
+	if err := c.bs[0].SharePersister().InitializeState(ctx, k, 3, 10); err != nil {
+		t.Fatalf("InitializeState: %v", err)
+	}
+	leader := func(im *metadata.Image) int32 {
+		st, _ := im.Topic(metadata.ShareGroupStateTopic)
+		return st.Partitions[share.PartitionFor(k.CoordinatorKey(), int32(len(st.Partitions)))].Leader
+	}
+	coord := int(leader(c.bs[0].Metadata()) - 1)
+	local, remote := c.bs[coord].SharePersister(), c.bs[(coord+1)%3].SharePersister()
+
+	if _, err := remote.ReadState(ctx, k, 2); err != nil {
+		t.Fatalf("remote ReadState: %v", err)
+	}
+	batches := []share.StateBatch{{FirstOffset: 10, LastOffset: 19, DeliveryState: share.DeliveryAcknowledged, DeliveryCount: 1}}
+	if err := remote.WriteState(ctx, k, share.PartitionState{StateEpoch: 3, LeaderEpoch: 2, StartOffset: -1, DeliveryCompleteCount: 10, Batches: batches}); err != nil {
+		t.Fatalf("remote WriteState: %v", err)
+	}
+	more := []share.StateBatch{{FirstOffset: 15, LastOffset: 24, DeliveryState: share.DeliveryArchived, DeliveryCount: 2}}
+	if err := local.WriteState(ctx, k, share.PartitionState{StateEpoch: 3, LeaderEpoch: 2, StartOffset: -1, DeliveryCompleteCount: 15, Batches: more}); err != nil {
+		t.Fatalf("local WriteState: %v", err)
+	}
+	want := []share.StateBatch{
+		{FirstOffset: 10, LastOffset: 14, DeliveryState: share.DeliveryAcknowledged, DeliveryCount: 1},
+		{FirstOffset: 15, LastOffset: 24, DeliveryState: share.DeliveryArchived, DeliveryCount: 2},
+	}
+	for name, p := range map[string]share.Persister{"local": local, "remote": remote} {
+		st, err := p.ReadState(ctx, k, 2)
+		if err != nil || st.StartOffset != 10 || st.StateEpoch != 3 || !slices.Equal(st.Batches, want) {
+			t.Fatalf("%s ReadState: %+v, %v; want start 10, state epoch 3, batches %v", name, st, err, want)
+		}
+		sum, err := p.ReadStateSummary(ctx, k, 2)
+		if err != nil || sum.StartOffset != 10 || sum.LeaderEpoch != 2 || sum.DeliveryCompleteCount != 15 || len(sum.Batches) != 0 {
+			t.Fatalf("%s ReadStateSummary: %+v, %v", name, sum, err)
+		}
+	}
+	if _, err := remote.ReadState(ctx, k, 1); !errors.Is(err, kerr.FencedLeaderEpoch) {
+		t.Fatalf("ReadState at an old leader epoch: %v, want FENCED_LEADER_EPOCH", err)
+	}
+	if err := local.InitializeState(ctx, k, 2, 0); !errors.Is(err, kerr.FencedStateEpoch) {
+		t.Fatalf("InitializeState at an old state epoch: %v, want FENCED_STATE_EPOCH", err)
+	}
+
+	// The coordinator's node goes; a survivor's persister finds the new
+	// coordinator and reads the same state.
+	c.stop(coord)
+	st, err := remote.ReadState(ctx, k, 2)
+	if err != nil || !slices.Equal(st.Batches, want) {
+		t.Fatalf("ReadState after the coordinator stopped: %+v, %v", st, err)
+	}
+	if err := remote.DeleteState(ctx, k); err != nil {
+		t.Fatalf("DeleteState: %v", err)
+	}
+	if sum, err := remote.ReadStateSummary(ctx, k, 2); err != nil || sum.StartOffset != -1 {
+		t.Fatalf("ReadStateSummary after delete: %+v, %v", sum, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := remote.WriteState(short, share.Key{GroupID: "sg", TopicID: k.TopicID, Partition: 1}, share.PartitionState{StateEpoch: 0, LeaderEpoch: 0, StartOffset: -1}); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("WriteState on a key never initialized: %v, want INVALID_REQUEST", err)
+	}
+}
