@@ -47,5 +47,5 @@ func (h *Handler) handleInitializeShareGroupState(rc *RequestContext, kreq kmsg.
 			rp.ErrorCode, rp.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			finish()
 		})
-	}, func() kmsg.Response { return resp })
+	}, func() kmsg.Response { return resp }, done)
 }

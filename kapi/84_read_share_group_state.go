@@ -57,5 +57,5 @@ func (h *Handler) handleReadShareGroupState(rc *RequestContext, kreq kmsg.Reques
 			}
 			finish()
 		})
-	}, func() kmsg.Response { return resp })
+	}, func() kmsg.Response { return resp }, done)
 }

@@ -61,5 +61,5 @@ func (h *Handler) handleWriteShareGroupState(rc *RequestContext, kreq kmsg.Reque
 			rp.ErrorCode, rp.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			finish()
 		})
-	}, func() kmsg.Response { return resp })
+	}, func() kmsg.Response { return resp }, done)
 }

@@ -44,5 +44,5 @@ func (h *Handler) handleDeleteShareGroupState(rc *RequestContext, kreq kmsg.Requ
 			rp.ErrorCode, rp.ErrorMessage = ErrorCode(err), ErrorMessage(err)
 			finish()
 		})
-	}, func() kmsg.Response { return resp })
+	}, func() kmsg.Response { return resp }, done)
 }

@@ -55,5 +55,5 @@ func (h *Handler) handleReadShareGroupStateSummary(rc *RequestContext, kreq kmsg
 			}
 			finish()
 		})
-	}, func() kmsg.Response { return resp })
+	}, func() kmsg.Response { return resp }, done)
 }

@@ -94,10 +94,11 @@ func shareStateOp(fn func(h *Handler, rc *RequestContext, req kmsg.Request, done
 	}
 }
 
-// fanOut runs n operations, each calling its done once, and then finish
-// once, on the goroutine of the last to answer. A panic in finish is
-// logged and answered by closing the connection, as forwarded does.
-func fanOut(rc *RequestContext, n int, run func(i int, done func()), finish func() kmsg.Response) {
+// fanOut runs n operations, each calling its finish once, and then
+// answers done with respond(), on the goroutine of the last to answer (a
+// shard's). A panic there is logged and answered by closing the
+// connection, as forwarded does.
+func fanOut(rc *RequestContext, n int, run func(i int, finish func()), respond func() kmsg.Response, done func(kmsg.Response)) {
 	var left atomic.Int64
 	left.Store(int64(n))
 	complete := func() {
@@ -107,7 +108,7 @@ func fanOut(rc *RequestContext, n int, run func(i int, done func()), finish func
 				rc.respond(&Response{Close: true, CloseReason: fmt.Sprintf("request handler panic: %v", v)})
 			}
 		}()
-		rc.finish(finish())
+		done(respond())
 	}
 	if n == 0 {
 		complete()
