@@ -15,6 +15,7 @@ import (
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/coordinator/share"
+	"github.com/moldau/moldau/replica"
 )
 
 // The share coordinator's wiring: its state in __share_group_state
@@ -53,6 +54,10 @@ func (b *Broker) newShareCoordinator() *share.Service {
 			}
 			return int32(len(t.Partitions)), true
 		},
+		DeleteRecords: func(p int32, before int64) error {
+			_, err := b.replicas.DeleteRecords(replica.TopicPartition{Topic: metadata.ShareGroupStateTopic, Partition: p}, before)
+			return err
+		},
 		Logger:     b.log,
 		Registerer: b.registry,
 	})
@@ -67,6 +72,7 @@ func shareConfig(c *config.KafkaConfig) share.Config {
 		SnapshotUpdateRecordsPerSnapshot: int(c.GetInt("share.coordinator.snapshot.update.records.per.snapshot")),
 		WriteTimeout:                     time.Duration(c.GetInt("share.coordinator.write.timeout.ms")) * time.Millisecond,
 		LoadBufferBytes:                  c.GetInt("share.coordinator.load.buffer.size"),
+		PruneInterval:                    time.Duration(c.GetInt("share.coordinator.state.topic.prune.interval.ms")) * time.Millisecond,
 	}
 }
 

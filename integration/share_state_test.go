@@ -453,3 +453,37 @@ func TestShareStatePersister(t *testing.T) {
 		t.Fatalf("WriteState on a key never initialized: %v, want INVALID_REQUEST", err)
 	}
 }
+
+// The prune job deletes the records of __share_group_state below the
+// oldest latest snapshot (the topic is not compacted): the log start
+// moves up, and a broker restarted on what is left loads the same state.
+func TestShareStatePruned(t *testing.T) {
+	dir := t.TempDir()
+	overrides := append(slices.Clone(shareStateOverrides), "share.coordinator.state.topic.prune.interval.ms=50")
+	b := startBroker(t, dir, overrides...)
+	s := newShareClient(t, b.Seed(), "sg", "orders")
+	want := writeShareHistory(t, s)
+	part := share.PartitionFor(s.key.CoordinatorKey(), 3)
+	adm := kadm.NewClient(s.cl)
+	var start int64
+	eventually(t, 30*time.Second, func() error {
+		offs, err := adm.ListStartOffsets(ctxTimeout(t, 10*time.Second), metadata.ShareGroupStateTopic)
+		if err != nil {
+			return err
+		}
+		o, _ := offs.Lookup(metadata.ShareGroupStateTopic, part)
+		if o.Err != nil || o.Offset <= 0 {
+			return fmt.Errorf("log start offset of %s-%d: %d, %v", metadata.ShareGroupStateTopic, part, o.Offset, o.Err)
+		}
+		start = o.Offset
+		return nil
+	})
+	t.Logf("%s-%d pruned to %d", metadata.ShareGroupStateTopic, part, start)
+	checkShareState(t, s, want)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, dir, overrides...)
+	s.cl = newClient(t, b.Seed())
+	checkShareState(t, s, want)
+}

@@ -15,11 +15,16 @@ type Config struct {
 	// LoadBufferBytes is read at a time when loading a partition
 	// (share.coordinator.load.buffer.size, 5 MiB).
 	LoadBufferBytes int32
+	// PruneInterval: how often the records of __share_group_state that
+	// no key needs any more are deleted
+	// (share.coordinator.state.topic.prune.interval.ms, 5 minutes; 0:
+	// never).
+	PruneInterval time.Duration
 }
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{SnapshotUpdateRecordsPerSnapshot: 500, WriteTimeout: 5 * time.Second, LoadBufferBytes: 5 << 20}
+	return Config{SnapshotUpdateRecordsPerSnapshot: 500, WriteTimeout: 5 * time.Second, LoadBufferBytes: 5 << 20, PruneInterval: 5 * time.Minute}
 }
 
 func (c *Config) withDefaults() {
@@ -32,5 +37,8 @@ func (c *Config) withDefaults() {
 	}
 	if c.LoadBufferBytes <= 0 {
 		c.LoadBufferBytes = d.LoadBufferBytes
+	}
+	if c.PruneInterval < 0 {
+		c.PruneInterval = 0
 	}
 }

@@ -20,6 +20,7 @@
 //   - combine.go: combineStateBatches, Kafka's
 //     PersisterStateBatchCombiner.
 //   - records.go: the records, in Kafka's schemas.
+//   - prune.go: the job that deletes the records no key needs.
 //
 // # On disk
 //
@@ -30,8 +31,10 @@
 // update merged in, in log order, which is why the topic must keep every
 // record after a key's latest snapshot: Kafka creates it with
 // cleanup.policy=delete and retention.ms=-1 and deletes the records
-// before the oldest latest snapshot of all keys itself; compaction would
-// drop all but the last ShareUpdate of a key and lose state.
+// before the oldest latest snapshot of all keys itself (the prune job,
+// prune.go, every share.coordinator.state.topic.prune.interval.ms);
+// compaction would drop all but the last ShareUpdate of a key and lose
+// state.
 //
 // # Guarantees
 //
@@ -70,12 +73,12 @@
 //
 // # Where Moldau differs
 //
-// Kafka's periodic jobs are not here yet: snapshots of cold partitions
-// (share.coordinator.cold.partition.snapshot.interval.ms) and the prune of
-// __share_group_state below the oldest needed snapshot
-// (share.coordinator.state.topic.prune.interval.ms, with DeleteRecords),
-// so the topic grows until they are; nor the clean-up of the states of
-// deleted topics (Kafka's onTopicsDeleted). DeliveryCompleteCount
+// Not here yet: Kafka's snapshots of cold partitions
+// (share.coordinator.cold.partition.snapshot.interval.ms: a key written
+// long ago holds the prune back until it is written again), and the
+// clean-up of the states of deleted topics (Kafka's onTopicsDeleted: they
+// stay until DeleteShareGroupState). Batches are written uncompressed
+// (share.coordinator.state.topic.compression.codec is not applied). DeliveryCompleteCount
 // (KIP-1226, Kafka 4.2) is stored as tag 0 of both values; a write's
 // count replaces the recorded one.
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/moldau/moldau/broker/apierr"
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/coordinator/runtime"
 )
@@ -24,10 +25,13 @@ type Options struct {
 	NumPartitions func() int32
 	// Topics returns the number of partitions of a topic by id, and
 	// whether it exists (the shard's metadata check); nil: no check.
-	Topics     func(topicID [16]byte) (partitions int32, ok bool)
-	Now        func() time.Time
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer // nil: no metrics
+	Topics func(topicID [16]byte) (partitions int32, ok bool)
+	// DeleteRecords deletes a partition's records before an offset (the
+	// prune job, prune.go); nil: no pruning.
+	DeleteRecords func(partition int32, before int64) error
+	Now           func() time.Time
+	Logger        *slog.Logger
+	Registerer    prometheus.Registerer // nil: no metrics
 }
 
 // Service is Kafka's ShareCoordinatorService: it routes each
@@ -35,11 +39,12 @@ type Options struct {
 // and runs the operation there. Safe for concurrent use; done callbacks
 // run on shard goroutines and must not block.
 type Service struct {
-	cfg     Config
-	opts    Options
-	log     *slog.Logger
-	rt      *runtime.Runtime[*Shard]
-	metrics *runtimeMetrics
+	cfg      Config
+	opts     Options
+	log      *slog.Logger
+	rt       *runtime.Runtime[*Shard]
+	metrics  *runtimeMetrics
+	routines routine.Group // the prune job
 }
 
 // NewService starts the coordinator with no shards: OnElection loads them.
@@ -69,12 +74,14 @@ func NewService(opts Options) *Service {
 		rcfg.Metrics = s.metrics
 	}
 	s.rt = runtime.New(rcfg)
+	s.startPruning()
 	return s
 }
 
 // Close unloads every shard; operations in flight fail with
 // NOT_COORDINATOR. Idempotent.
 func (s *Service) Close() {
+	s.routines.StopAndWait()
 	s.rt.Close()
 	s.metrics.unregister()
 }

@@ -32,12 +32,17 @@ type Shard struct {
 	// updates counts the ShareUpdate records since a key's last snapshot
 	// (snapshotUpdateCount).
 	updates map[Key]int
+	// snapshotOffsets is the offset of every live key's latest snapshot
+	// (Kafka's ShareCoordinatorOffsetsManager): the records before the
+	// least of them are needed by no key.
+	snapshotOffsets map[Key]int64
 }
 
 func newShard(cfg Config, topics func([16]byte) (int32, bool), ctx runtime.ShardContext) *Shard {
 	return &Shard{
 		cfg: cfg, partition: ctx.TopicPartition.Partition, topics: topics, now: ctx.Now, log: ctx.Logger,
 		states: map[Key]*shareValue{}, leaderEpochs: map[Key]int32{}, stateEpochs: map[Key]int32{}, updates: map[Key]int{},
+		snapshotOffsets: map[Key]int64{},
 	}
 }
 
@@ -45,7 +50,7 @@ func newShard(cfg Config, topics func([16]byte) (int32, bool), ctx runtime.Shard
 // ShareCoordinatorShard.replay): a snapshot replaces the key's state, an
 // update is merged into it, a tombstone forgets the key. Records of other
 // types are ignored, as Kafka ignores them.
-func (s *Shard) Replay(_ int64, _ int64, _ int16, key, value []byte) error {
+func (s *Shard) Replay(offset int64, _ int64, _ int16, key, value []byte) error {
 	typ, k, ok, err := parseKey(key)
 	if err != nil {
 		return err
@@ -60,12 +65,14 @@ func (s *Shard) Replay(_ int64, _ int64, _ int16, key, value []byte) error {
 		delete(s.leaderEpochs, k)
 		delete(s.stateEpochs, k)
 		delete(s.updates, k)
+		delete(s.snapshotOffsets, k)
 	case typ == typeShareSnapshot:
 		v, err := parseSnapshotValue(value)
 		if err != nil {
 			return err
 		}
 		s.replaySnapshot(k, v)
+		s.snapshotOffsets[k] = offset
 	case value == nil:
 		// A tombstone of an update key: Kafka never writes one.
 	default:
@@ -128,6 +135,21 @@ func mergeUpdate(cur *shareValue, u shareValue) *shareValue {
 		CreateTimestamp:       cur.CreateTimestamp, WriteTimestamp: cur.WriteTimestamp,
 		Batches: combineStateBatches(cur.Batches, u.Batches, start),
 	}
+}
+
+// lastRedundantOffset is the offset below which the partition holds
+// nothing any key needs: the least offset of the keys' latest snapshots
+// (Kafka's ShareCoordinatorOffsetsManager.lastRedundantOffset). A deleted
+// key needs nothing: every record of it, its tombstone included, only
+// undoes what came before. ok is false while there is nothing to prune.
+func (s *Shard) lastRedundantOffset() (offset int64, ok bool) {
+	offset = -1
+	for _, o := range s.snapshotOffsets {
+		if offset < 0 || o < offset {
+			offset = o
+		}
+	}
+	return offset, offset > 0
 }
 
 // ReplayEndTransactionMarker: __share_group_state has no transactions.
