@@ -73,6 +73,7 @@ func shareConfig(c *config.KafkaConfig) share.Config {
 		WriteTimeout:                     time.Duration(c.GetInt("share.coordinator.write.timeout.ms")) * time.Millisecond,
 		LoadBufferBytes:                  c.GetInt("share.coordinator.load.buffer.size"),
 		PruneInterval:                    time.Duration(c.GetInt("share.coordinator.state.topic.prune.interval.ms")) * time.Millisecond,
+		ColdPartitionSnapshotInterval:    time.Duration(c.GetInt("share.coordinator.cold.partition.snapshot.interval.ms")) * time.Millisecond,
 	}
 }
 

@@ -197,6 +197,7 @@ var brokerDefs = []*Def{
 
 	// The share coordinator (the rest of share.coordinator.* is Kafka's, in kafka_broker_defs.go).
 	def("share.coordinator.state.topic.prune.interval.ms", TypeInt, 300000, Medium, "The duration in milliseconds that the share coordinator will wait between pruning eligible records in share-group state topic.", atLeast(1)),
+	def("share.coordinator.cold.partition.snapshot.interval.ms", TypeInt, 300000, Medium, "The duration in milliseconds that the share coordinator will wait between force snapshotting share partitions which are not being updated.", atLeast(1)),
 
 	// Transactions and producer ids.
 	def("transaction.state.log.num.partitions", TypeInt, 50, High, "The number of partitions for the transaction topic (should not change after deployment).", atLeast(1)),

@@ -20,11 +20,17 @@ type Config struct {
 	// (share.coordinator.state.topic.prune.interval.ms, 5 minutes; 0:
 	// never).
 	PruneInterval time.Duration
+	// ColdPartitionSnapshotInterval: a key whose last snapshot is older
+	// than this gets a new one, so that it does not hold the prune back
+	// (share.coordinator.cold.partition.snapshot.interval.ms, 5 minutes;
+	// 0: never).
+	ColdPartitionSnapshotInterval time.Duration
 }
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{SnapshotUpdateRecordsPerSnapshot: 500, WriteTimeout: 5 * time.Second, LoadBufferBytes: 5 << 20, PruneInterval: 5 * time.Minute}
+	return Config{SnapshotUpdateRecordsPerSnapshot: 500, WriteTimeout: 5 * time.Second, LoadBufferBytes: 5 << 20, PruneInterval: 5 * time.Minute,
+		ColdPartitionSnapshotInterval: 5 * time.Minute}
 }
 
 func (c *Config) withDefaults() {
@@ -40,5 +46,8 @@ func (c *Config) withDefaults() {
 	}
 	if c.PruneInterval < 0 {
 		c.PruneInterval = 0
+	}
+	if c.ColdPartitionSnapshotInterval < 0 {
+		c.ColdPartitionSnapshotInterval = 0
 	}
 }

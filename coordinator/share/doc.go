@@ -20,7 +20,8 @@
 //   - combine.go: combineStateBatches, Kafka's
 //     PersisterStateBatchCombiner.
 //   - records.go: the records, in Kafka's schemas.
-//   - prune.go: the job that deletes the records no key needs.
+//   - prune.go: the job that deletes the records no key needs; cold.go:
+//     the snapshots of keys gone quiet, which let it move on.
 //
 // # On disk
 //
@@ -73,11 +74,9 @@
 //
 // # Where Moldau differs
 //
-// Not here yet: Kafka's snapshots of cold partitions
-// (share.coordinator.cold.partition.snapshot.interval.ms: a key written
-// long ago holds the prune back until it is written again), and the
-// clean-up of the states of deleted topics (Kafka's onTopicsDeleted: they
-// stay until DeleteShareGroupState). Batches are written uncompressed
+// Not here yet: the clean-up of the states of deleted topics (Kafka's
+// onTopicsDeleted: they stay until DeleteShareGroupState, and hold the
+// prune back until a cold snapshot moves them up). Batches are written uncompressed
 // (share.coordinator.state.topic.compression.codec is not applied). DeliveryCompleteCount
 // (KIP-1226, Kafka 4.2) is stored as tag 0 of both values; a write's
 // count replaces the recorded one.

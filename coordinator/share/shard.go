@@ -17,6 +17,7 @@ import (
 // or loading. Used only from its runtime goroutine.
 type Shard struct {
 	cfg       Config
+	timer     runtime.Timer
 	partition int32
 	topics    func(topicID [16]byte) (partitions int32, ok bool)
 	now       func() time.Time
@@ -40,7 +41,7 @@ type Shard struct {
 
 func newShard(cfg Config, topics func([16]byte) (int32, bool), ctx runtime.ShardContext) *Shard {
 	return &Shard{
-		cfg: cfg, partition: ctx.TopicPartition.Partition, topics: topics, now: ctx.Now, log: ctx.Logger,
+		cfg: cfg, timer: ctx.Timer, partition: ctx.TopicPartition.Partition, topics: topics, now: ctx.Now, log: ctx.Logger,
 		states: map[Key]*shareValue{}, leaderEpochs: map[Key]int32{}, stateEpochs: map[Key]int32{}, updates: map[Key]int{},
 		snapshotOffsets: map[Key]int64{},
 	}
@@ -155,10 +156,10 @@ func (s *Shard) lastRedundantOffset() (offset int64, ok bool) {
 // ReplayEndTransactionMarker: __share_group_state has no transactions.
 func (s *Shard) ReplayEndTransactionMarker(int64, int16, bool) error { return nil }
 
-// OnLoaded: the share coordinator has no timers yet (Kafka's cold
-// partition snapshots and topic pruning are not done here).
+// OnLoaded starts the snapshots of cold share-partitions (cold.go).
 func (s *Shard) OnLoaded() {
 	s.log.Debug("loaded share-partition states", "keys", len(s.states))
+	s.scheduleColdSnapshots()
 }
 
 // OnUnloaded: nothing is held for anyone.
