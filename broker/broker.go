@@ -189,7 +189,8 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	// after the replica manager, which hosts their partitions.
 	publishers := []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas}
 	publishers = append(publishers, b.groupCoordinatorPublishers()...)
-	for _, p := range append(publishers, b.txnCoordinatorPublisher(), b.shareCoordinatorPublisher()) {
+	publishers = append(publishers, b.txnCoordinatorPublisher())
+	for _, p := range append(publishers, b.shareCoordinatorPublishers()...) {
 		if err := b.loader.InstallPublisher(p); err != nil {
 			return nil, err
 		}

@@ -77,13 +77,31 @@ func shareConfig(c *config.KafkaConfig) share.Config {
 	}
 }
 
-// shareCoordinatorPublisher tells the share coordinator which partitions
-// of __share_group_state this broker leads.
-func (b *Broker) shareCoordinatorPublisher() metadata.Publisher {
-	return &coordinatorPublisher{
-		name: "ShareCoordinator", topic: metadata.ShareGroupStateTopic, nodeID: b.cfg.NodeID,
-		onElection: b.share.OnElection, onResignation: b.share.OnResignation,
+// shareCoordinatorPublishers tell the share coordinator which partitions
+// of __share_group_state this broker leads, and which topics were deleted
+// (their share-partition states go, as Kafka's BrokerMetadataPublisher
+// has the share coordinator do).
+func (b *Broker) shareCoordinatorPublishers() []metadata.Publisher {
+	return []metadata.Publisher{
+		&coordinatorPublisher{
+			name: "ShareCoordinator", topic: metadata.ShareGroupStateTopic, nodeID: b.cfg.NodeID,
+			onElection: b.share.OnElection, onResignation: b.share.OnResignation,
+		},
+		shareTopicsPublisher{b.share},
 	}
+}
+
+// shareTopicsPublisher tells the share coordinator of deleted topics.
+type shareTopicsPublisher struct{ share *share.Service }
+
+func (p shareTopicsPublisher) Name() string { return "ShareCoordinatorTopics" }
+
+func (p shareTopicsPublisher) OnMetadataUpdate(d *metadata.Delta, _ *metadata.Image) {
+	var ids [][16]byte
+	for _, t := range d.DeletedTopics() {
+		ids = append(ids, t.ID)
+	}
+	p.share.OnTopicsDeleted(ids)
 }
 
 // SharePersister is the broker's share.Persister: what the share-partition

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -486,4 +488,39 @@ func TestShareStatePruned(t *testing.T) {
 	b = startBroker(t, dir, overrides...)
 	s.cl = newClient(t, b.Seed())
 	checkShareState(t, s, want)
+}
+
+// A deleted topic's share-partition states are deleted with it: the share
+// coordinator writes the ShareSnapshot tombstone of each of its keys.
+func TestShareStateTopicDeleted(t *testing.T) {
+	b := startBroker(t, "", shareStateOverrides...)
+	s := newShareClient(t, b.Seed(), "sg", "doomed")
+	if err := s.initialize(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(s.cl)
+	if _, err := adm.DeleteTopics(ctxTimeout(t, 30*time.Second), "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	// ShareSnapshotKey: type 0, group id, topic id, partition.
+	key := kbin.AppendInt32(kbin.AppendUuid(kbin.AppendString(kbin.AppendInt16(nil, 0), s.key.GroupID), s.key.TopicID), s.key.Partition)
+	part := share.PartitionFor(s.key.CoordinatorKey(), 3)
+	cons := newClient(t, b.Seed(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		metadata.ShareGroupStateTopic: {part: kgo.NewOffset().AtStart()}}))
+	ctx := ctxTimeout(t, 30*time.Second)
+	for {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("no tombstone of %s: %v", s.key, err)
+		}
+		found := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if bytes.Equal(r.Key, key) && r.Value == nil {
+				found = true
+			}
+		})
+		if found {
+			return
+		}
+	}
 }

@@ -74,10 +74,10 @@
 //
 // # Where Moldau differs
 //
-// Not here yet: the clean-up of the states of deleted topics (Kafka's
-// onTopicsDeleted: they stay until DeleteShareGroupState, and hold the
-// prune back until a cold snapshot moves them up). Batches are written uncompressed
-// (share.coordinator.state.topic.compression.codec is not applied). DeliveryCompleteCount
+// The states of a deleted topic are tombstoned (OnTopicsDeleted, from the
+// broker's metadata publisher), as Kafka's onTopicsDeleted does. Batches
+// are written uncompressed (share.coordinator.state.topic.compression.codec
+// is not applied). DeliveryCompleteCount
 // (KIP-1226, Kafka 4.2) is stored as tag 0 of both values; a write's
 // count replaces the recorded one.
 //

@@ -191,3 +191,36 @@ func operationError(err error) error {
 	}
 	return err
 }
+
+// OnTopicsDeleted forgets the share-partition states of deleted topics:
+// every shard hosted here writes a tombstone for each key of those topics
+// (Kafka's onTopicsDeleted and maybeCleanupShareState). A shard that is
+// loading does it once loaded.
+func (s *Service) OnTopicsDeleted(topicIDs [][16]byte) {
+	if len(topicIDs) == 0 {
+		return
+	}
+	deleted := make(map[[16]byte]bool, len(topicIDs))
+	for _, id := range topicIDs {
+		deleted[id] = true
+	}
+	runtime.WriteAllWhenLoaded(s.rt, "on-topics-deleted", func(sh *Shard) (runtime.Result[int], error) {
+		var res runtime.Result[int]
+		for _, k := range sh.sortedKeys() {
+			if deleted[k.TopicID] {
+				res.Records = append(res.Records, tombstone(k))
+			}
+		}
+		res.Response = len(res.Records)
+		return res, nil
+	}, func(rs []runtime.PartitionResult[int]) {
+		for _, r := range rs {
+			switch {
+			case r.Err != nil:
+				s.log.Warn("deleting the share-partition states of deleted topics failed", "partition", r.Partition, "err", r.Err)
+			case r.Response > 0:
+				s.log.Info("deleted the share-partition states of deleted topics", "partition", r.Partition, "keys", r.Response)
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -240,5 +241,41 @@ func TestPartitionFor(t *testing.T) {
 	// (31*h + c over its UTF-16 units, in int32).
 	if got, want := PartitionFor(k.CoordinatorKey(), 50), int32(2096296251%50); got != want {
 		t.Fatalf("partition %d, want %d", got, want)
+	}
+}
+
+// A deleted topic's share-partition states are tombstoned; the others
+// stay.
+func TestOnTopicsDeleted(t *testing.T) {
+	ts := newTestService(t, DefaultConfig(), 3)
+	other := [16]byte{0xb}
+	var gone []Key
+	for p := range int32(4) {
+		k := Key{GroupID: "g", TopicID: topicA, Partition: p}
+		must(t, ts.initialize(k, 0, 0))
+		gone = append(gone, k)
+		must(t, ts.initialize(Key{GroupID: "g", TopicID: other, Partition: p}, 0, 0))
+	}
+	ts.OnTopicsDeleted([][16]byte{topicA})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := ts.states()
+		left := 0
+		for _, k := range gone {
+			if _, ok := st[k]; ok {
+				left++
+			}
+		}
+		if left == 0 && len(st) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d states of the deleted topic left, %d states in all", left, len(st))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	reloaded := newTestServiceOn(t, DefaultConfig(), 3, ts.log)
+	if st := reloaded.states(); len(st) != 4 {
+		t.Fatalf("%d states after a reload, want 4", len(st))
 	}
 }
