@@ -74,12 +74,19 @@
 //
 // # Where Moldau differs
 //
-// The states of a deleted topic are tombstoned (OnTopicsDeleted, from the
-// broker's metadata publisher), as Kafka's onTopicsDeleted does. Batches
-// are written uncompressed (share.coordinator.state.topic.compression.codec
-// is not applied). DeliveryCompleteCount
-// (KIP-1226, Kafka 4.2) is stored as tag 0 of both values; a write's
-// count replaces the recorded one.
+// Batches are written uncompressed
+// (share.coordinator.state.topic.compression.codec is not applied), as the
+// coordinator runtime writes every batch. DeliveryCompleteCount (KIP-1226,
+// Kafka 4.2) is stored as tag 0 of both values, Moldau's reading of the
+// 4.2 schemas (Kafka 4.1's records, without it, read the same); a write's
+// count replaces the recorded one. Kafka's share coordinator runs its
+// periodic jobs only while the cluster's share.version enables share
+// groups; Moldau's always run.
+//
+// As in Kafka, the states of a deleted topic are tombstoned
+// (OnTopicsDeleted, from the broker's metadata publisher); quiet keys are
+// snapshotted again (cold.go) and the records no key needs pruned
+// (prune.go).
 //
 // # Concurrency
 //
