@@ -36,7 +36,7 @@ func (b *Broker) newShareCoordinator() *share.Service {
 		return nil
 	}
 	b.shareChannel = network.NewInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
-		fmt.Sprintf("broker-%d-share-persister", cfg.NodeID), 1, b.log, b.loader.Image, local)
+		fmt.Sprintf("broker-%d-share-persister", cfg.NodeID), sharePersisterConnsPerBroker, b.log, b.loader.Image, local)
 	b.shareChannel.SetDialer(b.interBrokerDial)
 	svc := share.NewService(share.Options{
 		Config: shareConfig(cfg),
@@ -131,6 +131,12 @@ var _ share.Persister = (*statePersister)(nil)
 
 // close ends the waits of the calls in flight.
 func (p *statePersister) close() { p.closeOnce.Do(func() { close(p.closed) }) }
+
+// sharePersisterConnsPerBroker bounds the persister's connections to one
+// broker: every share-partition led here writes its state on each
+// acknowledgement, and a broker answers one request of a connection at a
+// time, so one connection would queue them all behind each other.
+const sharePersisterConnsPerBroker = 8
 
 // Versions of the share coordinator's APIs the persister sends: the
 // newest Moldau serves.
