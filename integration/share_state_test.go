@@ -491,9 +491,12 @@ func TestShareStatePruned(t *testing.T) {
 }
 
 // A deleted topic's share-partition states are deleted with it: the share
-// coordinator writes the ShareSnapshot tombstone of each of its keys.
+// coordinator writes the ShareSnapshot tombstone of each of its keys. The
+// topic re-created (a new topic id, so new keys) starts afresh, and its
+// state survives a restart.
 func TestShareStateTopicDeleted(t *testing.T) {
-	b := startBroker(t, "", shareStateOverrides...)
+	dir := t.TempDir()
+	b := startBroker(t, dir, shareStateOverrides...)
 	s := newShareClient(t, b.Seed(), "sg", "doomed")
 	if err := s.initialize(1, 0); err != nil {
 		t.Fatal(err)
@@ -508,19 +511,27 @@ func TestShareStateTopicDeleted(t *testing.T) {
 	cons := newClient(t, b.Seed(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		metadata.ShareGroupStateTopic: {part: kgo.NewOffset().AtStart()}}))
 	ctx := ctxTimeout(t, 30*time.Second)
-	for {
+	for found := false; !found; {
 		fs := cons.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			t.Fatalf("no tombstone of %s: %v", s.key, err)
 		}
-		found := false
-		fs.EachRecord(func(r *kgo.Record) {
-			if bytes.Equal(r.Key, key) && r.Value == nil {
-				found = true
-			}
-		})
-		if found {
-			return
-		}
+		fs.EachRecord(func(r *kgo.Record) { found = found || (bytes.Equal(r.Key, key) && r.Value == nil) })
+	}
+
+	again := newShareClient(t, b.Seed(), "sg", "doomed")
+	if again.key.TopicID == s.key.TopicID {
+		t.Fatal("the re-created topic has the old topic id")
+	}
+	want := writeShareHistory(t, again)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, dir, shareStateOverrides...)
+	again.cl = newClient(t, b.Seed())
+	checkShareState(t, again, want)
+	s.cl = again.cl
+	if _, err := s.summary(); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("summary of the deleted topic's key: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
 	}
 }
