@@ -24,6 +24,7 @@ import (
 	"github.com/moldau/moldau/broker/security"
 	"github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/coordinator/group"
+	"github.com/moldau/moldau/coordinator/share"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
@@ -84,6 +85,9 @@ type Broker struct {
 	// partition leaders (network.InterBrokerChannel).
 	markerChannel        *network.InterBrokerChannel
 	addPartitionsChannel *network.InterBrokerChannel
+	share                *share.Service              // the share coordinator
+	sharePersister       *statePersister             // share-partition state, through share here or over shareChannel
+	shareChannel         *network.InterBrokerChannel // the persister's requests to other brokers' share coordinators
 	handler              *kapi.Handler
 	ctrlHandler          *kapi.ControllerHandler
 	socket               *network.SocketServer // data plane: the broker listeners
@@ -179,12 +183,14 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if b.txn, err = b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
+	b.share = b.newShareCoordinator()
 	// Publishers, in Kafka's order: dynamic configs first, so that the
 	// replica manager sees the broker defaults they set; the coordinators
 	// after the replica manager, which hosts their partitions.
 	publishers := []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas}
 	publishers = append(publishers, b.groupCoordinatorPublishers()...)
-	for _, p := range append(publishers, b.txnCoordinatorPublisher()) {
+	publishers = append(publishers, b.txnCoordinatorPublisher())
+	for _, p := range append(publishers, b.shareCoordinatorPublishers()...) {
 		if err := b.loader.InstallPublisher(p); err != nil {
 			return nil, err
 		}
@@ -279,6 +285,7 @@ func (b *Broker) newRequestHandler() *kapi.Handler {
 			int(cfg.GetInt("controller.quota.window.num")),
 			time.Duration(cfg.GetInt("controller.quota.window.size.seconds"))*time.Second, nil),
 		Txn:                        b.txn,
+		Share:                      b.share,
 		VerifyTransactionalProduce: b.verifyProduce,
 		Authorizer:                 b.authorizer,
 	})
@@ -641,15 +648,23 @@ func (b *Broker) Close() error {
 		if b.httpSrv != nil {
 			errs = append(errs, b.httpSrv.Close())
 		}
-		// The transaction coordinator, then what it sends through (the
-		// group coordinator closed before the drain).
+		// The share coordinator and its persister (whose calls in
+		// flight stop waiting), the transaction coordinator, then what
+		// they send through (the group coordinator closed before the
+		// drain).
+		if b.sharePersister != nil {
+			b.sharePersister.close()
+		}
+		if b.share != nil {
+			b.share.Close()
+		}
 		if b.txn != nil {
 			b.txn.Close()
 		}
 		if b.producerIDs != nil {
 			b.producerIDs.Close()
 		}
-		for _, c := range []*network.InterBrokerChannel{b.markerChannel, b.addPartitionsChannel} {
+		for _, c := range []*network.InterBrokerChannel{b.shareChannel, b.markerChannel, b.addPartitionsChannel} {
 			if c != nil {
 				c.Close()
 			}

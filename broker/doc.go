@@ -49,11 +49,15 @@
 //	                  (network.ControllerChannel): in-process when it is
 //	                  this node, else over the active voter's controller
 //	                  listener
-//	coordinators      the group coordinator (__consumer_offsets) and the
-//	                  transaction coordinator (__transaction_state), on the
+//	coordinators      the group coordinator (__consumer_offsets), the
+//	                  transaction coordinator (__transaction_state) and the
+//	                  share coordinator (__share_group_state), on the
 //	                  coordinator runtime, writing through the
 //	                  ReplicaManager; producer id blocks come from the
-//	                  controller (AllocateProducerIds)
+//	                  controller (AllocateProducerIds); the share
+//	                  persister (SharePersister, share_coordinator.go)
+//	                  reaches a key's share coordinator in-process or over
+//	                  its own inter-broker channel
 //	inter-broker channels how this broker sends to other brokers
 //	                  (network.InterBrokerChannel), one channel per
 //	                  sender as Kafka has one NetworkClient each: the
@@ -82,9 +86,9 @@
 //
 // Close runs in reverse: a controlled shutdown (the broker asks to shut
 // down; the controller moves its leaderships away and fences it), the data
-// plane drains, the transaction coordinator and then the group coordinator
-// stop, the logs close cleanly, then the controller plane, the controller
-// and the quorum.
+// plane drains, the share persister, the share coordinator, the
+// transaction coordinator and then the group coordinator stop, the logs
+// close cleanly, then the controller plane, the controller and the quorum.
 //
 // # Failures
 //

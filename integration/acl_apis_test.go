@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // authzCase is one API under the authorizer: the request alice sends,
@@ -218,6 +220,44 @@ func TestAuthorizationPerAPI(t *testing.T) {
 			m.ProducerID, m.ProducerEpoch, m.Committed = 424242, 0, false
 			m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{0}}}
 			r.Markers = append(r.Markers, m)
+			return r
+		}},
+		// The share coordinator's inter-broker APIs and its
+		// FindCoordinator key type: CLUSTER_ACTION on the cluster.
+		{name: "FindCoordinatorShare", want: kerr.ClusterAuthorizationFailed, grant: []*kadm.ACLBuilder{clusterOp(kadm.OpClusterAction)}, req: func() kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.CoordinatorType = 2
+			r.CoordinatorKeys = []string{group + ":" + uuid.UUID(tid).String() + ":0"}
+			return r
+		}},
+		{name: "InitializeShareGroupState", want: kerr.ClusterAuthorizationFailed, grant: []*kadm.ACLBuilder{clusterOp(kadm.OpClusterAction)}, req: func() kmsg.Request {
+			r := kmsg.NewPtrInitializeShareGroupStateRequest()
+			r.GroupID = group
+			r.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: tid, Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0, StartOffset: -1}}}}
+			return r
+		}},
+		{name: "ReadShareGroupState", want: kerr.ClusterAuthorizationFailed, grant: []*kadm.ACLBuilder{clusterOp(kadm.OpClusterAction)}, req: func() kmsg.Request {
+			r := kmsg.NewPtrReadShareGroupStateRequest()
+			r.GroupID = group
+			r.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: tid, Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 0, LeaderEpoch: 0}}}}
+			return r
+		}},
+		{name: "WriteShareGroupState", want: kerr.ClusterAuthorizationFailed, grant: []*kadm.ACLBuilder{clusterOp(kadm.OpClusterAction)}, req: func() kmsg.Request {
+			r := kmsg.NewPtrWriteShareGroupStateRequest()
+			r.GroupID = group
+			r.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: tid, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0, StateEpoch: -1, LeaderEpoch: -1, StartOffset: -1, DeliveryCompleteCount: -1}}}}
+			return r
+		}},
+		{name: "DeleteShareGroupState", want: kerr.ClusterAuthorizationFailed, grant: []*kadm.ACLBuilder{clusterOp(kadm.OpClusterAction)}, req: func() kmsg.Request {
+			r := kmsg.NewPtrDeleteShareGroupStateRequest()
+			r.GroupID = group
+			r.Topics = []kmsg.DeleteShareGroupStateRequestTopic{{TopicID: tid, Partitions: []kmsg.DeleteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+			return r
+		}},
+		{name: "ReadShareGroupStateSummary", want: kerr.ClusterAuthorizationFailed, grant: []*kadm.ACLBuilder{clusterOp(kadm.OpClusterAction)}, req: func() kmsg.Request {
+			r := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+			r.GroupID = group
+			r.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: tid, Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0}}}}
 			return r
 		}},
 		{name: "TxnOffsetCommit", want: kerr.TransactionalIDAuthorizationFailed, grant: []*kadm.ACLBuilder{txnOp(kadm.OpWrite), groupOp(kadm.OpRead), topicOp(kadm.OpRead)}, req: func() kmsg.Request {

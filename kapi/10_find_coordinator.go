@@ -19,16 +19,20 @@ package kapi
 // transactional ids (type 1) in __transaction_state, each created on first
 // use through the controller (Kafka answers COORDINATOR_NOT_AVAILABLE
 // while its controller creates the topic and the client retries; Moldau
-// waits for the creation and answers at once). Share groups (type 2) are
-// INVALID_REQUEST, as Kafka 4.0 answers with share groups disabled. Before
-// v4 an error answers node -1, host "", port -1 with the error's default
-// message, as Kafka does.
+// waits for the creation and answers at once). Share-partition keys (type
+// 2, "groupId:topicId:partition", from v6 only: INVALID_REQUEST before)
+// live in __share_group_state, created the same way
+// (EnsureShareGroupStateTopic); they need CLUSTER_ACTION on the cluster
+// (only brokers ask, as Kafka's persister does), and a key that does not
+// parse is INVALID_REQUEST. Before v4 an error answers node -1, host "",
+// port -1 with the error's default message, as Kafka does.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/metadata"
+	"github.com/moldau/moldau/coordinator/share"
 
 	az "github.com/moldau/moldau/broker/security/authorizer"
 )
@@ -36,13 +40,14 @@ import (
 const (
 	coordinatorTypeGroup       int8 = 0
 	coordinatorTypeTransaction int8 = 1
+	coordinatorTypeShare       int8 = 2
 )
 
 func (h *Handler) handleFindCoordinator(rc *RequestContext, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version < 4 {
-		c := h.findCoordinator(rc, req.CoordinatorType, req.CoordinatorKey)
+		c := h.findCoordinator(rc, req.Version, req.CoordinatorType, req.CoordinatorKey)
 		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
 		if c.ErrorCode != 0 {
 			msg := kerr.ErrorForCode(c.ErrorCode).(*kerr.Error).Description
@@ -51,13 +56,13 @@ func (h *Handler) handleFindCoordinator(rc *RequestContext, kreq kmsg.Request) k
 		return resp
 	}
 	for _, key := range req.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, h.findCoordinator(rc, req.CoordinatorType, key))
+		resp.Coordinators = append(resp.Coordinators, h.findCoordinator(rc, req.Version, req.CoordinatorType, key))
 	}
 	return resp
 }
 
 // findCoordinator is KafkaApis.getCoordinator for one key.
-func (h *Handler) findCoordinator(rc *RequestContext, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (h *Handler) findCoordinator(rc *RequestContext, version int16, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Host, c.Port = key, -1, "", -1
 	var t *metadata.Topic
@@ -70,6 +75,12 @@ func (h *Handler) findCoordinator(rc *RequestContext, keyType int8, key string) 
 	case keyType == coordinatorTypeTransaction && !h.authorize(rc, az.Describe, az.TransactionalID, key):
 		c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return c
+	case keyType == coordinatorTypeShare && (version < 6 || h.cfg.Share == nil):
+		c.ErrorCode = kerr.InvalidRequest.Code
+		return c
+	case keyType == coordinatorTypeShare && !h.authorize(rc, az.ClusterAction, az.Cluster, az.ClusterName):
+		c.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return c
 	}
 	switch keyType {
 	case coordinatorTypeGroup:
@@ -79,6 +90,15 @@ func (h *Handler) findCoordinator(rc *RequestContext, keyType int8, key string) 
 	case coordinatorTypeTransaction:
 		if t, err = h.ensureTransactionStateTopic(rc.Context()); err == nil {
 			p = h.cfg.Txn.PartitionFor(key)
+		}
+	case coordinatorTypeShare:
+		k, perr := share.ParseCoordinatorKey(key)
+		if perr != nil {
+			c.ErrorCode = kerr.InvalidRequest.Code
+			return c
+		}
+		if t, err = h.EnsureShareGroupStateTopic(rc.Context()); err == nil {
+			p = share.PartitionFor(k.CoordinatorKey(), int32(len(t.Partitions)))
 		}
 	default:
 		c.ErrorCode = kerr.InvalidRequest.Code

@@ -85,7 +85,7 @@ func (h *Handler) handleShareFetch(rc *RequestContext, kreq kmsg.Request) {
 			fr.Forget = append(fr.Forget, share.TopicIDPartition{TopicID: f.TopicID, Partition: p})
 		}
 	}
-	h.cfg.Shares.Fetch(fr, func(res share.FetchResponse) {
+	h.cfg.SharePartitions.Fetch(fr, func(res share.FetchResponse) {
 		if res.Err != nil {
 			resp.ErrorCode = ErrorCode(res.Err)
 			rc.finish(resp)
@@ -149,7 +149,7 @@ func shareFetchTopic(resp *kmsg.ShareFetchResponse, id [16]byte) *kmsg.ShareFetc
 // share groups enabled, a group and a member, READ on the group.
 func (h *Handler) checkShareRequest(rc *RequestContext, group, member string) error {
 	switch {
-	case h.cfg.Shares == nil || !h.shareGroupsEnabled():
+	case h.cfg.SharePartitions == nil || !h.shareGroupsEnabled():
 		return kerr.UnsupportedVersion
 	case group == "" || member == "":
 		return kerr.InvalidRequest

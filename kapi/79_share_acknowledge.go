@@ -52,7 +52,7 @@ func (h *Handler) handleShareAcknowledge(rc *RequestContext, kreq kmsg.Request) 
 			ar.Acks[tip] = acks
 		}
 	}
-	h.cfg.Shares.Acknowledge(ar, func(res share.FetchResponse) {
+	h.cfg.SharePartitions.Acknowledge(ar, func(res share.FetchResponse) {
 		if res.Err != nil {
 			resp.ErrorCode = ErrorCode(res.Err)
 			rc.finish(resp)

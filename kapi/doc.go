@@ -25,7 +25,8 @@
 // resources), authorize_groups.go and authorize_txn.go (the group and
 // transaction APIs' splitting of refused topics from the rest), and a
 // cluster operation wrapped around the admin handlers in versions.go
-// (clusterOp). A refused part of a request answers Kafka's code and is not
+// (clusterOp, and shareStateOp for the share coordinator's inter-broker
+// APIs, share_state.go). A refused part of a request answers Kafka's code and is not
 // passed on; listings leave out what the principal may not describe.
 //
 // Errors: inner packages return Go errors wrapping kerr sentinels;

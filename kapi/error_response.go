@@ -11,6 +11,9 @@ import (
 // returns nil for a request it does not know.
 func errorResponse(req kmsg.Request, err error) kmsg.Response {
 	code, msg := ErrorCode(err), ErrorMessage(err)
+	if resp := shareStateErrorResponse(req, code, msg); resp != nil {
+		return resp
+	}
 	switch req := req.(type) {
 	case *kmsg.CreateTopicsRequest:
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)

@@ -16,9 +16,10 @@ import (
 	"github.com/moldau/moldau/broker/routine"
 	"github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/coordinator/group"
+	"github.com/moldau/moldau/coordinator/share"
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/replica"
-	"github.com/moldau/moldau/replica/share"
+	sharepart "github.com/moldau/moldau/replica/share"
 )
 
 // Endpoint is an advertised listener as it appears in Metadata and
@@ -56,6 +57,10 @@ type Config struct {
 	// Txn is the transaction coordinator (FindCoordinator, InitProducerId
 	// and the transaction APIs).
 	Txn *txn.Service
+	// Share is the share coordinator (FindCoordinator key type 2 and the
+	// share-group state APIs); nil: those APIs answer
+	// COORDINATOR_NOT_AVAILABLE.
+	Share *share.Service
 	// VerifyTransactionalProduce, if set, is asked before the partitions
 	// of a transactional produce are appended (KIP-890: the transaction
 	// coordinator verifies them, or from Produce v12 adds them); done
@@ -69,9 +74,9 @@ type Config struct {
 	// offsets). Nil: they are appended to the partition like any other.
 	CompleteGroupTransaction GroupTxnCompleter
 
-	// Shares is the share-partition manager (ShareFetch,
-	// ShareAcknowledge); nil: share groups are not served.
-	Shares *share.Manager
+	// SharePartitions is the share-partition manager (ShareFetch,
+	// ShareAcknowledge); nil: those answer UNSUPPORTED_VERSION.
+	SharePartitions *sharepart.Manager
 
 	// Authorizer decides every request (authorizer.class.name); nil:
 	// everything is allowed.

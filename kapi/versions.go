@@ -119,6 +119,11 @@ func init() {
 		{key: 77, min: 1, max: 1, async: (*Handler).handleShareGroupDescribe, shareGroups: true},
 		{key: 78, min: 1, max: 2, async: (*Handler).handleShareFetch, shareGroups: true},
 		{key: 79, min: 1, max: 2, async: (*Handler).handleShareAcknowledge, shareGroups: true},
+		{key: 83, min: 0, max: 0, async: shareStateOp((*Handler).handleInitializeShareGroupState)},
+		{key: 84, min: 0, max: 0, async: shareStateOp((*Handler).handleReadShareGroupState)},
+		{key: 85, min: 0, max: 1, async: shareStateOp((*Handler).handleWriteShareGroupState)},
+		{key: 86, min: 0, max: 0, async: shareStateOp((*Handler).handleDeleteShareGroupState)},
+		{key: 87, min: 0, max: 1, async: shareStateOp((*Handler).handleReadShareGroupStateSummary)},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {

@@ -195,6 +195,10 @@ var brokerDefs = []*Def{
 	def("offsets.load.buffer.size", TypeInt, 5242880, High, "Batch size for reading from the offsets segments when loading offsets into the cache.", atLeast(1)),
 	def("offset.metadata.max.bytes", TypeInt, 4096, High, "The maximum size for a metadata entry associated with an offset commit."),
 
+	// The share coordinator (the rest of share.coordinator.* is Kafka's, in kafka_broker_defs.go).
+	def("share.coordinator.state.topic.prune.interval.ms", TypeInt, 300000, Medium, "The duration in milliseconds that the share coordinator will wait between pruning eligible records in share-group state topic.", atLeast(1)),
+	def("share.coordinator.cold.partition.snapshot.interval.ms", TypeInt, 300000, Medium, "The duration in milliseconds that the share coordinator will wait between force snapshotting share partitions which are not being updated.", atLeast(1)),
+
 	// Transactions and producer ids.
 	def("transaction.state.log.num.partitions", TypeInt, 50, High, "The number of partitions for the transaction topic (should not change after deployment).", atLeast(1)),
 	def("transaction.state.log.replication.factor", TypeShort, 3, High, "The replication factor for the transaction topic (capped to the size of the controller quorum, as for the offsets topic). Internal topic creation will fail until the cluster size meets this requirement.", atLeast(1)),
