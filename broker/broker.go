@@ -29,6 +29,7 @@ import (
 	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
+	sharepart "github.com/moldau/moldau/replica/share"
 )
 
 // Options are what a Broker takes besides its configuration.
@@ -86,6 +87,7 @@ type Broker struct {
 	markerChannel        *network.InterBrokerChannel
 	addPartitionsChannel *network.InterBrokerChannel
 	share                *share.Service              // the share coordinator
+	sharePartitions      *sharepart.Manager          // ShareFetch and ShareAcknowledge on the partitions led here
 	sharePersister       *statePersister             // share-partition state, through share here or over shareChannel
 	shareChannel         *network.InterBrokerChannel // the persister's requests to other brokers' share coordinators
 	handler              *kapi.Handler
@@ -177,13 +179,16 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The share coordinator first: the group coordinator initializes
+	// share-group state through its persister.
+	b.share = b.newShareCoordinator()
 	if b.groups, err = b.newGroupCoordinator(); err != nil {
 		return nil, err
 	}
 	if b.txn, err = b.newTxnCoordinator(); err != nil {
 		return nil, err
 	}
-	b.share = b.newShareCoordinator()
+	b.sharePartitions = b.newSharePartitionManager()
 	// Publishers, in Kafka's order: dynamic configs first, so that the
 	// replica manager sees the broker defaults they set; the coordinators
 	// after the replica manager, which hosts their partitions.
@@ -286,6 +291,7 @@ func (b *Broker) newRequestHandler() *kapi.Handler {
 			time.Duration(cfg.GetInt("controller.quota.window.size.seconds"))*time.Second, nil),
 		Txn:                        b.txn,
 		Share:                      b.share,
+		SharePartitions:            b.sharePartitions,
 		VerifyTransactionalProduce: b.verifyProduce,
 		Authorizer:                 b.authorizer,
 	})
@@ -633,6 +639,9 @@ func (b *Broker) Close() error {
 			if b.replicas != nil {
 				b.replicas.BeginShutdown()
 			}
+			if b.sharePartitions != nil {
+				b.sharePartitions.BeginShutdown()
+			}
 			// The group coordinator unloads before the drain: the
 			// JoinGroup and SyncGroup requests it parks (up to a
 			// rebalance timeout) are answered NOT_COORDINATOR instead
@@ -652,6 +661,9 @@ func (b *Broker) Close() error {
 		// flight stop waiting), the transaction coordinator, then what
 		// they send through (the group coordinator closed before the
 		// drain).
+		if b.sharePartitions != nil {
+			b.sharePartitions.Close()
+		}
 		if b.sharePersister != nil {
 			b.sharePersister.close()
 		}

@@ -39,7 +39,8 @@ func (b *Broker) newGroupCoordinator() (*group.Service, error) {
 		Registerer:        b.registry,
 		VerifyTransaction: b.verifyTransaction,
 		// Kafka's isShareGroupProtocolEnabled: share.version 1 or more.
-		ShareGroupsEnabled: func() bool { return b.loader.Image().Features[metadata.ShareVersionFeature] >= 1 },
+		ShareGroupsEnabled: func() bool { return b.loader.Image().ShareGroupsEnabled() },
+		ShareState:         groupShareState{b.sharePersister},
 		LogEnd: func(topic string, partition int32) (int64, bool) {
 			p := b.replicas.Partition(replica.TopicPartition{Topic: topic, Partition: partition})
 			if p == nil {

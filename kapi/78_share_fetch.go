@@ -92,7 +92,7 @@ func (h *Handler) handleShareFetch(rc *RequestContext, kreq kmsg.Request) {
 			return
 		}
 		resp.AcquisitionLockTimeoutMillis = int32(res.LockTimeout.Milliseconds())
-		var slices []log.FileSlice
+		records := map[share.TopicIDPartition]log.FileSlice{}
 		lh := h.leaderHints(rc.Listener)
 		add := func(r share.PartitionResult) {
 			p := kmsg.NewShareFetchResponseTopicPartition()
@@ -105,10 +105,6 @@ func (h *Handler) handleShareFetch(rc *RequestContext, kreq kmsg.Request) {
 			} else {
 				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = -1, -1
 			}
-			if r.Records.Size > 0 {
-				p.Records = regionMarker(len(slices))
-				slices = append(slices, r.Records)
-			}
 			for _, a := range r.Acquired {
 				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.FirstOffset, a.LastOffset, a.DeliveryCount
@@ -116,6 +112,9 @@ func (h *Handler) handleShareFetch(rc *RequestContext, kreq kmsg.Request) {
 			}
 			t := shareFetchTopic(resp, r.TopicID)
 			t.Partitions = append(t.Partitions, p)
+			if r.Records.Size > 0 {
+				records[r.TopicIDPartition] = r.Records
+			}
 		}
 		for tip, err := range refused {
 			add(share.PartitionResult{TopicIDPartition: tip, Err: err})
@@ -127,6 +126,18 @@ func (h *Handler) handleShareFetch(rc *RequestContext, kreq kmsg.Request) {
 			ne := kmsg.NewShareFetchResponseNodeEndpoint()
 			ne.NodeID, ne.Host, ne.Port, ne.Rack = n.id, n.host, n.port, n.rack
 			resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
+		}
+		// The records go in by marker, in the order they are encoded
+		// (see encodeWithRegions), once every partition is in place.
+		var slices []log.FileSlice
+		for ti := range resp.Topics {
+			for pi := range resp.Topics[ti].Partitions {
+				p := &resp.Topics[ti].Partitions[pi]
+				if fs, ok := records[share.TopicIDPartition{TopicID: resp.Topics[ti].TopicID, Partition: p.Partition}]; ok {
+					p.Records = regionMarker(len(slices))
+					slices = append(slices, fs)
+				}
+			}
 		}
 		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
 	})

@@ -199,6 +199,9 @@ var brokerDefs = []*Def{
 	def("share.coordinator.state.topic.prune.interval.ms", TypeInt, 300000, Medium, "The duration in milliseconds that the share coordinator will wait between pruning eligible records in share-group state topic.", atLeast(1)),
 	def("share.coordinator.cold.partition.snapshot.interval.ms", TypeInt, 300000, Medium, "The duration in milliseconds that the share coordinator will wait between force snapshotting share partitions which are not being updated.", atLeast(1)),
 
+	// Share sessions (Kafka 4.1+'s ShareGroupConfig; not in kafka_broker_defs.go, which is older).
+	def("group.share.max.share.sessions", TypeInt, 2000, Medium, "The maximum number of share sessions per broker.", atLeast(1)),
+
 	// Transactions and producer ids.
 	def("transaction.state.log.num.partitions", TypeInt, 50, High, "The number of partitions for the transaction topic (should not change after deployment).", atLeast(1)),
 	def("transaction.state.log.replication.factor", TypeShort, 3, High, "The replication factor for the transaction topic (capped to the size of the controller quorum, as for the offsets topic). Internal topic creation will fail until the cluster size meets this requirement.", atLeast(1)),

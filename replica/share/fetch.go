@@ -215,7 +215,7 @@ func (m *Manager) fetchLoop(ctx context.Context, req FetchRequest, parts []Topic
 	for {
 		wake := m.wakeChan()
 		results, waitOn, n := m.fetchOnce(ctx, req, parts, gc)
-		if n > 0 || !m.opts.Now().Before(deadline) || ctx.Err() != nil || len(waitOn) == 0 {
+		if n > 0 || !m.opts.Now().Before(deadline) || ctx.Err() != nil || len(waitOn) == 0 || m.shuttingDown.Load() {
 			return FetchResponse{Partitions: mergeResults(acked, results), LockTimeout: gc.RecordLockDuration}
 		}
 		// Kafka's DelayedShareFetch: wait for new data in any of the

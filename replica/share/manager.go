@@ -2,11 +2,10 @@ package share
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,8 +18,9 @@ import (
 // (the GROUP config resource, falling back to the broker's).
 type GroupConfig struct {
 	// AutoOffsetReset is share.auto.offset.reset: "latest", "earliest"
-	// or "by_duration:<ISO-8601 duration>".
+	// or "by_duration" (records since ResetByDuration ago).
 	AutoOffsetReset    string
+	ResetByDuration    time.Duration
 	RecordLockDuration time.Duration
 	DeliveryCountLimit int16
 	ReadCommitted      bool // share.isolation.level=read_committed
@@ -57,6 +57,17 @@ type Manager struct {
 	// wakeC is closed when records become available again (released,
 	// timed out), waking the share fetches waiting for them.
 	wakeC chan struct{}
+	// shuttingDown: share fetches answer what they have without waiting.
+	shuttingDown atomic.Bool
+}
+
+// BeginShutdown answers the share fetches waiting with what they have and
+// makes later ones answer without waiting, as the ReplicaManager's
+// BeginShutdown does for fetches: a long poll does not hold the broker's
+// shutdown up. Close implies it.
+func (m *Manager) BeginShutdown() {
+	m.shuttingDown.Store(true)
+	m.wake()
 }
 
 // NewManager makes a Manager; Close stops it.
@@ -81,6 +92,7 @@ func (m *Manager) Sessions() *SessionCache { return m.sessions }
 
 // Close stops the lock timers and waits for state writes in flight.
 func (m *Manager) Close() {
+	m.BeginShutdown()
 	m.mu.Lock()
 	parts := m.parts
 	m.parts = map[Key]*partitionEntry{}
@@ -168,7 +180,7 @@ func (m *Manager) load(done <-chan struct{}, e *partitionEntry) {
 	gc := m.opts.GroupConfig(e.key.GroupID)
 	start := st.StartOffset
 	if start < 0 {
-		if start, err = m.resetOffset(e.tp, gc.AutoOffsetReset); err != nil {
+		if start, err = m.resetOffset(e.tp, gc); err != nil {
 			e.loadErr = err
 			m.forget(e)
 			return
@@ -200,16 +212,12 @@ func (m *Manager) partitionConfig(gc GroupConfig) Config {
 
 // resetOffset is where a share partition never initialized starts, by
 // share.auto.offset.reset.
-func (m *Manager) resetOffset(tp log.TopicPartition, reset string) (int64, error) {
-	switch {
-	case reset == "earliest":
+func (m *Manager) resetOffset(tp log.TopicPartition, gc GroupConfig) (int64, error) {
+	switch gc.AutoOffsetReset {
+	case "earliest":
 		return m.opts.Log.OffsetForTimestamp(tp, -2)
-	case strings.HasPrefix(reset, "by_duration:"):
-		d, err := parseISODuration(strings.TrimPrefix(reset, "by_duration:"))
-		if err != nil {
-			return 0, fmt.Errorf("%w: share.auto.offset.reset %q: %w", kerr.InvalidConfig, reset, err)
-		}
-		o, err := m.opts.Log.OffsetForTimestamp(tp, m.opts.Now().Add(-d).UnixMilli())
+	case "by_duration":
+		o, err := m.opts.Log.OffsetForTimestamp(tp, m.opts.Now().Add(-gc.ResetByDuration).UnixMilli())
 		if err == nil && o < 0 {
 			// Nothing that recent: start at the end, as Kafka does.
 			return m.opts.Log.OffsetForTimestamp(tp, -1)
@@ -269,7 +277,9 @@ func (m *Manager) writeLoop(stop <-chan struct{}, e *partitionEntry) {
 		batches, waiters := e.pending, e.waiters
 		e.pending, e.waiters = nil, nil
 		e.wmu.Unlock()
-		st := PersistedState{StateEpoch: e.sp.StateEpoch(), LeaderEpoch: e.leaderEpoch, StartOffset: e.sp.StartOffset(), Batches: batches}
+		sum := e.sp.Summary()
+		st := PersistedState{StateEpoch: e.sp.StateEpoch(), LeaderEpoch: e.leaderEpoch, StartOffset: sum.StartOffset,
+			DeliveryCompleteCount: int32(sum.EndOffset - sum.StartOffset - sum.InFlight), Batches: batches}
 		wctx, wcancel := context.WithTimeout(ctx, m.opts.Config.WriteTimeout)
 		err := m.opts.Persister.WriteState(wctx, e.key, st)
 		wcancel()
@@ -310,36 +320,4 @@ func (m *Manager) armTimer(e *partitionEntry) {
 			m.wake()
 		}
 	})
-}
-
-// parseISODuration parses the ISO-8601 durations Kafka's
-// share.auto.offset.reset by_duration takes: PnDTnHnMn.nS.
-func parseISODuration(s string) (time.Duration, error) {
-	if !strings.HasPrefix(s, "P") {
-		return 0, errors.New("not an ISO-8601 duration")
-	}
-	s = s[1:]
-	var d time.Duration
-	inTime := false
-	for len(s) > 0 {
-		if s[0] == 'T' {
-			inTime, s = true, s[1:]
-			continue
-		}
-		i := strings.IndexAny(s, "DHMS")
-		if i <= 0 {
-			return 0, errors.New("not an ISO-8601 duration")
-		}
-		var v float64
-		if _, err := fmt.Sscanf(s[:i], "%g", &v); err != nil || v < 0 {
-			return 0, errors.New("not an ISO-8601 duration")
-		}
-		unit := map[byte]time.Duration{'D': 24 * time.Hour, 'H': time.Hour, 'M': time.Minute, 'S': time.Second}[s[i]]
-		if (s[i] == 'D') == inTime {
-			return 0, errors.New("not an ISO-8601 duration")
-		}
-		d += time.Duration(v * float64(unit))
-		s = s[i+1:]
-	}
-	return d, nil
 }

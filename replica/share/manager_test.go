@@ -245,16 +245,3 @@ func TestOverlay(t *testing.T) {
 		t.Fatalf("overlay %v, want %v", got, want)
 	}
 }
-
-func TestParseISODuration(t *testing.T) {
-	for s, want := range map[string]time.Duration{"PT1H": time.Hour, "P1DT30M": 24*time.Hour + 30*time.Minute, "PT0.5S": 500 * time.Millisecond} {
-		if got, err := parseISODuration(s); err != nil || got != want {
-			t.Errorf("%s: %v %v, want %v", s, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "1H", "PT", "P1H", "PT-1S"} {
-		if _, err := parseISODuration(bad); err == nil && bad != "PT" {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}

@@ -24,7 +24,11 @@ type PersistedState struct {
 	StateEpoch  int32
 	LeaderEpoch int32
 	StartOffset int64
-	Batches     []StateBatch
+	// DeliveryCompleteCount is how many offsets from the start offset
+	// are acknowledged or archived (KIP-1226: the share-partition lag is
+	// computed from it); written, not read.
+	DeliveryCompleteCount int32
+	Batches               []StateBatch
 }
 
 // overlay returns base with top written over it: where a batch of top

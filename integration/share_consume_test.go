@@ -1,0 +1,237 @@
+package integration
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Share groups end to end (KIP-932): franz-go's share consumer reading
+// through ShareFetch and ShareAcknowledge from real brokers.
+
+// produceSeq produces n records with values seq from..from+n-1, at most
+// ten to a batch (a share fetch hands out whole batches), and waits for
+// every acknowledgement.
+func produceSeq(t *testing.T, seed, topic string, from, n int) {
+	t.Helper()
+	cl := newClient(t, seed, kgo.DefaultProduceTopic(topic))
+	ctx := ctxTimeout(t, time.Minute)
+	for i := 0; i < n; i += 10 {
+		rs := make([]*kgo.Record, min(10, n-i))
+		for j := range rs {
+			rs[j] = &kgo.Record{Value: binary.BigEndian.AppendUint64(nil, uint64(from+i+j))}
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// shareGroupConfigs sets a share group's configs.
+func shareGroupConfigs(t *testing.T, seed, group string, kv ...string) {
+	t.Helper()
+	if code, msg := setGroupConfigs(t, newClient(t, seed), group, kv...); code != 0 {
+		t.Fatalf("setting %v on group %s: %v %s", kv, group, kerr.ErrorForCode(code), msg)
+	}
+}
+
+// shareTally counts the deliveries of each sequence number.
+type shareTally struct {
+	mu    sync.Mutex
+	seen  map[uint64][]int32 // delivery counts, in the order seen
+	total int
+}
+
+func (s *shareTally) add(r *kgo.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := binary.BigEndian.Uint64(r.Value)
+	s.seen[v] = append(s.seen[v], r.DeliveryCount())
+	s.total++
+}
+
+func (s *shareTally) distinct() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.seen)
+}
+
+// shareConsumer polls a share group until ctx ends, acknowledging each
+// record with ack and tallying it.
+func shareConsumer(ctx context.Context, t *testing.T, seed, group, topic string, tally *shareTally, ack kgo.AckStatus, wg *sync.WaitGroup) *kgo.Client {
+	cl := newClient(t, seed, kgo.ShareGroup(group), kgo.ConsumeTopics(topic))
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				tally.add(r)
+				r.Ack(ack)
+			})
+		}
+	}()
+	return cl
+}
+
+// Three share consumers of one group read a two-partition topic together:
+// every record is delivered once, to one of them, and accepted; records
+// produced afterwards are delivered, none of the accepted ones again.
+func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
+	const n = 3000
+	b := startBroker(t, "", shareGroupBroker...)
+	enableShareGroups(t, b.Seed())
+	adm := newAdmin(t, b.Seed())
+	createTopic(t, adm, 2, "queue")
+	shareGroupConfigs(t, b.Seed(), "workers", "share.auto.offset.reset", "earliest")
+	produceSeq(t, b.Seed(), "queue", 0, n)
+
+	tally := &shareTally{seen: map[uint64][]int32{}}
+	ctx, cancel := context.WithCancel(ctxTimeout(t, 2*time.Minute))
+	var wg sync.WaitGroup
+	for range 3 {
+		shareConsumer(ctx, t, b.Seed(), "workers", "queue", tally, kgo.AckAccept, &wg)
+	}
+	eventually(t, time.Minute, func() error {
+		if d := tally.distinct(); d < n {
+			return fmt.Errorf("%d of %d records delivered", d, n)
+		}
+		return nil
+	})
+	produceSeq(t, b.Seed(), "queue", n, 100)
+	eventually(t, time.Minute, func() error {
+		if d := tally.distinct(); d < n+100 {
+			return fmt.Errorf("%d of %d records delivered", d, n+100)
+		}
+		return nil
+	})
+	cancel()
+	wg.Wait()
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	for v, dcs := range tally.seen {
+		if len(dcs) != 1 || dcs[0] != 1 {
+			t.Fatalf("record %d delivered with counts %v, want once", v, dcs)
+		}
+	}
+	t.Logf("%d records delivered once each across three share consumers", tally.total)
+}
+
+// A record released again and again is delivered
+// group.share.delivery.count.limit times, its delivery count going up,
+// then archived: a record produced afterwards is delivered and the
+// released ones are not.
+func TestShareReleasedRecordsAreArchivedAtTheDeliveryLimit(t *testing.T) {
+	const n = 50
+	b := startBroker(t, "", append(shareGroupBroker, "group.share.delivery.count.limit=3")...)
+	enableShareGroups(t, b.Seed())
+	adm := newAdmin(t, b.Seed())
+	createTopic(t, adm, 1, "poison")
+	shareGroupConfigs(t, b.Seed(), "releasers", "share.auto.offset.reset", "earliest")
+	produceSeq(t, b.Seed(), "poison", 0, n)
+
+	tally := &shareTally{seen: map[uint64][]int32{}}
+	ctx, cancel := context.WithCancel(ctxTimeout(t, 2*time.Minute))
+	var wg sync.WaitGroup
+	shareConsumer(ctx, t, b.Seed(), "releasers", "poison", tally, kgo.AckRelease, &wg)
+	eventually(t, time.Minute, func() error {
+		tally.mu.Lock()
+		defer tally.mu.Unlock()
+		for v := range uint64(n) {
+			if len(tally.seen[v]) < 3 {
+				return fmt.Errorf("record %d delivered %d times", v, len(tally.seen[v]))
+			}
+		}
+		return nil
+	})
+	produceSeq(t, b.Seed(), "poison", n, 1)
+	eventually(t, time.Minute, func() error {
+		if d := tally.distinct(); d < n+1 {
+			return fmt.Errorf("the record produced after is not delivered yet")
+		}
+		return nil
+	})
+	cancel()
+	wg.Wait()
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	for v := range uint64(n) {
+		if got := tally.seen[v]; len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 3 {
+			t.Fatalf("record %d delivered with counts %v, want [1 2 3]", v, got)
+		}
+	}
+}
+
+// What a share consumer accepted stays accepted across a clean restart
+// and a kill -9 of the broker; what it held without accepting is
+// delivered again afterwards, to another consumer.
+func TestShareAcceptedRecordsSurviveRestarts(t *testing.T) {
+	dir, port := t.TempDir(), freePort(t)
+	p := startProcess(t, dir, port, shareGroupBroker...)
+	enableShareGroups(t, p.Addr)
+	createTopic(t, newAdmin(t, p.Addr), 2, "durable-queue")
+	shareGroupConfigs(t, p.Addr, "durable-workers", "share.auto.offset.reset", "earliest")
+	const n = 2000
+	produceSeq(t, p.Addr, "durable-queue", 0, n)
+	accepted := map[uint64]bool{}
+	for round, restart := range []string{"clean restart", "kill -9"} {
+		// One consumer accepts some records and flushes its acks.
+		cl := newClient(t, p.Addr, kgo.ShareGroup("durable-workers"), kgo.ConsumeTopics("durable-queue"))
+		ctx := ctxTimeout(t, time.Minute)
+		for got := 0; got < 300*(round+1); {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: polled %d records: %v", restart, got, ctx.Err())
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				v := binary.BigEndian.Uint64(r.Value)
+				if accepted[v] {
+					t.Errorf("%s: accepted record %d delivered again", restart, v)
+				}
+				r.Ack(kgo.AckAccept)
+				accepted[v] = true
+				got++
+			})
+		}
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if restart == "kill -9" {
+			p.kill(t)
+		} else {
+			p.stop(t)
+		}
+		cl.Close()
+		p = startProcess(t, dir, port, shareGroupBroker...)
+	}
+	// After both restarts, another consumer gets every record not
+	// accepted, and none that was.
+	tally := &shareTally{seen: map[uint64][]int32{}}
+	ctx, cancel := context.WithCancel(ctxTimeout(t, 2*time.Minute))
+	var wg sync.WaitGroup
+	shareConsumer(ctx, t, p.Addr, "durable-workers", "durable-queue", tally, kgo.AckAccept, &wg)
+	eventually(t, time.Minute, func() error {
+		if d := tally.distinct(); d < n-len(accepted) {
+			return fmt.Errorf("%d of %d unaccepted records delivered", d, n-len(accepted))
+		}
+		return nil
+	})
+	cancel()
+	wg.Wait()
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	for v := range tally.seen {
+		if accepted[v] {
+			t.Fatalf("record %d, accepted before the restarts, delivered again", v)
+		}
+	}
+	if len(tally.seen)+len(accepted) != n {
+		t.Fatalf("%d accepted before, %d after, of %d", len(accepted), len(tally.seen), n)
+	}
+}
