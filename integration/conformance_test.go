@@ -17,10 +17,11 @@ import (
 // TestKgoConformance runs franz-go's own kgo integration tests (from the
 // module cache, at the version in go.mod, built with -race) against a
 // Moldau broker, and requires every test in testdata/kgo-must-pass.txt to
-// pass with none of its subtests skipped. TestTxnEtl runs a second time
-// with KGO_TEST_UNSAFE=1 (EndAndBeginTransaction's unsafe mode, which
-// begins the next transaction before EndTxn is answered), and TestGroupETL
-// with KGO_TEST_CHAOS=1. Tests of the suite that are not on the list run
+// pass with none of its subtests skipped (the broker finalizes
+// share.version 1 first, so that the share-group tests run). TestTxnEtl
+// runs a second time with KGO_TEST_UNSAFE=1 (EndAndBeginTransaction's
+// unsafe mode, which begins the next transaction before EndTxn is
+// answered), and TestGroupETL with KGO_TEST_CHAOS=1. Tests of the suite that are not on the list run
 // too when KGO_RUN_ALL=1, reported but not required.
 func TestKgoConformance(t *testing.T) {
 	if testing.Short() {
@@ -28,6 +29,7 @@ func TestKgoConformance(t *testing.T) {
 	}
 	mustPass := withoutSASLTests(readList(t, "testdata/kgo-must-pass.txt"))
 	b := startBroker(t, "")
+	enableShareGroups(t, b.Seed())
 
 	run := "^(" + strings.Join(mustPass, "|") + ")$"
 	if os.Getenv("KGO_RUN_ALL") == "1" {
@@ -204,6 +206,7 @@ func TestKgoConformanceThreeNodes(t *testing.T) {
 	}
 	mustPass := withoutSASLTests(readList(t, "testdata/kgo-must-pass.txt"))
 	c := startReplicatedCluster(t)
+	enableShareGroups(t, c.seeds()...)
 	seeds := strings.Join(c.seeds(), ",")
 	run := "^(" + strings.Join(mustPass, "|") + ")$"
 	requireKgoPass(t, rerunRacy(t, runKgo(t, seeds, run, "KGO_TEST_RF=3"), seeds, "KGO_TEST_RF=3"), mustPass)
