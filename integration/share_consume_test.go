@@ -235,3 +235,63 @@ func TestShareAcceptedRecordsSurviveRestarts(t *testing.T) {
 		t.Fatalf("%d accepted before, %d after, of %d", len(accepted), len(tally.seen), n)
 	}
 }
+
+// A share group reading read_committed (share.isolation.level) gets the
+// records of committed transactions and never those of aborted ones; a
+// read_uncommitted group gets both.
+func TestShareReadCommittedSkipsAbortedTransactions(t *testing.T) {
+	b := startBroker(t, "", shareGroupBroker...)
+	enableShareGroups(t, b.Seed())
+	createTopic(t, newAdmin(t, b.Seed()), 1, "txn-queue")
+	shareGroupConfigs(t, b.Seed(), "committed", "share.auto.offset.reset", "earliest", "share.isolation.level", "read_committed")
+	shareGroupConfigs(t, b.Seed(), "uncommitted", "share.auto.offset.reset", "earliest")
+	prod := newClient(t, b.Seed(), kgo.DefaultProduceTopic("txn-queue"), kgo.TransactionalID("share-txn"))
+	ctx := ctxTimeout(t, time.Minute)
+	next := uint64(0)
+	committed := map[uint64]bool{}
+	for round := range 6 {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			v := next
+			next++
+			if round%2 == 0 {
+				committed[v] = true
+			}
+			if err := prod.ProduceSync(ctx, &kgo.Record{Value: binary.BigEndian.AppendUint64(nil, v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(round%2 == 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		group string
+		want  int
+	}{{"committed", len(committed)}, {"uncommitted", int(next)}} {
+		tally := &shareTally{seen: map[uint64][]int32{}}
+		cctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		shareConsumer(cctx, t, b.Seed(), c.group, "txn-queue", tally, kgo.AckAccept, &wg)
+		eventually(t, 30*time.Second, func() error {
+			if d := tally.distinct(); d < c.want {
+				return fmt.Errorf("group %s: %d of %d records", c.group, d, c.want)
+			}
+			return nil
+		})
+		cancel()
+		wg.Wait()
+		tally.mu.Lock()
+		for v := range tally.seen {
+			if c.group == "committed" && !committed[v] {
+				t.Errorf("read_committed share group got record %d of an aborted transaction", v)
+			}
+		}
+		if len(tally.seen) != c.want {
+			t.Errorf("group %s got %d records, want %d", c.group, len(tally.seen), c.want)
+		}
+		tally.mu.Unlock()
+	}
+}

@@ -62,7 +62,10 @@
 // persisted, then a read of each session partition from where its next
 // delivery starts (one share fetch at a time per share partition, Kafka's
 // fetch lock), acquiring whole batches up to max_records and max_bytes.
-// A fetch that acquires nothing waits, as Kafka's DelayedShareFetch, until
+// A read_committed group (share.isolation.level) reads up to the last
+// stable offset, and the records of aborted transactions it acquires with
+// their batches are archived at once, never delivered. A fetch that
+// acquires nothing waits, as Kafka's DelayedShareFetch, until
 // new data arrives in one of its partitions (a DelayedFetch of the
 // ReplicaManager), records are released or their locks expire, or its
 // max wait passes. Each request runs on a goroutine of its own: a share

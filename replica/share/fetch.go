@@ -288,6 +288,16 @@ func (m *Manager) fetchPartition(e *partitionEntry, sp *SharePartition, req Fetc
 		sp.UpdateLogStartOffset(rr.LogStartOffset)
 	}
 	acq := sp.Acquire(req.Member, offset, rr.Batches, maxRecords, req.RecordLimit, m.opts.Now())
+	if gc.ReadCommitted && len(acq) > 0 {
+		// Records of aborted transactions are never delivered: they
+		// are archived as soon as their batches are acquired.
+		if aborted := abortedOffsets(rr.Batches, rr.AbortedTransactions); len(aborted) > 0 {
+			if changes := sp.ArchiveAcquired(req.Member, aborted); len(changes) > 0 {
+				m.persist(e, changes, func(error) {})
+			}
+			acq = subtract(acq, aborted)
+		}
+	}
 	if len(acq) == 0 {
 		return PartitionResult{}, 0, &WaitPartition{TP: e.tp, Offset: sp.EndOffset()}
 	}

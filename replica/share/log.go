@@ -1,9 +1,11 @@
 package share
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,6 +46,9 @@ type ReadResult struct {
 	Batches        []Batch
 	Records        log.FileSlice
 	LogStartOffset int64
+	// AbortedTransactions are, for a read_committed read, the aborted
+	// transactions overlapping the batches.
+	AbortedTransactions []log.AbortedTxn
 }
 
 // ReplicaLog is the Log of a ReplicaManager.
@@ -72,7 +77,7 @@ func (l ReplicaLog) Read(tp log.TopicPartition, offset int64, maxBytes int32, re
 	if err != nil {
 		return ReadResult{}, err
 	}
-	return ReadResult{Batches: batches, Records: res.Records, LogStartOffset: res.LogStartOffset}, nil
+	return ReadResult{Batches: batches, Records: res.Records, LogStartOffset: res.LogStartOffset, AbortedTransactions: res.AbortedTransactions}, nil
 }
 
 func (l ReplicaLog) OffsetForTimestamp(tp log.TopicPartition, ts int64) (int64, error) {
@@ -109,8 +114,57 @@ func batchBounds(fs log.FileSlice) ([]Batch, error) {
 		if pos+int64(h.TotalSize()) > fs.Size {
 			break
 		}
-		out = append(out, Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), pos: pos, size: int64(h.TotalSize())})
+		out = append(out, Batch{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), pos: pos, size: int64(h.TotalSize()),
+			producerID: h.ProducerID, transactional: h.IsTransactional(), control: h.IsControl()})
 		pos += int64(h.TotalSize())
 	}
 	return out, nil
+}
+
+// abortedOffsets are the offset ranges of the batches of aborted
+// transactions among a read_committed read's (Kafka's consumers skip the
+// same ones): a transactional batch of a producer whose aborted
+// transaction began at or before it, until that producer's abort marker.
+func abortedOffsets(batches []Batch, aborted []log.AbortedTxn) []AcquiredRecords {
+	if len(aborted) == 0 {
+		return nil
+	}
+	sorted := slices.SortedFunc(slices.Values(aborted), func(a, b log.AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	open := map[int64]bool{}
+	var out []AcquiredRecords
+	for _, b := range batches {
+		for len(sorted) > 0 && sorted[0].FirstOffset <= b.LastOffset {
+			open[sorted[0].ProducerID] = true
+			sorted = sorted[1:]
+		}
+		switch {
+		case b.control:
+			// A marker ends its producer's transaction: an aborted
+			// one ends with its ABORT.
+			delete(open, b.producerID)
+		case b.transactional && open[b.producerID]:
+			out = append(out, AcquiredRecords{FirstOffset: b.BaseOffset, LastOffset: b.LastOffset})
+		}
+	}
+	return out
+}
+
+// subtract is acq without the offsets of cut (both ordered).
+func subtract(acq, cut []AcquiredRecords) []AcquiredRecords {
+	var out []AcquiredRecords
+	for _, a := range acq {
+		for _, c := range cut {
+			if c.LastOffset < a.FirstOffset || c.FirstOffset > a.LastOffset {
+				continue
+			}
+			if c.FirstOffset > a.FirstOffset {
+				out = append(out, AcquiredRecords{FirstOffset: a.FirstOffset, LastOffset: c.FirstOffset - 1, DeliveryCount: a.DeliveryCount})
+			}
+			a.FirstOffset = c.LastOffset + 1
+		}
+		if a.FirstOffset <= a.LastOffset {
+			out = append(out, a)
+		}
+	}
+	return out
 }

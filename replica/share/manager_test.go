@@ -245,3 +245,22 @@ func TestOverlay(t *testing.T) {
 		t.Fatalf("overlay %v, want %v", got, want)
 	}
 }
+
+func TestAbortedOffsets(t *testing.T) {
+	batches := []Batch{
+		{BaseOffset: 0, LastOffset: 4, producerID: 1, transactional: true},   // aborted
+		{BaseOffset: 5, LastOffset: 9, producerID: 2, transactional: true},   // committed
+		{BaseOffset: 10, LastOffset: 10, producerID: 1, control: true},       // abort marker
+		{BaseOffset: 11, LastOffset: 11, producerID: 2, control: true},       // commit marker
+		{BaseOffset: 12, LastOffset: 14, producerID: 1, transactional: true}, // a new transaction, committed later
+		{BaseOffset: 15, LastOffset: 19, producerID: -1},                     // not transactional
+	}
+	got := abortedOffsets(batches, []log.AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 10}})
+	if want := []AcquiredRecords{{FirstOffset: 0, LastOffset: 4}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("aborted %v, want %v", got, want)
+	}
+	acq := []AcquiredRecords{{0, 9, 1}, {12, 19, 2}}
+	if got, want := subtract(acq, []AcquiredRecords{{3, 4, 0}, {14, 15, 0}}), []AcquiredRecords{{0, 2, 1}, {5, 9, 1}, {12, 13, 2}, {16, 19, 2}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("subtract %v, want %v", got, want)
+	}
+}

@@ -51,6 +51,10 @@ type Batch struct {
 	BaseOffset, LastOffset int64
 	// pos and size place the batch in the read's file slice.
 	pos, size int64
+	// producerID, transactional and control are the header's, for
+	// read_committed (abortedOffsets).
+	producerID             int64
+	transactional, control bool
 }
 
 // SharePartition is the in-flight state of one partition for one share
@@ -265,6 +269,28 @@ func (p *SharePartition) lastWithin(first, last, budget int64) int64 {
 		}
 	}
 	return last
+}
+
+// ArchiveAcquired archives the records of ranges that member holds: the
+// records of aborted transactions a read_committed share fetch acquired
+// with their batches (Kafka's maybeFilterAbortedTransactionalAcquiredRecords).
+// It returns the changes to persist.
+func (p *SharePartition) ArchiveAcquired(member string, ranges []AcquiredRecords) []StateBatch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var changed []StateBatch
+	for _, a := range ranges {
+		p.transition(a.FirstOffset, a.LastOffset, func(r run) (run, bool) {
+			if r.state != Acquired || r.member != member {
+				return r, false
+			}
+			r.state, r.member, r.deadline = Archived, "", time.Time{}
+			changed = appendStateBatch(changed, r)
+			return r, true
+		})
+	}
+	p.normalize()
+	return changed
 }
 
 // ErrInvalidRecordState is returned for an acknowledgement of records the
