@@ -93,7 +93,9 @@ type kafkaBenchConfig struct {
 	maxBatchBytes     int32
 	producers         int
 	consumers         int
-	txnRecords        int // records per transaction; 0: not transactional
+	txnRecords        int    // records per transaction; 0: not transactional
+	group             string // consume: a classic consumer group's consumers instead of assigned partitions
+	shareGroup        string // consume: a share group's consumers, accepting every record
 	createTopic       bool
 	deleteTopic       bool
 	deleteTopicSet    bool
@@ -151,6 +153,8 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 	fs.IntVar(&c.producers, "producers", 1, "producer clients")
 	fs.IntVar(&c.txnRecords, "transaction-records", 0, "produce: commit a transaction every N records per producer (transactional producers, ids moldau-bench-PID-N); 0: idempotent or plain")
 	fs.IntVar(&c.consumers, "consumers", 1, "consumer clients, splitting the partitions between them")
+	fs.StringVar(&c.group, "group", "", "consume: the consumers join this consumer group (classic protocol) and read the topic from its start")
+	fs.StringVar(&c.shareGroup, "share-group", "", "consume: the consumers join this share group (KIP-932, share.auto.offset.reset=earliest) and accept every record")
 	fs.BoolVar(&c.createTopic, "create-topic", true, "create the topic if it is missing (produce, e2e)")
 	fs.BoolVar(&c.deleteTopic, "delete-topic", false, "delete the topic at the end (default: only if this run created it)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as one JSON object on stdout")
@@ -209,6 +213,10 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 		return nil, errors.New("--transaction-records: only for bench produce")
 	case c.txnRecords > 0 && c.acks != "all" && c.acks != "-1":
 		return nil, errors.New("--transaction-records: transactions need --acks all")
+	case (c.group != "" || c.shareGroup != "") && mode != "consume":
+		return nil, errors.New("--group and --share-group: only for bench consume")
+	case c.group != "" && c.shareGroup != "":
+		return nil, errors.New("--group and --share-group: one or the other")
 	}
 	if c.acks == "-1" {
 		c.acks = "all"

@@ -494,6 +494,19 @@ func benchConsume(ctx context.Context, c *kafkaBenchConfig, adm *kadm.Client, pa
 	runCtx, cancel := context.WithTimeout(ctx, c.duration)
 	defer cancel()
 	start := time.Now()
+	if c.group != "" || c.shareGroup != "" {
+		limit := c.records
+		if limit == 0 {
+			limit = available
+		}
+		if err := groupConsumeLoad(runCtx, c, stats, limit); err != nil {
+			return err
+		}
+		sum.Consumers = c.consumers
+		sum.LatencyKind = "poll"
+		sum.fill(stats, time.Since(start))
+		return nil
+	}
 	if err := consumeLoad(runCtx, c, partitions, plan, stats, nil, c.records, make(chan struct{})); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moldau/moldau/broker"
@@ -456,5 +457,36 @@ func TestBenchUsage(t *testing.T) {
 	}
 	if err := runBench(context.Background(), []string{"e2e", "--record-size", "4"}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 		t.Error("e2e with 4-byte records: want an error")
+	}
+}
+
+// TestBenchGroups: bench consume --group and --share-group read every
+// record produced, through three members of each kind of group.
+func TestBenchGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	seed, metrics := startBenchBroker(t)
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if res, err := kadm.NewClient(cl).UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 1, UpgradeType: 1}); err != nil || res.Error() != nil {
+		t.Fatalf("share.version 1: %v %v", err, res.Error())
+	}
+	common := []string{"--brokers", seed, "--topic", "bench-groups-test", "--metrics-url", metrics, "--record-size", "100"}
+	runBenchJSON[benchSummary](t, ctx, append([]string{"produce", "--records", "20000", "--acks", "1", "--delete-topic=false"}, common...)...)
+	for _, flag := range []string{"--group", "--share-group"} {
+		s := runBenchJSON[benchSummary](t, ctx, append([]string{"consume", "--consumers", "3", flag, "bench" + flag, "--duration", "60s"}, common...)...)
+		if s.Records != 20000 || s.Consumers != 3 || s.Errors != 0 {
+			t.Errorf("consume %s: records %d consumers %d errors %d, want 20000, 3, 0", flag, s.Records, s.Consumers, s.Errors)
+		}
+	}
+	for _, bad := range [][]string{{"produce", "--group", "g"}, {"consume", "--group", "g", "--share-group", "s"}} {
+		if err := runBench(ctx, append(bad, "--brokers", seed), &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+			t.Errorf("bench %v: no error", bad)
+		}
 	}
 }
