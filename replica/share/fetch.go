@@ -72,16 +72,23 @@ func (m *Manager) Fetch(req FetchRequest, done func(FetchResponse)) {
 		done(FetchResponse{Err: err})
 		return
 	}
-	ok := m.g.Go(func(stop <-chan struct{}) {
-		ctx, cancel := routine.Context(stop)
-		defer cancel()
+	m.serve(done, func(ctx context.Context) FetchResponse {
 		results := m.acknowledgeAll(ctx, req.Group, req.Member, req.Acks, req.TopicName)
 		if req.SessionEpoch == FinalSessionEpoch {
 			m.releaseMember(ctx, req.Group, req.Member, parts, req.TopicName)
-			done(FetchResponse{Partitions: results, LockTimeout: m.opts.GroupConfig(req.Group).RecordLockDuration})
-			return
+			return FetchResponse{Partitions: results, LockTimeout: m.opts.GroupConfig(req.Group).RecordLockDuration}
 		}
-		done(m.fetchLoop(ctx, req, parts, results))
+		return m.fetchLoop(ctx, req, parts, results)
+	})
+}
+
+// serve runs a request on a goroutine of the manager's (one that stops
+// with it) and hands what it answers to done.
+func (m *Manager) serve(done func(FetchResponse), fn func(ctx context.Context) FetchResponse) {
+	ok := m.g.Go(func(stop <-chan struct{}) {
+		ctx, cancel := routine.Context(stop)
+		defer cancel()
+		done(fn(ctx))
 	})
 	if !ok {
 		done(FetchResponse{Err: kerr.NotLeaderForPartition})
@@ -96,18 +103,13 @@ func (m *Manager) Acknowledge(req AckRequest, done func(FetchResponse)) {
 		done(FetchResponse{Err: err})
 		return
 	}
-	ok := m.g.Go(func(stop <-chan struct{}) {
-		ctx, cancel := routine.Context(stop)
-		defer cancel()
+	m.serve(done, func(ctx context.Context) FetchResponse {
 		results := m.acknowledgeAll(ctx, req.Group, req.Member, req.Acks, req.TopicName)
 		if req.SessionEpoch == FinalSessionEpoch {
 			m.releaseMember(ctx, req.Group, req.Member, closed, req.TopicName)
 		}
-		done(FetchResponse{Partitions: results})
+		return FetchResponse{Partitions: results}
 	})
-	if !ok {
-		done(FetchResponse{Err: kerr.NotLeaderForPartition})
-	}
 }
 
 // acknowledgeAll applies the acknowledgements of each partition and waits
