@@ -34,6 +34,14 @@ offsets; --offset applies only to partitions without one. It commits the
 offsets of the records it printed, periodically and when it stops.
 --partition cannot be used with --group.
 
+With --share-group, the command joins the share group (KIP-932, as
+kafka-console-share-consumer.sh does): the partitions' leaders hand it
+records no other member of the group holds, and it accepts each record it
+prints (one it does not print, past --num, it releases). Where the group
+starts and whether it reads committed records only are the group's
+configs (share.auto.offset.reset, share.isolation.level); --offset,
+--partition, --exit-at-end and --read-committed do not apply.
+
 --format is a template; the default is "%v\n" (the value on a line):
 ` + formatHelp + `
 
@@ -48,12 +56,14 @@ Progress goes to stderr when it is a terminal and stdout is not.`,
   moldau consume orders -o -10 -n 10 -f '%p/%o %k=%v\n'
   moldau consume orders -o @2024-05-01T00:00:00Z --json
   moldau consume orders -p 0,1 -o 1500
-  moldau consume orders --group billing -n 100`,
+  moldau consume orders --group billing -n 100
+  moldau consume jobs --share-group workers`,
 		setup: func(fs *pflag.FlagSet) runner {
 			o := &consumeOpts{}
 			fs.StringVarP(&o.offset, "offset", "o", "start", "where to start in each partition (see above)")
 			fs.Int32SliceVarP(&o.partitions, "partition", "p", nil, "consume only these `partitions` (comma-separated or repeated)")
 			fs.StringVarP(&o.group, "group", "g", "", "consume as a member of this consumer group")
+			fs.StringVar(&o.shareGroup, "share-group", "", "consume as a member of this share group, accepting what is printed")
 			fs.IntVarP(&o.num, "num", "n", 0, "stop after this many records (0: no limit)")
 			fs.BoolVarP(&o.exitAtEnd, "exit-at-end", "e", false, "stop at the end offsets listed at start")
 			fs.StringVarP(&o.format, "format", "f", `%v\n`, "output template (see above)")
@@ -70,6 +80,7 @@ Progress goes to stderr when it is a terminal and stdout is not.`,
 type consumeOpts struct {
 	topics                   []string
 	offset, group, format    string
+	shareGroup               string
 	partitions               []int32
 	num                      int
 	exitAtEnd, readCommitted bool
@@ -94,6 +105,8 @@ func runConsume(ctx context.Context, e *env, o *consumeOpts) error {
 	switch {
 	case o.group != "" && len(o.partitions) > 0:
 		return usageErrorf(e, "--partition cannot be used with --group: the group assigns partitions")
+	case o.shareGroup != "" && (o.group != "" || len(o.partitions) > 0 || o.exitAtEnd || o.readCommitted || o.offset != "start"):
+		return usageErrorf(e, "--share-group cannot be used with --group, --partition, --exit-at-end, --read-committed or --offset: the share group's configs decide where it reads")
 	case e.json && o.formatSet:
 		return usageErrorf(e, "--json and --format cannot be used together")
 	case o.num < 0:
@@ -106,6 +119,11 @@ func runConsume(ctx context.Context, e *env, o *consumeOpts) error {
 	defer acl.Close()
 	if o.group != "" {
 		if err := requireGroups(ctx, acl); err != nil {
+			return err
+		}
+	}
+	if o.shareGroup != "" {
+		if err := requireAPI(ctx, acl, kmsg.ShareFetch.Int16(), "share groups (share.version 1)"); err != nil {
 			return err
 		}
 	}
@@ -125,12 +143,15 @@ func runConsume(ctx context.Context, e *env, o *consumeOpts) error {
 	if o.readCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
-	if o.group == "" {
+	switch {
+	case o.shareGroup != "":
+		opts = []kgo.Opt{kgo.ShareGroup(o.shareGroup), kgo.ConsumeTopics(o.topics...), kgo.FetchMaxBytes(1 << 20)}
+	case o.group == "":
 		opts = append(opts, kgo.ConsumePartitions(c.directStart()))
 		if o.exitAtEnd && len(c.pending) == 0 {
 			return nil // every partition is already at its end
 		}
-	} else {
+	default:
 		opts = append(opts,
 			kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(o.topics...),
 			kgo.ConsumeStartOffset(spec.kgoOffset()), kgo.AutoCommitMarks(),
@@ -142,6 +163,14 @@ func runConsume(ctx context.Context, e *env, o *consumeOpts) error {
 	}
 	c.cl, c.adm = cl, adminFor(e, cl)
 	err = c.run(ctx)
+	if o.shareGroup != "" {
+		// Send the acknowledgements of what was printed before leaving.
+		fctx, fcancel := e.requestCtx(context.Background())
+		if ferr := cl.FlushAcks(fctx); ferr != nil && err == nil {
+			err = fmt.Errorf("acknowledging records of share group %q: %s", o.shareGroup, errorMessage(ferr))
+		}
+		fcancel()
+	}
 	if o.group != "" {
 		// Commit what was printed before leaving the group.
 		cctx, ccancel := e.requestCtx(context.Background())
@@ -381,7 +410,8 @@ func (c *consumer) run(ctx context.Context) error {
 		}
 		marks = marks[:0]
 		stop := false
-		for it := fetches.RecordIter(); !it.Done() && !stop; {
+		it := fetches.RecordIter()
+		for !it.Done() && !stop {
 			r := it.Next()
 			if c.o.exitAtEnd && c.pastEnd(r) || r.Attrs.IsControl() {
 				continue
@@ -407,6 +437,16 @@ func (c *consumer) run(ctx context.Context) error {
 		}
 		if c.o.group != "" && len(marks) > 0 {
 			c.cl.MarkCommitRecords(marks...)
+		}
+		if c.o.shareGroup != "" {
+			for _, r := range marks {
+				r.Ack(kgo.AckAccept)
+			}
+			// What was not printed goes back to the group (kgo would
+			// accept it at the next poll or at close).
+			for !it.Done() {
+				it.Next().Ack(kgo.AckRelease)
+			}
 		}
 		if stop {
 			return nil
