@@ -38,7 +38,8 @@ func (b *Broker) newSharePartitionManager() *sharepart.Manager {
 				ReadCommitted:      gc.IsolationLevel == "read_committed",
 			}
 		},
-		Logger: b.log.With("component", "share-partition-manager"),
+		Logger:     b.log.With("component", "share-partition-manager"),
+		Registerer: b.registry,
 	})
 }
 

@@ -125,6 +125,17 @@ func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
 		}
 	}
 	t.Logf("%d records delivered once each across three share consumers", tally.total)
+	// Kafka's share-group metrics count them.
+	m := scrape(t, b.MetricsAddr().String())
+	if v, _ := metric(m, `kafka_server_share_group_metrics_record_acknowledgement_total{ack_type="Accept"}`); v < n+100 {
+		t.Errorf("record_acknowledgement Accept %v, want at least %d", v, n+100)
+	}
+	if v, _ := metric(m, "kafka_server_brokertopicmetrics_totalsharefetchrequests_total"); v == 0 {
+		t.Error("no share fetch counted")
+	}
+	if _, ok := metric(m, "kafka_server_sharepartitionmetrics_inflightmessagecount"); !ok {
+		t.Error("no in-flight gauge")
+	}
 }
 
 // A record released again and again is delivered

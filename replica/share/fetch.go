@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/broker/routine"
@@ -63,6 +64,9 @@ type FetchResponse struct {
 // acquired or MaxWait passes (Kafka's DelayedShareFetch). done is called
 // once, on another goroutine.
 func (m *Manager) Fetch(req FetchRequest, done func(FetchResponse)) {
+	m.metrics.fetches.Inc()
+	m.metrics.acknowledged(req.Acks)
+	done = m.countFailures(done, m.metrics.failedFetches)
 	if req.SessionEpoch == InitialSessionEpoch && len(req.Acks) > 0 {
 		done(FetchResponse{Err: kerr.InvalidRequest})
 		return
@@ -82,6 +86,21 @@ func (m *Manager) Fetch(req FetchRequest, done func(FetchResponse)) {
 	})
 }
 
+// countFailures wraps done to count the requests answered with an error
+// of their own or of a partition.
+func (m *Manager) countFailures(done func(FetchResponse), failed prometheus.Counter) func(FetchResponse) {
+	return func(r FetchResponse) {
+		bad := r.Err != nil
+		for _, p := range r.Partitions {
+			bad = bad || p.Err != nil || p.AckErr != nil
+		}
+		if bad {
+			failed.Inc()
+		}
+		done(r)
+	}
+}
+
 // serve runs a request on a goroutine of the manager's (one that stops
 // with it) and hands what it answers to done.
 func (m *Manager) serve(done func(FetchResponse), fn func(ctx context.Context) FetchResponse) {
@@ -98,6 +117,9 @@ func (m *Manager) serve(done func(FetchResponse), fn func(ctx context.Context) F
 // Acknowledge serves a ShareAcknowledge; done is called once, on another
 // goroutine.
 func (m *Manager) Acknowledge(req AckRequest, done func(FetchResponse)) {
+	m.metrics.ackRequests.Inc()
+	m.metrics.acknowledged(req.Acks)
+	done = m.countFailures(done, m.metrics.failedAckRequs)
 	closed, err := m.sessions.Check(req.Group, req.Member, req.SessionEpoch)
 	if err != nil {
 		done(FetchResponse{Err: err})

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/moldau/moldau/broker/routine"
@@ -42,6 +43,8 @@ type Options struct {
 	GroupConfig func(group string) GroupConfig
 	Logger      *slog.Logger
 	Now         func() time.Time
+	// Registerer takes the share-group metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // Manager is Kafka's SharePartitionManager: the share partitions this
@@ -51,6 +54,7 @@ type Manager struct {
 	opts     Options
 	sessions *SessionCache
 	g        routine.Group
+	metrics  *metrics
 
 	mu    sync.Mutex
 	parts map[Key]*partitionEntry
@@ -84,7 +88,31 @@ func NewManager(o Options) *Manager {
 	if o.Config.WriteTimeout <= 0 {
 		o.Config.WriteTimeout = 5 * time.Second
 	}
-	return &Manager{opts: o, sessions: NewSessionCache(o.Config.MaxShareSessions), parts: map[Key]*partitionEntry{}}
+	m := &Manager{opts: o, sessions: NewSessionCache(o.Config.MaxShareSessions), parts: map[Key]*partitionEntry{}}
+	m.metrics = newMetrics(o.Registerer, m.inFlight)
+	return m
+}
+
+// inFlight is the records in flight, not yet acknowledged or archived,
+// over the share partitions loaded here.
+func (m *Manager) inFlight() float64 {
+	m.mu.Lock()
+	entries := make([]*partitionEntry, 0, len(m.parts))
+	for _, e := range m.parts {
+		entries = append(entries, e)
+	}
+	m.mu.Unlock()
+	n := int64(0)
+	for _, e := range entries {
+		select {
+		case <-e.loaded:
+			if e.sp != nil {
+				n += e.sp.Summary().InFlight
+			}
+		default:
+		}
+	}
+	return float64(n)
 }
 
 // Sessions is the share session cache.
@@ -101,6 +129,7 @@ func (m *Manager) Close() {
 		e.stopTimer()
 	}
 	m.g.StopAndWait()
+	m.metrics.unregister()
 }
 
 // partitionEntry is one share partition hosted here with what serves it:
@@ -171,7 +200,9 @@ func (m *Manager) load(done <-chan struct{}, e *partitionEntry) {
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, m.opts.Config.WriteTimeout)
 	defer cancelT()
+	started := time.Now()
 	st, err := m.opts.Persister.ReadState(ctx, e.key, e.leaderEpoch)
+	m.metrics.loadTime.Observe(float64(time.Since(started).Microseconds()) / 1000)
 	if err != nil {
 		e.loadErr = fmt.Errorf("reading the state of share partition %s of group %s: %w", e.tp, e.key.GroupID, err)
 		m.forget(e)
