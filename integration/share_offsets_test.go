@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -204,4 +205,94 @@ func TestShareOffsetsAlteredStartOffsetDelivered(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// shareOffsetsRequest sends req straight to broker 1 (the only one, so
+// the coordinator): kgo's coordinator lookup of a group the principal may
+// not describe would fail before the request.
+func shareOffsetsRequest[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Request) R {
+	t.Helper()
+	resp, err := cl.Broker(1).Request(ctxTimeout(t, 20*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(R)
+}
+
+// Kafka's KafkaApis authorization: DESCRIBE on the group and on each
+// topic to describe, READ on the group and the topics to alter, DELETE on
+// the group and READ on the topics to delete.
+func TestShareOffsetsAuthorization(t *testing.T) {
+	b, adm := aclBroker(t)
+	enableShareGroups(t, b.Seed())
+	createTopic(t, adm, 1, "authz-so")
+	alice := aliceClient(t, b)
+	const group = "authz-so-group"
+	// The coordinator's topic, which FindCoordinator creates.
+	eventually(t, 20*time.Second, func() error {
+		r := adm.FindGroupCoordinators(ctxTimeout(t, 10*time.Second), group)
+		return r[group].Err
+	})
+	alter := func() *kmsg.AlterShareGroupOffsetsResponse {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = group
+		rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		rt.Topic = "authz-so"
+		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		rp.StartOffset = 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return shareOffsetsRequest[*kmsg.AlterShareGroupOffsetsResponse](t, alice, req)
+	}
+	describe := func(all bool) kmsg.DescribeShareGroupOffsetsResponseGroup {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = group
+		if !all {
+			rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+			rt.Topic, rt.Partitions = "authz-so", []int32{0}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		req.Groups = append(req.Groups, rg)
+		return shareOffsetsRequest[*kmsg.DescribeShareGroupOffsetsResponse](t, alice, req).Groups[0]
+	}
+	del := func() *kmsg.DeleteShareGroupOffsetsResponse {
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID = group
+		rt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+		rt.Topic = "authz-so"
+		req.Topics = append(req.Topics, rt)
+		return shareOffsetsRequest[*kmsg.DeleteShareGroupOffsetsResponse](t, alice, req)
+	}
+
+	if r := alter(); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("alter without READ on the group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if g := describe(true); g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE on the group: %v", kerr.ErrorForCode(g.ErrorCode))
+	}
+	addACLs(t, adm, allow().Groups(group).Operations(kadm.OpRead))
+	eventually(t, 20*time.Second, func() error { // until the coordinator is loaded
+		if r := alter(); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			return fmt.Errorf("alter without READ on the topic: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Topics)
+		}
+		return nil
+	})
+	if g := describe(false); g.ErrorCode != 0 || g.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE on the topic: %+v", g)
+	}
+	if r := del(); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("delete without DELETE on the group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	addACLs(t, adm, allow().Topics("authz-so").Operations(kadm.OpRead))
+	if r := alter(); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alter: %+v", r)
+	}
+	if g := describe(true); g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].StartOffset != 0 {
+		t.Fatalf("describe all: %+v", g)
+	}
+	addACLs(t, adm, allow().Groups(group).Operations(kadm.OpDelete))
+	if r := del(); r.ErrorCode != 0 || len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
 }
