@@ -121,8 +121,15 @@ func TestShareOffsetsAlterDescribeDelete(t *testing.T) {
 	if lag := one["so-one"][0].Lag; lag != 12 && lag != -1 {
 		t.Fatalf("lag %d, want 12 (or -1: not known)", lag)
 	}
+	// Altered again at the same group epoch (no member ever joined).
+	if r := alterShareOffsets(t, cl, "so-admin", map[string]map[int32]int64{"so-two": {1: 2}}); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alter again: %+v", r)
+	}
+	if r := alterShareOffsets(t, cl, "so-admin", map[string]map[int32]int64{"so-two": {1: 4}}); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alter again: %+v", r)
+	}
 	all := describeShareOffsets(t, cl, "so-admin", nil)
-	if len(all) != 2 || all["so-one"][0].StartOffset != 8 || all["so-two"][0].StartOffset != 1 || all["so-two"][1].StartOffset != 2 || len(all["so-one"]) != 1 {
+	if len(all) != 2 || all["so-one"][0].StartOffset != 8 || all["so-two"][0].StartOffset != 1 || all["so-two"][1].StartOffset != 4 || len(all["so-one"]) != 1 {
 		t.Fatalf("describe all: %+v", all)
 	}
 

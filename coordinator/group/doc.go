@@ -124,5 +124,10 @@
 // is answered by the group's coordinator only (NOT_COORDINATOR elsewhere),
 // as the all-topics form is in Kafka; Kafka reads the persister for named
 // topics from any broker. Records are delivered by the partition side
-// (ShareFetch and ShareAcknowledge, package replica/share).
+// (ShareFetch and ShareAcknowledge, package replica/share). An altered
+// start offset is seen by a share-partition leader that loads the state
+// afterwards; one that still caches the partition from the group's
+// earlier members keeps its own, as replica/share does not yet drop a
+// group's share partitions when its last share session closes (Kafka's
+// ShareGroupListener.onGroupEmpty).
 package group
