@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -153,13 +154,7 @@ func (s *Service) initializeAlteredOffsets(stop <-chan struct{}, groupID string,
 	errs := map[[16]byte]map[int32]error{}
 	for _, t := range sortedIDs(out.offsets) {
 		parts := out.offsets[t]
-		for _, part := range slices.Sorted(func(yield func(int32) bool) {
-			for p := range parts {
-				if !yield(p) {
-					return
-				}
-			}
-		}) {
+		for _, part := range slices.Sorted(maps.Keys(parts)) {
 			var err error
 			if s.opts.ShareState != nil {
 				err = s.opts.ShareState.InitializeState(ctx, groupID, t, part, out.groupEpoch, parts[part])

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -17,13 +18,7 @@ func serviceAlterShareOffsets(t *testing.T, s *Service, group string, topic stri
 	req.GroupID = group
 	rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
 	rt.Topic = topic
-	for _, p := range slices.Sorted(func(yield func(int32) bool) {
-		for p := range offsets {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
+	for _, p := range slices.Sorted(maps.Keys(offsets)) {
 		rp := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
 		rp.Partition, rp.StartOffset = p, offsets[p]
 		rt.Partitions = append(rt.Partitions, rp)
