@@ -303,3 +303,54 @@ func TestShareOffsetsAuthorization(t *testing.T) {
 		t.Fatalf("delete: %+v", r)
 	}
 }
+
+// Altered start offsets, and the group the alter created, survive a clean
+// restart and a kill -9 of a real broker process; a delete after the
+// restarts still finds the topic initialized.
+func TestShareOffsetsSurviveRestarts(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	p := startProcess(t, dir, port)
+	enableShareGroups(t, p.Addr)
+	createTopic(t, newAdmin(t, p.Addr), 2, "so-durable")
+	cl := newClient(t, p.Addr)
+	if r := alterShareOffsets(t, cl, "so-durable-group", map[string]map[int32]int64{"so-durable": {0: 3, 1: 5}}); r.ErrorCode != 0 {
+		t.Fatalf("alter: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	for _, restart := range []string{"clean restart", "kill -9"} {
+		if restart == "kill -9" {
+			p.kill(t)
+		} else {
+			p.stop(t)
+		}
+		p = startProcess(t, dir, port)
+		cl := newClient(t, p.Addr)
+		eventually(t, 30*time.Second, func() error {
+			req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+			rg.GroupID = "so-durable-group"
+			req.Groups = append(req.Groups, rg)
+			resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl)
+			if err != nil {
+				return err
+			}
+			g := resp.Groups[0]
+			if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+				return err
+			}
+			got := map[int32]int64{}
+			for _, rt := range g.Topics {
+				for _, rp := range rt.Partitions {
+					got[rp.Partition] = rp.StartOffset
+				}
+			}
+			if len(got) != 2 || got[0] != 3 || got[1] != 5 {
+				return fmt.Errorf("after a %s: start offsets %v, want 0:3 1:5", restart, got)
+			}
+			return nil
+		})
+	}
+	if d := deleteShareOffsets(t, newClient(t, p.Addr), "so-durable-group", "so-durable"); d.ErrorCode != 0 || len(d.Topics) != 1 || d.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete after the restarts: %+v", d)
+	}
+}
