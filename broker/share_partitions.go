@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/moldau/moldau/coordinator/group"
 	"github.com/moldau/moldau/coordinator/share"
 	sharepart "github.com/moldau/moldau/replica/share"
 )
@@ -85,4 +86,13 @@ func (g groupShareState) InitializeState(ctx context.Context, groupID string, to
 
 func (g groupShareState) DeleteState(ctx context.Context, groupID string, topicID [16]byte, partition int32) error {
 	return g.p.DeleteState(ctx, share.Key{GroupID: groupID, TopicID: topicID, Partition: partition})
+}
+
+func (g groupShareState) ReadStateSummary(ctx context.Context, groupID string, topicID [16]byte, partition int32) (group.ShareStateSummary, error) {
+	st, err := g.p.ReadStateSummary(ctx, share.Key{GroupID: groupID, TopicID: topicID, Partition: partition}, -1)
+	if err != nil {
+		return group.ShareStateSummary{}, err
+	}
+	return group.ShareStateSummary{StateEpoch: st.StateEpoch, LeaderEpoch: st.LeaderEpoch, StartOffset: st.StartOffset,
+		DeliveryCompleteCount: st.DeliveryCompleteCount}, nil
 }

@@ -288,8 +288,10 @@ func TestShareGroupMembersAssignmentsAndAdmin(t *testing.T) {
 	}
 }
 
-// ApiVersions advertises ShareGroupHeartbeat and ShareGroupDescribe v1,
-// and not yet ShareFetch and ShareAcknowledge.
+// ApiVersions advertises the share group APIs only once share.version
+// is 1: ShareGroupHeartbeat and ShareGroupDescribe v1, ShareFetch and
+// ShareAcknowledge v1-2, DescribeShareGroupOffsets v0-1,
+// AlterShareGroupOffsets and DeleteShareGroupOffsets v0.
 func TestShareGroupAPIVersions(t *testing.T) {
 	b := startBroker(t, "")
 	cl := newClient(t, b.Seed())
@@ -313,7 +315,7 @@ func TestShareGroupAPIVersions(t *testing.T) {
 	// A new cluster finalizes share.version 0: no share API is
 	// advertised (kapi's tests send one anyway: UNSUPPORTED_VERSION).
 	got, share := versions()
-	for _, key := range []int16{76, 77, 78, 79} {
+	for _, key := range []int16{76, 77, 78, 79, 90, 91, 92} {
 		if _, ok := got[key]; ok || share != 0 {
 			t.Fatalf("share.version %d, key %d advertised %v", share, key, got[key])
 		}
@@ -323,6 +325,9 @@ func TestShareGroupAPIVersions(t *testing.T) {
 	got, share = versions()
 	if share != 1 || got[76] != [2]int16{1, 1} || got[77] != [2]int16{1, 1} || got[78] != [2]int16{1, 2} || got[79] != [2]int16{1, 2} {
 		t.Fatalf("share.version %d: 76 %v 77 %v 78 %v 79 %v", share, got[76], got[77], got[78], got[79])
+	}
+	if got[90] != [2]int16{0, 1} || got[91] != [2]int16{0, 0} || got[92] != [2]int16{0, 0} {
+		t.Fatalf("share group offsets: 90 %v 91 %v 92 %v", got[90], got[91], got[92])
 	}
 }
 

@@ -5,7 +5,10 @@ package kapi
 // describe and find its coordinator; DELETE to delete it or its offsets.
 // Topics in a commit need READ, in a fetch DESCRIBE; a topic the principal
 // may not use answers TOPIC_AUTHORIZATION_FAILED for its partitions and is
-// not passed to the coordinator.
+// not passed to the coordinator. The share-group offset APIs (90-92) do
+// the same in their own files: DESCRIBE on the group and topics to
+// describe, READ on the group and topics to alter, DELETE on the group and
+// READ on the topics to delete.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -124,6 +124,9 @@ func init() {
 		{key: 85, min: 0, max: 1, async: shareStateOp((*Handler).handleWriteShareGroupState)},
 		{key: 86, min: 0, max: 0, async: shareStateOp((*Handler).handleDeleteShareGroupState)},
 		{key: 87, min: 0, max: 1, async: shareStateOp((*Handler).handleReadShareGroupStateSummary)},
+		{key: 90, min: 0, max: 1, async: (*Handler).handleDescribeShareGroupOffsets, shareGroups: true},
+		{key: 91, min: 0, max: 0, async: (*Handler).handleAlterShareGroupOffsets, shareGroups: true},
+		{key: 92, min: 0, max: 0, async: (*Handler).handleDeleteShareGroupOffsets, shareGroups: true},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {

@@ -20,7 +20,8 @@
 //     Kafka groups them by manager: classic_*.go and consumer_*.go are
 //     the GroupMetadataManager, offsets.go the OffsetMetadataManager,
 //     admin.go ListGroups, DescribeGroups and DeleteGroups.
-//   - share_*.go, service_share.go: share groups (Kafka 4.2's
+//   - share_*.go, service_share.go, service_share_offsets.go: share
+//     groups (Kafka 4.2's
 //     GroupMetadataManager share paths, ShareGroup, ShareGroupMember,
 //     SimpleAssignor): a third group type; a group id belongs to one type
 //     (GROUP_ID_NOT_FOUND across types, INCONSISTENT_GROUP_PROTOCOL for a
@@ -30,6 +31,19 @@
 //     offset -1), tracked by ShareGroupStatePartitionMetadata
 //     (initializing, initialized, deleting). Share groups never expire;
 //     DeleteGroups deletes an empty one's state first.
+//   - share_offsets.go, service_share_offsets.go: the share-group offset
+//     APIs (GroupCoordinatorService's describeShareGroupOffsets,
+//     describeShareGroupAllOffsets, alterShareGroupOffsets and
+//     deleteShareGroupOffsets). Describe reads each partition's start
+//     offset and leader epoch through ShareStateInitializer.ReadStateSummary
+//     (no topics named: the group's initialized partitions), and the lag
+//     from the high watermark (Options.LogEnd) and the delivery-complete
+//     count. Alter, only on an empty group, writes the partitions as
+//     initializing, has the persister initialize them at the group epoch
+//     with the new start offsets, and writes them initialized before it
+//     answers (Kafka answers before that write). Delete, only on an
+//     empty group, moves initialized topics to deleting, deletes every
+//     partition's state, and drops the topics it deleted.
 //   - records.go, records_consumer.go, records_share.go: the record keys
 //     and values.
 //   - group_configs.go: the group configs of the metadata (KIP-848's GROUP
@@ -101,9 +115,19 @@
 // and commits or drops the pending offsets; a later plain commit of the
 // same partition wins, by record offset, as in Kafka.
 //
-// # Not yet
+// # Where Moldau differs
 //
-// Share groups: AlterShareGroupOffsets, DescribeShareGroupOffsets and
-// DeleteShareGroupOffsets; the records are not delivered (ShareFetch and
-// ShareAcknowledge are the partition side's).
+// AlterShareGroupOffsets on a group id no group has creates an empty share
+// group (its ShareGroupStatePartitionMetadata record does, when
+// replayed), which a DeleteGroups deletes; Kafka 4.2's GroupMetadataManager
+// answers GROUP_ID_NOT_FOUND. DescribeShareGroupOffsets with named topics
+// is answered by the group's coordinator only (NOT_COORDINATOR elsewhere),
+// as the all-topics form is in Kafka; Kafka reads the persister for named
+// topics from any broker. Records are delivered by the partition side
+// (ShareFetch and ShareAcknowledge, package replica/share). An altered
+// start offset is seen by a share-partition leader that loads the state
+// afterwards; one that still caches the partition from the group's
+// earlier members keeps its own, as replica/share does not yet drop a
+// group's share partitions when its last share session closes (Kafka's
+// ShareGroupListener.onGroupEmpty).
 package group

@@ -16,8 +16,8 @@ import (
 // delete share-group state (Kafka's GroupCoordinatorService).
 
 // ShareStateInitializer is what the group coordinator needs of the share
-// coordinator's persister (Kafka's Persister.initializeState and
-// deleteState, one partition at a time): InitializeState creates or
+// coordinator's persister (Kafka's Persister.initializeState,
+// deleteState and readSummary, one partition at a time): InitializeState creates or
 // resets the state of a share-partition at stateEpoch (the group epoch)
 // with startOffset (-1: the share-partition leader applies
 // share.auto.offset.reset); DeleteState drops it. Both must be
@@ -26,6 +26,11 @@ import (
 type ShareStateInitializer interface {
 	InitializeState(ctx context.Context, groupID string, topicID [16]byte, partition int32, stateEpoch int32, startOffset int64) error
 	DeleteState(ctx context.Context, groupID string, topicID [16]byte, partition int32) error
+	// ReadStateSummary reads a share-partition's start offset, epochs and
+	// delivery-complete count (Persister.readSummary), for
+	// DescribeShareGroupOffsets; a share-partition never initialized is
+	// start offset -1 without error.
+	ReadStateSummary(ctx context.Context, groupID string, topicID [16]byte, partition int32) (ShareStateSummary, error)
 }
 
 func errNotShareGroup(id string) error { return fmt.Errorf("group %s is not a share group", id) }

@@ -14,14 +14,16 @@ import (
 	"github.com/moldau/moldau/coordinator/runtime/runtimetest"
 )
 
-// fakePersister records the share coordinator calls; failInit fails that
-// many InitializeState calls first, failDelete every DeleteState.
+// fakePersister records the share coordinator calls and keeps the states
+// they make; failInit fails that many InitializeState calls first,
+// failDelete every DeleteState.
 type fakePersister struct {
 	mu         sync.Mutex
 	inits      []string
 	deletes    []string
 	failInit   int
 	failDelete error
+	states     map[string]ShareStateSummary
 }
 
 func (f *fakePersister) InitializeState(_ context.Context, group string, topic [16]byte, p, epoch int32, start int64) error {
@@ -32,7 +34,20 @@ func (f *fakePersister) InitializeState(_ context.Context, group string, topic [
 		return kerr.CoordinatorNotAvailable
 	}
 	f.inits = append(f.inits, shareCall(group, topic, p)+" epoch "+itoa(epoch)+" start "+itoa(int32(start)))
+	if f.states == nil {
+		f.states = map[string]ShareStateSummary{}
+	}
+	f.states[shareCall(group, topic, p)] = ShareStateSummary{StateEpoch: epoch, StartOffset: start, DeliveryCompleteCount: -1}
 	return nil
+}
+
+func (f *fakePersister) ReadStateSummary(_ context.Context, group string, topic [16]byte, p int32) (ShareStateSummary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st, ok := f.states[shareCall(group, topic, p)]; ok {
+		return st, nil
+	}
+	return ShareStateSummary{StartOffset: -1, DeliveryCompleteCount: -1}, nil
 }
 
 func (f *fakePersister) DeleteState(_ context.Context, group string, topic [16]byte, p int32) error {
@@ -42,6 +57,7 @@ func (f *fakePersister) DeleteState(_ context.Context, group string, topic [16]b
 		return f.failDelete
 	}
 	f.deletes = append(f.deletes, shareCall(group, topic, p))
+	delete(f.states, shareCall(group, topic, p))
 	return nil
 }
 
