@@ -25,6 +25,7 @@ func (b *Broker) newSharePartitionManager() *sharepart.Manager {
 		Config: sharepart.ManagerConfig{
 			MaxInFlightRecords: int(cfg.GetInt("group.share.partition.max.record.locks")),
 			MaxShareSessions:   int(cfg.GetInt("group.share.max.share.sessions")),
+			SessionIdleTimeout: time.Duration(cfg.GetInt("group.share.max.session.timeout.ms")) * time.Millisecond,
 			WriteTimeout:       time.Duration(cfg.GetInt("share.coordinator.write.timeout.ms")) * time.Millisecond,
 		},
 		Log:       sharepart.ReplicaLog{Replicas: b.replicas},

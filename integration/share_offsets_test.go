@@ -354,3 +354,47 @@ func TestShareOffsetsSurviveRestarts(t *testing.T) {
 		t.Fatalf("delete after the restarts: %+v", d)
 	}
 }
+
+// An alter after the group has consumed takes effect: once its last
+// member has left, the partition's leader drops the group's share
+// partition (Kafka's onGroupEmpty), and the next member reads from the
+// altered start offset, records accepted before included.
+func TestShareOffsetsAlterAfterConsuming(t *testing.T) {
+	b := startBroker(t, "", shareGroupBroker...)
+	enableShareGroups(t, b.Seed())
+	createTopic(t, newAdmin(t, b.Seed()), 1, "so-again")
+	shareGroupConfigs(t, b.Seed(), "so-again-readers", "share.auto.offset.reset", "earliest")
+	produceSeq(t, b.Seed(), "so-again", 0, 20)
+	read := func(want int) map[uint64][]int32 {
+		t.Helper()
+		tally := &shareTally{seen: map[uint64][]int32{}}
+		ctx, cancel := context.WithCancel(ctxTimeout(t, time.Minute))
+		var wg sync.WaitGroup
+		cl := shareConsumer(ctx, t, b.Seed(), "so-again-readers", "so-again", tally, kgo.AckAccept, &wg)
+		eventually(t, 30*time.Second, func() error {
+			if d := tally.distinct(); d < want {
+				return fmt.Errorf("%d of %d records delivered", d, want)
+			}
+			return nil
+		})
+		cancel()
+		wg.Wait()
+		cl.Close() // acknowledges and leaves the group
+		return tally.seen
+	}
+	read(20)
+	cl := newClient(t, b.Seed())
+	eventually(t, 20*time.Second, func() error {
+		r := alterShareOffsets(t, cl, "so-again-readers", map[string]map[int32]int64{"so-again": {0: 5}})
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err // NON_EMPTY_GROUP until the member's leave is in
+		}
+		return kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode)
+	})
+	seen := read(15)
+	for v := range seen {
+		if v < 5 {
+			t.Errorf("record %d, below the altered start offset 5, delivered", v)
+		}
+	}
+}

@@ -71,6 +71,16 @@
 // max wait passes. Each request runs on a goroutine of its own: a share
 // fetch may wait on the persister and the log, never on the handler pool.
 //
+// A group's share partitions are dropped from the cache when its last
+// share session here closes (Kafka's onGroupEmpty), or is evicted: a full
+// cache (group.share.max.share.sessions) makes room by evicting the
+// session used least recently if it has been idle for longer than
+// group.share.max.session.timeout.ms (its member was killed, say). The
+// next fetch loads them again from the share coordinator, so that
+// AlterShareGroupOffsets and DeleteShareGroupOffsets, which only an empty
+// group takes, are seen; a write fenced for its state epoch drops the
+// share partition too.
+//
 // The writes of one share partition never overtake each other: one is in
 // flight at a time, and the changes made meanwhile go in the next, the
 // newer state of an offset overriding the older (overlay). So the

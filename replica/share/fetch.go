@@ -79,7 +79,7 @@ func (m *Manager) Fetch(req FetchRequest, done func(FetchResponse)) {
 	m.serve(done, func(ctx context.Context) FetchResponse {
 		results := m.acknowledgeAll(ctx, req.Group, req.Member, req.Acks, req.TopicName)
 		if req.SessionEpoch == FinalSessionEpoch {
-			m.releaseMember(ctx, req.Group, req.Member, parts, req.TopicName)
+			m.closeSession(ctx, req.Group, req.Member, parts, req.TopicName)
 			return FetchResponse{Partitions: results, LockTimeout: m.opts.GroupConfig(req.Group).RecordLockDuration}
 		}
 		return m.fetchLoop(ctx, req, parts, results)
@@ -128,7 +128,7 @@ func (m *Manager) Acknowledge(req AckRequest, done func(FetchResponse)) {
 	m.serve(done, func(ctx context.Context) FetchResponse {
 		results := m.acknowledgeAll(ctx, req.Group, req.Member, req.Acks, req.TopicName)
 		if req.SessionEpoch == FinalSessionEpoch {
-			m.releaseMember(ctx, req.Group, req.Member, closed, req.TopicName)
+			m.closeSession(ctx, req.Group, req.Member, closed, req.TopicName)
 		}
 		return FetchResponse{Partitions: results}
 	})
@@ -188,6 +188,16 @@ func (m *Manager) loaded(ctx context.Context, group string, tip TopicIDPartition
 	}
 	sp, err := e.ready(ctx)
 	return e, sp, err
+}
+
+// closeSession ends a member's closed session: what it holds is given back,
+// and if it was its group's last session here the group's share
+// partitions are dropped.
+func (m *Manager) closeSession(ctx context.Context, group, member string, parts []TopicIDPartition, name func([16]byte) (string, bool)) {
+	m.releaseMember(ctx, group, member, parts, name)
+	if m.sessions.GroupSessions(group) == 0 {
+		m.dropGroup(group)
+	}
 }
 
 // releaseMember gives back what member holds in the partitions of its

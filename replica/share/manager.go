@@ -2,6 +2,7 @@ package share
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -29,8 +30,13 @@ type GroupConfig struct {
 
 // ManagerConfig holds the broker's share-group settings.
 type ManagerConfig struct {
-	MaxInFlightRecords int           // group.share.partition.max.record.locks
-	MaxShareSessions   int           // group.share.max.share.sessions
+	MaxInFlightRecords int // group.share.partition.max.record.locks
+	MaxShareSessions   int // group.share.max.share.sessions
+	// SessionIdleTimeout is how long a share session must have been
+	// idle to be evicted for a new one when the cache is full (the
+	// broker's group.share.max.session.timeout.ms: longer than any
+	// member stays in its group without a heartbeat).
+	SessionIdleTimeout time.Duration
 	WriteTimeout       time.Duration // how long a state write may take
 }
 
@@ -85,10 +91,14 @@ func NewManager(o Options) *Manager {
 	if o.Config.MaxShareSessions <= 0 {
 		o.Config.MaxShareSessions = 2000
 	}
+	if o.Config.SessionIdleTimeout <= 0 {
+		o.Config.SessionIdleTimeout = time.Minute
+	}
 	if o.Config.WriteTimeout <= 0 {
 		o.Config.WriteTimeout = 5 * time.Second
 	}
-	m := &Manager{opts: o, sessions: NewSessionCache(o.Config.MaxShareSessions), parts: map[Key]*partitionEntry{}}
+	m := &Manager{opts: o, sessions: NewSessionCache(o.Config.MaxShareSessions, o.Config.SessionIdleTimeout, o.Now), parts: map[Key]*partitionEntry{}}
+	m.sessions.onGroupEmpty = m.dropGroup
 	m.metrics = newMetrics(o.Registerer, m.inFlight)
 	return m
 }
@@ -228,6 +238,25 @@ func (m *Manager) load(done <-chan struct{}, e *partitionEntry) {
 		"start_offset", sp.StartOffset(), "end_offset", sp.EndOffset(), "state_epoch", st.StateEpoch)
 }
 
+// dropGroup drops the share partitions of a group that has no share
+// session here any more (Kafka's onGroupEmpty): the next fetch loads them
+// again from the share coordinator, so an AlterShareGroupOffsets or
+// DeleteShareGroupOffsets of the empty group takes effect.
+func (m *Manager) dropGroup(group string) {
+	m.mu.Lock()
+	var dropped []*partitionEntry
+	for k, e := range m.parts {
+		if k.GroupID == group {
+			delete(m.parts, k)
+			dropped = append(dropped, e)
+		}
+	}
+	m.mu.Unlock()
+	for _, e := range dropped {
+		e.stopTimer()
+	}
+}
+
 // forget drops a failed entry so the next request loads it again.
 func (m *Manager) forget(e *partitionEntry) {
 	m.mu.Lock()
@@ -316,6 +345,12 @@ func (m *Manager) writeLoop(stop <-chan struct{}, e *partitionEntry) {
 		wcancel()
 		if err != nil {
 			m.opts.Logger.Warn("writing share partition state failed", "group", e.key.GroupID, "partition", e.tp.String(), "err", err)
+			if errors.Is(err, kerr.FencedStateEpoch) {
+				// The state was initialized anew (its start offset
+				// altered or deleted): load it again.
+				m.forget(e)
+				e.stopTimer()
+			}
 		}
 		for _, w := range waiters {
 			w(err)

@@ -264,3 +264,33 @@ func TestAbortedOffsets(t *testing.T) {
 		t.Fatalf("subtract %v, want %v", got, want)
 	}
 }
+
+// A full session cache evicts a session idle for longer than the idle
+// timeout (its member is gone without closing it), and the group it was
+// the last of loses its cached share partitions.
+func TestSessionCacheEvictsIdleSessions(t *testing.T) {
+	now := t0
+	c := NewSessionCache(2, time.Minute, func() time.Time { return now })
+	var emptied []string
+	c.onGroupEmpty = func(g string) { emptied = append(emptied, g) }
+	if _, err := c.Update(SessionUpdate{Group: "a", Member: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(30 * time.Second)
+	if _, err := c.Update(SessionUpdate{Group: "b", Member: "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Update(SessionUpdate{Group: "b", Member: "m3"}); !errors.Is(err, kerr.ShareSessionLimitReached) {
+		t.Fatalf("a third session with none idle: %v", err)
+	}
+	now = now.Add(45 * time.Second) // m1 idle 75s, m2 45s
+	if _, err := c.Update(SessionUpdate{Group: "b", Member: "m3"}); err != nil {
+		t.Fatalf("a third session with one idle: %v", err)
+	}
+	if c.Len() != 2 || c.GroupSessions("a") != 0 || c.GroupSessions("b") != 2 || !reflect.DeepEqual(emptied, []string{"a"}) {
+		t.Fatalf("len %d, a %d, b %d, emptied %v", c.Len(), c.GroupSessions("a"), c.GroupSessions("b"), emptied)
+	}
+	if _, err := c.Update(SessionUpdate{Group: "a", Member: "m1", Epoch: 1}); !errors.Is(err, kerr.ShareSessionNotFound) {
+		t.Fatalf("the evicted session: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package share
 
 import (
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -35,20 +36,86 @@ type shareSession struct {
 	group, member string
 	epoch         int32
 	partitions    map[TopicIDPartition]bool
+	lastUsed      time.Time
 }
 
 // SessionCache holds the share sessions of this broker, at most
-// group.share.max.share.sessions of them (Kafka's ShareSessionCache).
+// group.share.max.share.sessions of them (Kafka's ShareSessionCache). A
+// member that never closes its session (its process was killed) leaves it
+// behind: when the cache is full, the session used least recently is
+// evicted if it has been idle for idleTimeout, longer than a member can
+// stay in its group without a heartbeat.
 type SessionCache struct {
-	max int
+	max         int
+	idleTimeout time.Duration
+	now         func() time.Time
 
 	mu       sync.Mutex
 	sessions map[[2]string]*shareSession
+	byGroup  map[string]int
+	// onGroupEmpty is told of a group whose last session here was
+	// evicted (a closed one is the caller's to handle).
+	onGroupEmpty func(group string)
 }
 
-// NewSessionCache makes a cache of at most max sessions.
-func NewSessionCache(max int) *SessionCache {
-	return &SessionCache{max: max, sessions: map[[2]string]*shareSession{}}
+// NewSessionCache makes a cache of at most max sessions; a session idle
+// for idleTimeout may be evicted to make room.
+func NewSessionCache(max int, idleTimeout time.Duration, now func() time.Time) *SessionCache {
+	if now == nil {
+		now = time.Now
+	}
+	return &SessionCache{max: max, idleTimeout: idleTimeout, now: now, sessions: map[[2]string]*shareSession{}, byGroup: map[string]int{}}
+}
+
+// GroupSessions is the number of sessions of group here.
+func (c *SessionCache) GroupSessions(group string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byGroup[group]
+}
+
+// add puts s in the cache; mu held.
+func (c *SessionCache) add(k [2]string, s *shareSession) {
+	if c.sessions[k] == nil {
+		c.byGroup[s.group]++
+	}
+	c.sessions[k] = s
+}
+
+// remove takes the session of k out; it reports whether its group has no
+// session left. mu held.
+func (c *SessionCache) remove(k [2]string) bool {
+	s := c.sessions[k]
+	if s == nil {
+		return false
+	}
+	delete(c.sessions, k)
+	if c.byGroup[s.group]--; c.byGroup[s.group] <= 0 {
+		delete(c.byGroup, s.group)
+		return true
+	}
+	return false
+}
+
+// evictIdle makes room by evicting the least recently used session, if it
+// has been idle long enough; it returns the group left without sessions,
+// if any. mu held.
+func (c *SessionCache) evictIdle() (bool, string) {
+	var oldest [2]string
+	var at time.Time
+	for k, s := range c.sessions {
+		if at.IsZero() || s.lastUsed.Before(at) {
+			oldest, at = k, s.lastUsed
+		}
+	}
+	if at.IsZero() || c.now().Sub(at) < c.idleTimeout {
+		return false, ""
+	}
+	group := c.sessions[oldest].group
+	if c.remove(oldest) {
+		return true, group
+	}
+	return true, ""
 }
 
 // SessionUpdate is what a ShareFetch does to its member's session.
@@ -65,7 +132,9 @@ type SessionUpdate struct {
 // the session's next, which then moves on. Errors are Kafka's:
 // SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
 // SHARE_SESSION_LIMIT_REACHED.
-func (c *SessionCache) Update(u SessionUpdate) ([]TopicIDPartition, error) {
+func (c *SessionCache) Update(u SessionUpdate) (_ []TopicIDPartition, err error) {
+	var empty []string
+	defer func() { c.tellEmpty(empty) }()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := [2]string{u.Group, u.Member}
@@ -73,15 +142,21 @@ func (c *SessionCache) Update(u SessionUpdate) ([]TopicIDPartition, error) {
 	switch u.Epoch {
 	case InitialSessionEpoch:
 		if s == nil && len(c.sessions) >= c.max {
-			return nil, kerr.ShareSessionLimitReached
+			ok, g := c.evictIdle()
+			if !ok {
+				return nil, kerr.ShareSessionLimitReached
+			}
+			if g != "" && g != u.Group {
+				empty = append(empty, g)
+			}
 		}
 		s = &shareSession{group: u.Group, member: u.Member, partitions: map[TopicIDPartition]bool{}}
-		c.sessions[k] = s
+		c.add(k, s)
 	case FinalSessionEpoch:
 		if s == nil {
 			return nil, kerr.ShareSessionNotFound
 		}
-		delete(c.sessions, k)
+		c.remove(k) // the caller drops the group's partitions once it released them
 		return s.list(), nil
 	default:
 		if s == nil {
@@ -97,8 +172,18 @@ func (c *SessionCache) Update(u SessionUpdate) ([]TopicIDPartition, error) {
 	for _, tp := range u.Forget {
 		delete(s.partitions, tp)
 	}
-	s.epoch = nextEpoch(s.epoch)
+	s.epoch, s.lastUsed = nextEpoch(s.epoch), c.now()
 	return s.list(), nil
+}
+
+// tellEmpty calls onGroupEmpty for each group, without the lock.
+func (c *SessionCache) tellEmpty(groups []string) {
+	if c.onGroupEmpty == nil {
+		return
+	}
+	for _, g := range groups {
+		c.onGroupEmpty(g)
+	}
 }
 
 // Check validates a ShareAcknowledge's epoch against the member's session
@@ -115,18 +200,20 @@ func (c *SessionCache) Check(group, member string, epoch int32) ([]TopicIDPartit
 	case s == nil:
 		return nil, kerr.ShareSessionNotFound
 	case epoch == FinalSessionEpoch:
-		delete(c.sessions, k)
+		c.remove(k) // the caller drops the group's partitions once it released them
 		return s.list(), nil
 	case epoch != s.epoch:
 		return nil, kerr.InvalidShareSessionEpoch
 	}
-	s.epoch = nextEpoch(s.epoch)
+	s.epoch, s.lastUsed = nextEpoch(s.epoch), c.now()
 	return nil, nil
 }
 
 // Remove drops a member's session (it left its group) and returns its
 // partitions.
 func (c *SessionCache) Remove(group, member string) []TopicIDPartition {
+	var empty []string
+	defer func() { c.tellEmpty(empty) }()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := [2]string{group, member}
@@ -134,7 +221,9 @@ func (c *SessionCache) Remove(group, member string) []TopicIDPartition {
 	if s == nil {
 		return nil
 	}
-	delete(c.sessions, k)
+	if c.remove(k) {
+		empty = append(empty, group)
+	}
 	return s.list()
 }
 
