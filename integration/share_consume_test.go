@@ -435,3 +435,100 @@ func TestShareConsumerProcessKilled(t *testing.T) {
 	}
 	t.Logf("%d records: the killed consumer printed %d, the others %d; %d printed again after the kill", n, cs[0].count(), cs[1].count()+cs[2].count(), redelivered)
 }
+
+// The broker killed with kill -9 and restarted while three share
+// consumers read: no record whose acceptance the broker had confirmed is
+// delivered again, and every record is delivered (what was delivered and
+// not confirmed, again).
+func TestShareBrokerKilledMidRun(t *testing.T) {
+	const n = 20_000
+	dir, port := t.TempDir(), freePort(t)
+	p := startProcess(t, dir, port, shareGroupBroker...)
+	createTopic(t, newAdmin(t, p.Addr), 2, "midrun")
+	shareGroupConfigs(t, p.Addr, "midrun-workers", "share.auto.offset.reset", "earliest")
+	produceSeq(t, p.Addr, "midrun", 0, n)
+
+	var mu sync.Mutex
+	confirmed := map[uint64]bool{} // accepted, and the broker said so
+	delivered := map[uint64]bool{}
+	var violations []uint64
+	ctx, cancel := context.WithCancel(ctxTimeout(t, 3*time.Minute))
+	var wg sync.WaitGroup
+	for range 3 {
+		var ackErr error
+		var amu sync.Mutex
+		cl := newClient(t, p.Addr, kgo.ShareGroup("midrun-workers"), kgo.ConsumeTopics("midrun"),
+			kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+				amu.Lock()
+				if err := rs.Error(); err != nil {
+					ackErr = err
+				}
+				amu.Unlock()
+			}))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var got []uint64
+				cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+					v := binary.BigEndian.Uint64(r.Value)
+					mu.Lock()
+					if confirmed[v] {
+						violations = append(violations, v)
+					}
+					delivered[v] = true
+					mu.Unlock()
+					r.Ack(kgo.AckAccept)
+					got = append(got, v)
+				})
+				if len(got) == 0 {
+					continue
+				}
+				amu.Lock()
+				ackErr = nil
+				amu.Unlock()
+				fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+				err := cl.FlushAcks(fctx)
+				fcancel()
+				amu.Lock()
+				ok := err == nil && ackErr == nil
+				amu.Unlock()
+				if ok {
+					mu.Lock()
+					for _, v := range got {
+						confirmed[v] = true
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	count := func(m map[uint64]bool) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(m)
+	}
+	eventually(t, time.Minute, func() error {
+		if c := count(confirmed); c < n/4 {
+			return fmt.Errorf("%d records confirmed", c)
+		}
+		return nil
+	})
+	p.kill(t)
+	before := count(confirmed)
+	p = startProcess(t, dir, port, shareGroupBroker...)
+	eventually(t, 2*time.Minute, func() error {
+		if d := count(delivered); d < n {
+			return fmt.Errorf("%d of %d records delivered", d, n)
+		}
+		return nil
+	})
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(violations) > 0 {
+		t.Fatalf("%d records delivered again after their acceptance was confirmed, the first %d", len(violations), violations[0])
+	}
+	t.Logf("%d records confirmed before the kill -9, %d after; all %d delivered", before, len(confirmed)-before, n)
+}
