@@ -418,6 +418,32 @@ func TestShareGroupCLI(t *testing.T) {
 		t.Fatalf("group describe: %+v", g)
 	}
 	m.leave(t, cl)
+	// seek moves an empty share group's start offsets.
+	produceSeq(t, c.brokers, topic, 0, 30)
+	var seek struct {
+		Partitions []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			NewOffset int64  `json:"new_offset"`
+			Error     *string
+		} `json:"partitions"`
+	}
+	c.okJSON(t, &seek, nil, "group", "seek", group, "--to", "-3", "--topics", topic)
+	ends, err := newAdmin(t, c.brokers).ListEndOffsets(ctxTimeout(t, 10*time.Second), topic)
+	if err != nil || len(seek.Partitions) != 2 {
+		t.Fatalf("seek: %+v %v", seek, err)
+	}
+	ds, err := newAdmin(t, c.brokers).DescribeShareGroupOffsets(ctxTimeout(t, 10*time.Second), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range seek.Partitions {
+		end, _ := ends.Lookup(topic, p.Partition)
+		o, _ := ds[group].Offsets.Lookup(topic, p.Partition)
+		if p.Error != nil || p.NewOffset != max(end.Offset-3, 0) || o.StartOffset != p.NewOffset {
+			t.Fatalf("seek partition %d: new %d (error %v), end %d, start offset now %d", p.Partition, p.NewOffset, p.Error, end.Offset, o.StartOffset)
+		}
+	}
 	c.ok(t, nil, "group", "delete", group)
 	c.fails(t, 1, fmt.Sprintf("group %q does not exist", group), nil, "group", "describe", group)
 }

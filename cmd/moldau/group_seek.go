@@ -36,7 +36,11 @@ Offsets are kept within each partition's log.
 The group must have no active members (as kafka-consumer-groups
 --reset-offsets requires): stop its consumers first. A group that does not
 exist yet is created with these offsets. --dry-run prints the plan
-(current and new offset per partition) and commits nothing.`,
+(current and new offset per partition) and commits nothing.
+
+A share group's share-partition start offsets are moved the same way
+(AlterShareGroupOffsets, as kafka-share-groups --reset-offsets): its
+members then read from there, what was delivered before included.`,
 		example: `  moldau group seek billing --to start --dry-run
   moldau group seek billing --to @-1h --topics orders
   moldau group seek billing --to orders:0=1200,orders:1=1180`,
@@ -124,7 +128,13 @@ func runGroupSeek(ctx context.Context, e *env, group string, target seekTarget, 
 	if n := len(g.Members); n > 0 {
 		return fmt.Errorf("group %q has %d active member(s) (state %s): stop its consumers before moving its offsets", group, n, g.State)
 	}
-	committed, err := adm.FetchOffsets(rctx, group)
+	share := g.Type == "share"
+	var committed kadm.OffsetResponses
+	if share {
+		committed, err = shareStartOffsets(rctx, adm, group)
+	} else {
+		committed, err = adm.FetchOffsets(rctx, group)
+	}
 	if err != nil {
 		return groupError(group, firstShardError(err))
 	}
@@ -134,7 +144,11 @@ func runGroupSeek(ctx context.Context, e *env, group string, target seekTarget, 
 	}
 	res := seekResult{Group: group, DryRun: dry, Partitions: plan}
 	if !dry {
-		if err := commitPlan(ctx, e, adm, group, res.Partitions); err != nil {
+		commit := commitPlan
+		if share {
+			commit = alterSharePlan
+		}
+		if err := commit(ctx, e, adm, group, res.Partitions); err != nil {
 			return err
 		}
 	}
@@ -286,6 +300,54 @@ func printSeek(e *env, res seekResult) error {
 	}
 	if res.DryRun {
 		fmt.Fprintf(e.stdout, "Dry run: nothing committed. Run without --dry-run to move group %q.\n", res.Group)
+	}
+	return nil
+}
+
+// shareStartOffsets are a share group's share-partition start offsets
+// (DescribeShareGroupOffsets), as the current offsets of a seek.
+func shareStartOffsets(ctx context.Context, adm *kadm.Client, group string) (kadm.OffsetResponses, error) {
+	ds, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	d := ds[group]
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	out := kadm.OffsetResponses{}
+	for t, ps := range d.Offsets {
+		for p, o := range ps {
+			if o.Err != nil || o.StartOffset < 0 {
+				continue
+			}
+			if out[t] == nil {
+				out[t] = map[int32]kadm.OffsetResponse{}
+			}
+			out[t][p] = kadm.OffsetResponse{Offset: kadm.Offset{Topic: t, Partition: p, At: o.StartOffset, LeaderEpoch: -1}}
+		}
+	}
+	return out, nil
+}
+
+// alterSharePlan moves a share group's start offsets to the plan's new
+// offsets (AlterShareGroupOffsets), noting each partition's error.
+func alterSharePlan(ctx context.Context, e *env, adm *kadm.Client, group string, rows []seekRow) error {
+	os := kadm.Offsets{}
+	for _, r := range rows {
+		os.Add(kadm.Offset{Topic: r.Topic, Partition: r.Partition, At: r.NewOffset, LeaderEpoch: -1})
+	}
+	cctx, cancel := e.requestCtx(ctx)
+	defer cancel()
+	resps, err := adm.AlterShareGroupOffsets(cctx, group, os)
+	if err != nil {
+		return groupError(group, firstShardError(err))
+	}
+	for i := range rows {
+		if err, ok := resps.Lookup(rows[i].Topic, rows[i].Partition); ok && err != nil {
+			msg := errorMessage(err)
+			rows[i].Error = &msg
+		}
 	}
 	return nil
 }
