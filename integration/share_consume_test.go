@@ -444,6 +444,7 @@ func TestShareBrokerKilledMidRun(t *testing.T) {
 	const n = 20_000
 	dir, port := t.TempDir(), freePort(t)
 	p := startProcess(t, dir, port, shareGroupBroker...)
+	enableShareGroups(t, p.Addr)
 	createTopic(t, newAdmin(t, p.Addr), 2, "midrun")
 	shareGroupConfigs(t, p.Addr, "midrun-workers", "share.auto.offset.reset", "earliest")
 	produceSeq(t, p.Addr, "midrun", 0, n)
