@@ -32,6 +32,17 @@ type Config struct {
 	// Preallocate is preallocate (log.preallocate).
 	Preallocate bool
 
+	// Tiered storage (KIP-405, see tiered.go). RemoteStorageEnable is
+	// remote.storage.enable (only ever true when the broker's
+	// remote.log.storage.system.enable is). Local retention bounds what
+	// stays on disk once copied: local.retention.ms and
+	// local.retention.bytes, -2 meaning retention.ms / retention.bytes.
+	// RemoteLogCopyDisable is remote.log.copy.disable (KIP-950).
+	RemoteStorageEnable  bool
+	LocalRetentionMs     int64
+	LocalRetentionBytes  int64
+	RemoteLogCopyDisable bool
+
 	// Compaction (cleanup.policy=compact), read by the log cleaner.
 	// Unlike the fields above, their zero values are meaningful (a ratio
 	// of 0 cleans as soon as anything is dirty, a retention of 0 drops a
@@ -70,5 +81,7 @@ func DefaultConfig() Config {
 		DeleteRetentionMs:           24 * 3600 * 1000,
 		MinCleanableDirtyRatio:      0.5,
 		MaxCompactionLagMs:          1<<63 - 1,
+		LocalRetentionMs:            -2,
+		LocalRetentionBytes:         -2,
 	}
 }

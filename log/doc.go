@@ -259,6 +259,15 @@
 // while the segment exists (Log.CorruptBatches, CorruptBatchIn), so that
 // the replica manager does not serve it.
 //
+// # Tiered storage
+//
+// A log with remote.storage.enable (KIP-405) has a log start offset and a
+// local log start offset below which its records are only in remote
+// storage; local.retention.* delete only segments the RemoteLogManager
+// (package replica) reported copied, and a read between the two starts
+// fails with OFFSET_MOVED_TO_TIERED_STORAGE for the caller to serve from
+// remote storage. tiered.go has the rules.
+//
 // # Compaction
 //
 // The LogCleaner (cleaner.go; Kafka's LogCleaner, LogCleanerManager and

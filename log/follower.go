@@ -365,6 +365,7 @@ func (l *Log) truncateFullyAndStartAt(newOffset int64) error {
 	l.segs = []*Segment{seg}
 	l.size = 0
 	l.leo, l.logStart, l.hw = newOffset, newOffset, newOffset
+	l.remoteStart = -1
 	l.segMu.Unlock()
 	l.recoveryPoint = newOffset
 	l.noteTruncation(newOffset)

@@ -34,13 +34,18 @@ func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic,
 // start, log end, high watermark, size). Order: mu before segMu. Readers
 // take only segMu.RLock, briefly, and do their I/O without locks.
 type Log struct {
-	// minISR mirrors cfg.MinInSyncReplicas.
+	// minISR mirrors cfg.MinInSyncReplicas; tiered
+	// cfg.RemoteStorageEnable.
 	minISR atomic.Int32
-	tp     TopicPartition
-	fsys   FS
-	logger *slog.Logger
-	now    func() time.Time
-	bg     *routine.Group
+	tiered atomic.Bool
+	// highestRemote is the highest offset copied to remote storage (-1:
+	// none), set by the RemoteLogManager (tiered.go).
+	highestRemote atomic.Int64
+	tp            TopicPartition
+	fsys          FS
+	logger        *slog.Logger
+	now           func() time.Time
+	bg            *routine.Group
 	// scheduleDelete runs fn after delay (file.delete.delay.ms); nil: now.
 	scheduleDelete func(delay time.Duration, fn func())
 	// health is the log dir's: once it failed the log is offline (see
@@ -78,12 +83,18 @@ type Log struct {
 	truncatedTo int64
 	truncated   bool
 
-	segMu    sync.RWMutex
-	segs     []*Segment
-	leo      int64
-	logStart int64
-	hw       int64
-	size     int64
+	segMu sync.RWMutex
+	segs  []*Segment
+	leo   int64
+	// logStart is the local log start offset (Kafka's
+	// localLogStartOffset): the first offset on this broker's disk.
+	// remoteStart, when not -1, is the log start offset below it, of a
+	// tiered log whose oldest records are only in remote storage
+	// (tiered.go); LogStartOffset is then remoteStart.
+	logStart    int64
+	remoteStart int64
+	hw          int64
+	size        int64
 	// hwMeta caches the high watermark's position when it is below
 	// the log end (see FetchOffsetSnapshot); lsoMeta the last stable
 	// offset's when it is below the high watermark.
@@ -130,6 +141,7 @@ func (l *Log) SetConfig(cfg Config) {
 	l.mu.Lock()
 	l.cfg = cfg.withDefaults()
 	l.minISR.Store(l.cfg.MinInSyncReplicas)
+	l.tiered.Store(l.cfg.RemoteStorageEnable)
 	l.mu.Unlock()
 }
 
@@ -155,8 +167,19 @@ func (l *Log) UpdateHighWatermark(hw int64) int64 {
 	return hw
 }
 
-// LogStartOffset returns the log start offset.
+// LogStartOffset returns the log start offset (Kafka's logStartOffset):
+// the first offset a consumer may read, which for a tiered log may be in
+// remote storage only (see LocalLogStartOffset).
 func (l *Log) LogStartOffset() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.logStartLocked()
+}
+
+// LocalLogStartOffset returns the first offset on local disk (Kafka's
+// localLogStartOffset); it is the log start offset unless the log is
+// tiered.
+func (l *Log) LocalLogStartOffset() int64 {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	return l.logStart

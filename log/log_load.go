@@ -88,6 +88,9 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		health: p.health,
 	}
 	ld.l.minISR.Store(p.cfg.MinInSyncReplicas)
+	ld.l.tiered.Store(p.cfg.RemoteStorageEnable)
+	ld.l.highestRemote.Store(-1)
+	ld.l.remoteStart = -1
 	if ld.l.pidExpirationMs == nil {
 		ld.l.pidExpirationMs = func() int64 { return defaultPidExpirationMs }
 	}
@@ -329,6 +332,11 @@ func (ld *logLoader) settleOffsets() error {
 	}
 	l.leo = l.active().nextOffset
 	l.logStart = logStart
+	if p.cfg.RemoteStorageEnable && p.logStartOffset >= 0 && p.logStartOffset < logStart {
+		// The records below the first local segment are in remote
+		// storage: the checkpointed log start is still the log's.
+		l.remoteStart = p.logStartOffset
+	}
 	l.hw = min(max(p.highWatermark, logStart), l.leo)
 	if p.hadCleanShutdown || p.isNew {
 		l.recoveryPoint = min(p.recoveryPoint, l.leo)
@@ -378,7 +386,7 @@ func (ld *logLoader) loadLeaderEpochs() error {
 	if err := l.epochs.truncateFromEnd(l.leo); err != nil {
 		return err
 	}
-	return l.epochs.truncateFromStart(l.logStart)
+	return l.epochs.truncateFromStart(l.logStartLocked())
 }
 
 // loadPartitionMetadata reads the topic id from partition.metadata,

@@ -12,7 +12,7 @@ const (
 	LatestTimestamp        int64 = -1 // the log end offset
 	EarliestTimestamp      int64 = -2 // the log start offset
 	MaxTimestamp           int64 = -3 // the record with the largest timestamp (KIP-734)
-	EarliestLocalTimestamp int64 = -4 // the local log start (KIP-405); the log start here
+	EarliestLocalTimestamp int64 = -4 // the local log start (KIP-405)
 )
 
 // TimestampOffset is a ListOffsets answer.
@@ -38,6 +38,9 @@ func (l *Log) FetchOffsetByTimestamp(ts int64) (TimestampOffset, bool, error) {
 		return TimestampOffset{Timestamp: -1, Offset: l.LogEndOffset(), LeaderEpoch: ep}, true, nil
 	case EarliestTimestamp, EarliestLocalTimestamp:
 		start := l.LogStartOffset()
+		if ts == EarliestLocalTimestamp {
+			start = l.LocalLogStartOffset()
+		}
 		l.mu.Lock()
 		ep := l.epochs.epochForOffset(start)
 		l.mu.Unlock()

@@ -116,8 +116,13 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		l.segMu.RLock()
 		start, end := l.logStart, l.leo
 		if offset < start || offset > end {
+			first := l.logStartLocked()
 			l.segMu.RUnlock()
-			return FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, offsetOutOfRange(l.tp, offset, start, end)
+			err := offsetOutOfRange(l.tp, offset, first, end)
+			if offset >= first && offset < start {
+				err = movedToTieredStorage(l.tp, offset, first, start)
+			}
+			return FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: UnknownOffsetMetadata}, err
 		}
 		if len(l.segs) == 0 {
 			l.segMu.RUnlock()

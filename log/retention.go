@@ -25,21 +25,25 @@ func (l *Log) DeleteOldSegments() (int, error) {
 	if err != nil || !l.cfg.Delete() {
 		return n, err
 	}
-	if l.cfg.RetentionMs >= 0 {
+	retentionMs, retentionBytes := l.cfg.localRetention()
+	if retentionMs >= 0 {
 		now := l.now().UnixMilli()
-		m, err := l.deleteSegmentsMatching(func(s, _ *Segment) bool {
-			return now-s.largestTimestamp() > l.cfg.RetentionMs
+		m, err := l.deleteSegmentsMatching(func(s, next *Segment) bool {
+			return now-s.largestTimestamp() > retentionMs && l.copiedToRemote(next)
 		}, "retention.ms")
 		n += m
 		if err != nil {
 			return n, err
 		}
 	}
-	if l.cfg.RetentionBytes >= 0 {
+	if retentionBytes >= 0 {
 		l.segMu.RLock()
-		diff := l.size - l.cfg.RetentionBytes
+		diff := l.size - retentionBytes
 		l.segMu.RUnlock()
-		m, err := l.deleteSegmentsMatching(func(s, _ *Segment) bool {
+		m, err := l.deleteSegmentsMatching(func(s, next *Segment) bool {
+			if !l.copiedToRemote(next) {
+				return false
+			}
 			if diff-s.size >= 0 {
 				diff -= s.size
 				return true
@@ -97,14 +101,12 @@ func (l *Log) deleteSegmentsMatching(pred func(s, next *Segment) bool, reason st
 	for _, s := range doomed {
 		l.size -= s.size
 	}
-	if first := l.segs[0].baseOffset; first > l.logStart {
-		l.logStart = first
-	}
+	l.moveLocalStartLocked(l.segs[0].baseOffset)
 	if l.hw < l.logStart {
 		l.hw = l.logStart
 	}
 	l.pruneUnreplicatedLocked(l.logStart)
-	logStart := l.logStart
+	logStart := l.logStartLocked()
 	l.segMu.Unlock()
 	if err := l.epochs.truncateFromStart(logStart); err != nil {
 		l.logger.Warn("writing leader-epoch-checkpoint failed", "partition", l.tp.String(), "err", err)
@@ -160,16 +162,15 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 		offset = l.hw
 	}
 	if offset < 0 || offset > l.hw {
-		start, hw := l.logStart, l.hw
+		start, hw := l.logStartLocked(), l.hw
 		l.segMu.Unlock()
 		return start, fmt.Errorf("%w: cannot delete records of %s before %d: high watermark is %d", kerr.OffsetOutOfRange, l.tp, offset, hw)
 	}
-	moved := offset > l.logStart
+	moved := l.moveLogStartLocked(offset)
 	if moved {
-		l.logStart = offset
-		l.pruneUnreplicatedLocked(offset)
+		l.pruneUnreplicatedLocked(l.logStart)
 	}
-	start := l.logStart
+	start := l.logStartLocked()
 	l.segMu.Unlock()
 	if moved {
 		if err := l.epochs.truncateFromStart(start); err != nil {

@@ -1,0 +1,247 @@
+package log
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Tiered storage (KIP-405) as the log sees it. A tiered log
+// (Config.RemoteStorageEnable) has two starts: the log start offset, the
+// first offset a consumer may read, and the local log start offset, the
+// first on this broker's disk. The RemoteLogManager (package replica)
+// copies closed segments to remote storage and reports the highest offset
+// copied (UpdateHighestOffsetInRemoteStorage); local retention
+// (local.retention.ms and local.retention.bytes) then deletes only local
+// segments wholly at or below it, and moves only the local start. Total
+// retention over both tiers is the RemoteLogManager's: it deletes remote
+// segments and moves the log start with UpdateLogStartOffsetFromRemoteTier.
+// A read between the two starts fails with an error wrapping
+// kerr.OffsetMovedToTieredStorage, which the caller serves from remote
+// storage (a consumer) or answers as is (a follower).
+//
+// The log start offset survives restarts in log-start-offset-checkpoint,
+// as ever; a tiered log whose checkpoint is below its first local segment
+// keeps it. The leader-epoch cache is truncated only to the log start
+// offset, not the local one: remote segments are found by epoch.
+
+// logStartLocked is the log start offset; segMu held.
+func (l *Log) logStartLocked() int64 {
+	if l.remoteStart >= 0 && l.remoteStart < l.logStart {
+		return l.remoteStart
+	}
+	return l.logStart
+}
+
+// moveLocalStartLocked moves the local log start up to first after local
+// segments were deleted; a tiered log keeps its log start below it.
+// segMu held.
+func (l *Log) moveLocalStartLocked(first int64) {
+	if first <= l.logStart {
+		return
+	}
+	if l.tiered.Load() && l.remoteStart < 0 {
+		l.remoteStart = l.logStart
+	}
+	l.logStart = first
+	if l.remoteStart >= l.logStart {
+		l.remoteStart = -1
+	}
+}
+
+// moveLogStartLocked moves the log start offset up to offset (DeleteRecords,
+// remote retention, a leader's log start): below the local start only the
+// remote start moves. segMu held.
+func (l *Log) moveLogStartLocked(offset int64) bool {
+	if offset <= l.logStartLocked() {
+		return false
+	}
+	if offset < l.logStart {
+		l.remoteStart = offset
+		return true
+	}
+	l.logStart = offset
+	l.remoteStart = -1
+	return true
+}
+
+// Tiered reports whether the log is tiered (remote.storage.enable).
+func (l *Log) Tiered() bool { return l.tiered.Load() }
+
+// HighestOffsetInRemoteStorage is the highest offset copied to remote
+// storage, -1 if none (Kafka's highestOffsetInRemoteStorage).
+func (l *Log) HighestOffsetInRemoteStorage() int64 { return l.highestRemote.Load() }
+
+// UpdateHighestOffsetInRemoteStorage records that every offset up to
+// offset is in remote storage; it never moves back.
+func (l *Log) UpdateHighestOffsetInRemoteStorage(offset int64) {
+	for {
+		cur := l.highestRemote.Load()
+		if offset <= cur || l.highestRemote.CompareAndSwap(cur, offset) {
+			return
+		}
+	}
+}
+
+// UpdateLogStartOffsetFromRemoteTier moves the log start offset up to
+// offset after remote segments below it were deleted (Kafka's
+// updateLogStartOffsetFromRemoteTier). It returns the log start offset.
+func (l *Log) UpdateLogStartOffsetFromRemoteTier(offset int64) (int64, error) {
+	if !l.tiered.Load() {
+		return 0, fmt.Errorf("%w: log %s is not tiered", kerr.InvalidRequest, l.tp)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.segMu.Lock()
+	offset = min(offset, l.hw)
+	moved := l.moveLogStartLocked(offset)
+	start := l.logStartLocked()
+	l.segMu.Unlock()
+	if moved {
+		if err := l.epochs.truncateFromStart(start); err != nil {
+			l.logger.Warn("writing leader-epoch-checkpoint failed", "partition", l.tp.String(), "err", err)
+		}
+	}
+	return start, nil
+}
+
+// localRetention returns the retention.ms and retention.bytes that apply
+// to local segments: local.retention.* for a tiered log (-2: the total
+// retention's), retention.* otherwise.
+func (c Config) localRetention() (ms, bytes int64) {
+	ms, bytes = c.RetentionMs, c.RetentionBytes
+	if !c.RemoteStorageEnable {
+		return ms, bytes
+	}
+	if c.LocalRetentionMs != -2 {
+		ms = c.LocalRetentionMs
+	}
+	if c.LocalRetentionBytes != -2 {
+		bytes = c.LocalRetentionBytes
+	}
+	return ms, bytes
+}
+
+// copiedToRemote reports whether a local segment followed by next (nil:
+// the active segment) may go by local retention: a tiered log deletes
+// only what is in remote storage (Kafka's isSegmentEligibleForDeletion),
+// so never its active segment. With copying disabled
+// (remote.log.copy.disable) nothing more is copied and local retention
+// applies as to any log.
+func (l *Log) copiedToRemote(next *Segment) bool {
+	if !l.cfg.RemoteStorageEnable || l.cfg.RemoteLogCopyDisable {
+		return true
+	}
+	return next != nil && next.baseOffset > 0 && next.baseOffset-1 <= l.highestRemote.Load()
+}
+
+// movedToTieredStorage is the error of a read between the log start and
+// the local log start of a tiered log.
+func movedToTieredStorage(tp TopicPartition, offset, start, localStart int64) error {
+	return fmt.Errorf("%w: offset %d of %s is in remote storage (log start %d, local log start %d)", kerr.OffsetMovedToTieredStorage, offset, tp, start, localStart)
+}
+
+// CopyableSegment is a closed local segment the RemoteLogManager may copy
+// to remote storage, with the paths of its files (Kafka's candidate
+// segments, with their LogSegmentData).
+type CopyableSegment struct {
+	BaseOffset   int64
+	NextOffset   int64 // the next segment's base: the segment ends before it
+	Size         int64
+	MaxTimestamp int64
+	LogPath      string
+	OffsetIndex  string
+	TimeIndex    string
+	// TxnIndex is "" when the segment has no aborted transactions.
+	TxnIndex string
+	// ProducerSnapshot is the producer snapshot at NextOffset, "" if
+	// there is none (a log that never had producer state).
+	ProducerSnapshot string
+	// LeaderEpochs maps each epoch with records in the segment to its
+	// first offset in it; LeaderEpochCheckpoint is the leader-epoch
+	// checkpoint up to NextOffset, in the file's format.
+	LeaderEpochs          map[int32]int64
+	LeaderEpochCheckpoint []byte
+}
+
+// CopyableSegments returns the closed segments above the highest offset in
+// remote storage whose records are all below the last stable offset (and
+// so the high watermark), oldest first (Kafka's candidateLogSegments: the
+// active segment is never copied). Nothing for a log that is not tiered
+// or whose copying is disabled.
+func (l *Log) CopyableSegments() []CopyableSegment {
+	if !l.tiered.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.RemoteLogCopyDisable || l.usable() != nil {
+		return nil
+	}
+	lso := l.LastStableOffset()
+	from := l.highestRemote.Load() + 1
+	l.segMu.RLock()
+	segs := l.segs
+	var out []CopyableSegment
+	for i := 0; i+1 < len(segs); i++ {
+		s, next := segs[i], segs[i+1]
+		if next.baseOffset <= from || s.size == 0 {
+			continue
+		}
+		if next.baseOffset > lso {
+			break
+		}
+		out = append(out, CopyableSegment{
+			BaseOffset: s.baseOffset, NextOffset: next.baseOffset, Size: s.size, MaxTimestamp: s.maxTs,
+			LogPath: s.logPath(), OffsetIndex: s.offIdx.path, TimeIndex: s.timeIdx.path,
+		})
+		if len(s.txnIdx) > 0 {
+			out[len(out)-1].TxnIndex = s.txnIndexPath()
+		}
+	}
+	l.segMu.RUnlock()
+	for i := range out {
+		c := &out[i]
+		if _, ok := slices.BinarySearch(l.snapshots, c.NextOffset); ok {
+			c.ProducerSnapshot = snapshotPath(l.dir, c.NextOffset)
+		}
+		c.LeaderEpochs, c.LeaderEpochCheckpoint = l.epochs.between(c.BaseOffset, c.NextOffset)
+	}
+	return out
+}
+
+// between returns the epochs with records in [start, end) and their first
+// offsets there, and the checkpoint of the entries before end.
+func (c *leaderEpochCache) between(start, end int64) (map[int32]int64, []byte) {
+	epochs := map[int32]int64{}
+	var kept []EpochEntry
+	for i, e := range c.entries {
+		if e.StartOffset >= end {
+			break
+		}
+		kept = append(kept, e)
+		next := end
+		if i+1 < len(c.entries) {
+			next = min(next, c.entries[i+1].StartOffset)
+		}
+		if next > start {
+			epochs[e.Epoch] = max(e.StartOffset, start)
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(kept))
+	for _, e := range kept {
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return epochs, b.Bytes()
+}
+
+// EpochForOffset returns the leader epoch in which offset was written, -1
+// if the leader-epoch cache does not know.
+func (l *Log) EpochForOffset(offset int64) int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.epochForOffset(offset)
+}

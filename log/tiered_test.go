@@ -1,0 +1,134 @@
+package log
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// A tiered log deletes by local retention only what was copied, keeps its
+// log start below the local one across a restart, answers reads between
+// them with OFFSET_MOVED_TO_TIERED_STORAGE, and moves the log start only
+// by remote retention or DeleteRecords.
+func TestTieredLogLocalRetention(t *testing.T) {
+	clock := newLtClock()
+	dir := t.TempDir()
+	cfg := ltConfig()
+	cfg.RemoteStorageEnable = true
+	cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	cfg.LocalRetentionBytes = 20 << 10
+	l, _ := ltOpen(t, dir, cfg, clock, false, nil)
+	for i := 0; i < 100; i++ {
+		ltAppend(t, l, ltBatch(t, ltBatchSpec{n: 2, valueSize: 400, ts: clock.Now().UnixMilli()}))
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+
+	// Nothing copied: nothing goes.
+	if n, err := l.DeleteOldSegments(); err != nil || n != 0 {
+		t.Fatalf("deleted %d (%v) before any copy", n, err)
+	}
+	cands := l.CopyableSegments()
+	if len(cands) != l.NumSegments()-1 {
+		t.Fatalf("%d copyable of %d segments", len(cands), l.NumSegments())
+	}
+	for i, c := range cands {
+		if c.Size == 0 || c.NextOffset <= c.BaseOffset || c.ProducerSnapshot != "" && !tieredFileExists(c.ProducerSnapshot) {
+			t.Fatalf("candidate %d: %+v", i, c)
+		}
+		for _, p := range []string{c.LogPath, c.OffsetIndex, c.TimeIndex} {
+			if !tieredFileExists(p) {
+				t.Fatalf("candidate %d: %s missing", i, p)
+			}
+		}
+	}
+	// Copy the first two: only those may go.
+	l.UpdateHighestOffsetInRemoteStorage(cands[1].NextOffset - 1)
+	if got := l.CopyableSegments(); len(got) != len(cands)-2 || got[0].BaseOffset != cands[2].BaseOffset {
+		t.Fatalf("copyable after two copied: %d", len(got))
+	}
+	n, err := l.DeleteOldSegments()
+	if err != nil || n != 2 {
+		t.Fatalf("deleted %d, %v; want the 2 copied", n, err)
+	}
+	if l.LogStartOffset() != 0 || l.LocalLogStartOffset() != cands[2].BaseOffset {
+		t.Fatalf("log start %d, local %d; want 0, %d", l.LogStartOffset(), l.LocalLogStartOffset(), cands[2].BaseOffset)
+	}
+	if _, err := l.Read(5, 1000, l.HighWatermark(), true); !errors.Is(err, kerr.OffsetMovedToTieredStorage) {
+		t.Fatalf("read below the local start: %v", err)
+	}
+	if to, ok, err := l.FetchOffsetByTimestamp(EarliestLocalTimestamp); err != nil || !ok || to.Offset != cands[2].BaseOffset {
+		t.Fatalf("earliest local %+v %v %v", to, ok, err)
+	}
+	if to, _, _ := l.FetchOffsetByTimestamp(EarliestTimestamp); to.Offset != 0 {
+		t.Fatalf("earliest %+v", to)
+	}
+	if l.EpochForOffset(0) != 0 {
+		t.Fatalf("epoch of offset 0 forgotten: %d", l.EpochForOffset(0))
+	}
+
+	// The log start survives a restart through the checkpoint the
+	// manager writes.
+	hw, start := l.HighWatermark(), l.LogStartOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2, _, err := loadLog(logParams{
+		dir: dir, tp: TopicPartition{"t", 0}, cfg: cfg, fsys: OSFS{}, logger: ltLogger(t), now: clock.Now,
+		hadCleanShutdown: true, logStartOffset: start, highWatermark: hw, recoveryPoint: hw,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if l2.LogStartOffset() != 0 || l2.LocalLogStartOffset() != cands[2].BaseOffset {
+		t.Fatalf("after restart: log start %d, local %d", l2.LogStartOffset(), l2.LocalLogStartOffset())
+	}
+
+	// Remote retention moves the log start, still below the local start.
+	if got, err := l2.UpdateLogStartOffsetFromRemoteTier(cands[1].BaseOffset); err != nil || got != cands[1].BaseOffset {
+		t.Fatalf("remote log start %d, %v", got, err)
+	}
+	if _, err := l2.Read(cands[0].BaseOffset, 1000, l2.HighWatermark(), true); !errors.Is(err, kerr.OffsetOutOfRange) {
+		t.Fatalf("read below the log start: %v", err)
+	}
+	// DeleteRecords past the local start moves both.
+	target := cands[3].BaseOffset + 1
+	if got, err := l2.DeleteRecordsBefore(target); err != nil || got != target {
+		t.Fatalf("delete records: %d, %v", got, err)
+	}
+	if l2.LogStartOffset() != target || l2.LocalLogStartOffset() != target {
+		t.Fatalf("after delete records: log start %d, local %d", l2.LogStartOffset(), l2.LocalLogStartOffset())
+	}
+}
+
+// A log that is not tiered keeps today's rules: the local start is the
+// log start and retention needs no copy.
+func TestUntieredLogHasOneStart(t *testing.T) {
+	clock := newLtClock()
+	cfg := ltConfig()
+	cfg.RetentionMs, cfg.RetentionBytes = -1, 20<<10
+	cfg.LocalRetentionBytes = 0 // ignored: not tiered
+	l, _ := ltOpen(t, t.TempDir(), cfg, clock, false, nil)
+	defer l.Close()
+	for i := 0; i < 100; i++ {
+		ltAppend(t, l, ltBatch(t, ltBatchSpec{n: 2, valueSize: 400, ts: clock.Now().UnixMilli()}))
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	if n, err := l.DeleteOldSegments(); err != nil || n == 0 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	if l.LogStartOffset() != l.LocalLogStartOffset() || l.CopyableSegments() != nil {
+		t.Fatalf("log start %d, local %d", l.LogStartOffset(), l.LocalLogStartOffset())
+	}
+	if _, err := l.Read(0, 1000, l.HighWatermark(), true); !errors.Is(err, kerr.OffsetOutOfRange) || errors.Is(err, kerr.OffsetMovedToTieredStorage) {
+		t.Fatalf("read below log start: %v", err)
+	}
+}
+
+func tieredFileExists(p string) bool {
+	_, err := os.Stat(filepath.Clean(p))
+	return err == nil
+}
