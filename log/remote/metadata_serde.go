@@ -16,6 +16,12 @@ import (
 // field section. All four messages are at version 0. Decoding bounds every
 // length by the remaining input, so a corrupt or hostile value returns an
 // error and never allocates more than its own size.
+//
+// Field order was checked against Kafka's generated message classes from
+// before KIP-917; the place of CustomMetadata (compact nullable bytes,
+// after SegmentSizeInBytes, and before the state in the update record) and
+// TxnIndexEmpty as tagged field 0 are from Kafka's later schema as we
+// recall it and still need a byte comparison with a 4.x broker's records.
 const (
 	apiKeySegmentMetadata       = 0 // RemoteLogSegmentMetadataRecord
 	apiKeySegmentMetadataUpdate = 1 // RemoteLogSegmentMetadataUpdateRecord
