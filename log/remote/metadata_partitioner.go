@@ -10,7 +10,8 @@ import (
 // .metadataPartition): murmur2 of a 4-byte big-endian hash of the topic id
 // and the partition, made positive, modulo numPartitions. The hash is
 // Java's Objects.hash(leastSigBits, mostSigBits, partition), which does not
-// depend on the topic name. numPartitions must be positive.
+// depend on the topic name (checked against Kafka's source: toBytes writes
+// that int big-endian). numPartitions must be positive.
 func MetadataPartition(tp TopicIdPartition, numPartitions int) int32 {
 	if numPartitions <= 0 {
 		panic(fmt.Sprintf("remote: MetadataPartition with %d partitions", numPartitions))
