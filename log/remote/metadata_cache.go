@@ -224,16 +224,25 @@ func (c *RemoteLogMetadataCache) ListRemoteLogSegmentsForEpoch(epoch int32) []*R
 }
 
 // UnreferencedSegments returns the segments that no (epoch, offset) lookup
-// finds: copies never finished, replaced copies and deletes in progress,
-// ordered by start offset. They wait for DELETE_SEGMENT_FINISHED.
+// finds: copies never finished, copies replaced in every epoch they span,
+// and deletes in progress, ordered by start offset. They wait for
+// DELETE_SEGMENT_FINISHED. As in Kafka, a segment is unreferenced per
+// epoch: one replaced in one epoch but still mapped in another is found by
+// the other and is not listed here.
 func (c *RemoteLogMetadataCache) UnreferencedSegments() []*RemoteLogSegmentMetadata {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	referenced := make(map[RemoteLogSegmentId]bool)
+	for _, s := range c.epochs {
+		for _, id := range s.offsetToID {
+			referenced[id] = true
+		}
+	}
 	seen := make(map[RemoteLogSegmentId]bool)
 	var out []*RemoteLogSegmentMetadata
 	for _, s := range c.epochs {
 		for id := range s.unreferenced {
-			if !seen[id] {
+			if !seen[id] && !referenced[id] {
 				seen[id] = true
 				out = append(out, c.byID[id])
 			}
