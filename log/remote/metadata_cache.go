@@ -257,3 +257,28 @@ func metaSortByStart(ms []*RemoteLogSegmentMetadata) []*RemoteLogSegmentMetadata
 	})
 	return ms
 }
+
+// NextSegmentWithTxnIndex returns the first segment mapped in leaderEpoch,
+// in offset order, that ends at or after offset and has a transaction index
+// (Kafka's nextSegmentWithTxnIndex, used to collect aborted transactions
+// across segments). The epoch's own range in the segment is not checked:
+// the caller reads the segment's whole index.
+func (c *RemoteLogMetadataCache) NextSegmentWithTxnIndex(leaderEpoch int32, offset int64) (*RemoteLogSegmentMetadata, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := c.epochs[leaderEpoch]
+	if s == nil {
+		return nil, false
+	}
+	var best *RemoteLogSegmentMetadata
+	for _, id := range s.offsetToID {
+		m := c.byID[id]
+		if m == nil || m.TxnIdxEmpty || m.EndOffset < offset {
+			continue
+		}
+		if best == nil || m.StartOffset < best.StartOffset {
+			best = m
+		}
+	}
+	return best, best != nil
+}

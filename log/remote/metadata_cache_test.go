@@ -200,3 +200,34 @@ func TestRemoteLogMetadataStoreApply(t *testing.T) {
 		t.Error("applied an int")
 	}
 }
+
+func TestRemoteLogMetadataCacheNextSegmentWithTxnIndex(t *testing.T) {
+	c := NewRemoteLogMetadataCache()
+	a := metaTestSeg(0, 99, map[int32]int64{0: 0})
+	a.TxnIdxEmpty = true
+	b := metaTestSeg(100, 199, map[int32]int64{0: 100})
+	d := metaTestSeg(200, 299, map[int32]int64{0: 200})
+	for _, m := range []*RemoteLogSegmentMetadata{a, b, d} {
+		if err := c.AddCopyInProgressSegment(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := c.NextSegmentWithTxnIndex(0, 0); ok {
+		t.Fatal("found a segment whose copy did not finish")
+	}
+	for _, m := range []*RemoteLogSegmentMetadata{a, b, d} {
+		metaTestMove(t, c, m, CopySegmentFinished)
+	}
+	for _, tc := range []struct {
+		offset int64
+		want   *RemoteLogSegmentMetadata
+	}{{0, b}, {150, b}, {200, d}, {300, nil}} {
+		got, ok := c.NextSegmentWithTxnIndex(0, tc.offset)
+		if (tc.want == nil) == ok || (ok && got.ID != tc.want.ID) {
+			t.Errorf("offset %d: got %v %v", tc.offset, got, ok)
+		}
+	}
+	if _, ok := c.NextSegmentWithTxnIndex(1, 0); ok {
+		t.Error("found in an unknown epoch")
+	}
+}
