@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -187,4 +188,10 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 		}
 		return FetchData{Records: seg.slice(pos, size), FirstBatchOffset: h.BaseOffset, FetchOffsetMetadata: meta, NextOffset: nextOff}, nil
 	}
+}
+
+// BytesSlice is a FileSlice over bytes in memory: batches read from
+// remote storage, sent like any other.
+func BytesSlice(b []byte) FileSlice {
+	return FileSlice{Size: int64(len(b)), ra: bytes.NewReader(b)}
 }

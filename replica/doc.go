@@ -124,6 +124,19 @@
 // librdkafka does not make by default). Damage not found yet is served,
 // as Kafka serves it: fetch data goes by sendfile, unread.
 //
+// # Tiered storage
+//
+// remote_log_manager.go is Kafka's RemoteLogManager for a tiered log (see
+// package log's "Tiered storage" and package log/remote): it copies the
+// closed segments below the last stable offset to remote storage, each
+// registered COPY_SEGMENT_STARTED before and COPY_SEGMENT_FINISHED after,
+// and only then tells the log the highest offset copied, so local
+// retention never deletes what the store does not hold; it expires remote
+// segments by the total retention and the log start offset, cleaning up
+// copies that never finished; and it reads batches back from the store. It
+// is not yet run by the Manager: remote.storage.enable is still refused
+// (issue 24 lands in steps).
+//
 // # Shutdown
 //
 // BeginShutdown (called by the broker before it drains its connections)

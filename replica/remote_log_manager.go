@@ -1,0 +1,371 @@
+package replica
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/moldau/moldau/broker/uuid"
+	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/log/remote"
+)
+
+// RemoteLogMetadataManager keeps the remote segments' metadata (Kafka's
+// RemoteLogMetadataManager): the writes are durable before they return,
+// and the reads answer from what this broker has applied.
+type RemoteLogMetadataManager interface {
+	AddRemoteLogSegmentMetadata(ctx context.Context, m *remote.RemoteLogSegmentMetadata) error
+	UpdateRemoteLogSegmentMetadata(ctx context.Context, u remote.RemoteLogSegmentMetadataUpdate) error
+	// ListRemoteLogSegments returns the partition's remote segments in
+	// every state, by start offset.
+	ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*remote.RemoteLogSegmentMetadata, error)
+}
+
+// RemoteLogManager is the leader side of tiered storage (Kafka's
+// RemoteLogManager): it copies a tiered log's closed segments to remote
+// storage (RLMCopyTask), expires remote segments by the topic's total
+// retention (RLMExpirationTask), and reads what is only remote.
+//
+// A copy is registered before it starts (COPY_SEGMENT_STARTED) and counts
+// only once finished (COPY_SEGMENT_FINISHED); only then does the log learn
+// the new highest offset in remote storage, so local retention never
+// deletes a segment whose copy could still fail. A copy that fails is
+// deleted from the store and its metadata moved to DELETE_SEGMENT_FINISHED;
+// one cut short by a crash stays COPY_SEGMENT_STARTED and is deleted by the
+// next expiration pass of whichever broker leads (unreferenced segments).
+type RemoteLogManager struct {
+	brokerID int32
+	rsm      remote.RemoteStorageManager
+	rlmm     RemoteLogMetadataManager
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+// NewRemoteLogManager returns a RemoteLogManager on a store and a metadata
+// manager.
+func NewRemoteLogManager(brokerID int32, rsm remote.RemoteStorageManager, rlmm RemoteLogMetadataManager, logger *slog.Logger, now func() time.Time) *RemoteLogManager {
+	if now == nil {
+		now = time.Now
+	}
+	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now}
+}
+
+// SyncCopiedOffset sets the log's highest offset in remote storage from
+// the remote metadata, as a new leader does before it copies (Kafka's
+// findHighestRemoteOffset): the end of the last finished segment whose
+// epochs the log's own history has.
+func (r *RemoteLogManager) SyncCopiedOffset(tp remote.TopicIdPartition, l *log.Log) error {
+	segs, err := r.rlmm.ListRemoteLogSegments(tp)
+	if err != nil {
+		return err
+	}
+	for _, s := range slices.Backward(segs) {
+		if s.State != remote.CopySegmentFinished {
+			continue
+		}
+		epochs := s.Epochs()
+		last := epochs[len(epochs)-1]
+		if l.EpochForOffset(s.EndOffset) == last || s.EndOffset < l.LocalLogStartOffset() {
+			l.UpdateHighestOffsetInRemoteStorage(s.EndOffset)
+			return nil
+		}
+	}
+	return nil
+}
+
+// CopyLogSegments copies the log's copyable segments in order, stopping at
+// the first failure or once leading() is false (Kafka's
+// copyLogSegmentsToRemote). It returns the number copied.
+func (r *RemoteLogManager) CopyLogSegments(ctx context.Context, tp remote.TopicIdPartition, l *log.Log, leading func() bool) (int, error) {
+	n := 0
+	for _, c := range l.CopyableSegments() {
+		if !leading() || ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		if err := r.copySegment(ctx, tp, l, c); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPartition, l *log.Log, c log.CopyableSegment) error {
+	m := &remote.RemoteLogSegmentMetadata{
+		ID:          remote.RemoteLogSegmentId{TopicIdPartition: tp, ID: uuid.Random()},
+		StartOffset: c.BaseOffset, EndOffset: c.NextOffset - 1, BrokerID: r.brokerID,
+		MaxTimestampMs: c.MaxTimestamp, EventTimestampMs: r.now().UnixMilli(),
+		SegmentLeaderEpochs: c.LeaderEpochs, SegmentSizeInBytes: int32(c.Size),
+		State: remote.CopySegmentStarted, TxnIdxEmpty: c.TxnIndex == "",
+	}
+	if err := r.rlmm.AddRemoteLogSegmentMetadata(ctx, m); err != nil {
+		return fmt.Errorf("registering the copy of %s: %w", m.ID, err)
+	}
+	custom, err := r.rsm.CopyLogSegmentData(ctx, m, remote.LogSegmentData{
+		LogSegment: c.LogPath, OffsetIndex: c.OffsetIndex, TimeIndex: c.TimeIndex,
+		TransactionIndex: c.TxnIndex, ProducerSnapshot: c.ProducerSnapshot, LeaderEpochIndex: c.LeaderEpochCheckpoint,
+	})
+	if err != nil {
+		r.abandonCopy(m)
+		return fmt.Errorf("copying segment %d of %s: %w", c.BaseOffset, tp, err)
+	}
+	if err := r.rlmm.UpdateRemoteLogSegmentMetadata(ctx, remote.RemoteLogSegmentMetadataUpdate{
+		ID: m.ID, EventTimestampMs: r.now().UnixMilli(), CustomMetadata: custom,
+		State: remote.CopySegmentFinished, BrokerID: r.brokerID,
+	}); err != nil {
+		return fmt.Errorf("finishing the copy of %s: %w", m.ID, err)
+	}
+	l.UpdateHighestOffsetInRemoteStorage(m.EndOffset)
+	r.logger.Info("copied segment to remote storage", "partition", tp.String(), "segment", m.ID.ID.String(),
+		"start_offset", m.StartOffset, "end_offset", m.EndOffset, "bytes", c.Size)
+	return nil
+}
+
+// abandonCopy deletes what a failed copy left and records it; a failure
+// here leaves the segment COPY_SEGMENT_STARTED for expiration to delete.
+func (r *RemoteLogManager) abandonCopy(m *remote.RemoteLogSegmentMetadata) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.deleteRemoteSegment(ctx, m); err != nil {
+		r.logger.Warn("cleaning up a failed remote copy failed; the next expiration retries", "segment", m.ID.String(), "err", err)
+	}
+}
+
+// deleteRemoteSegment moves a segment through DELETE_SEGMENT_STARTED,
+// deletes its objects and records DELETE_SEGMENT_FINISHED (Kafka's
+// deleteRemoteLogSegment).
+func (r *RemoteLogManager) deleteRemoteSegment(ctx context.Context, m *remote.RemoteLogSegmentMetadata) error {
+	if m.State != remote.DeleteSegmentStarted {
+		if err := r.rlmm.UpdateRemoteLogSegmentMetadata(ctx, remote.RemoteLogSegmentMetadataUpdate{
+			ID: m.ID, EventTimestampMs: r.now().UnixMilli(), State: remote.DeleteSegmentStarted, BrokerID: r.brokerID,
+		}); err != nil {
+			return err
+		}
+	}
+	if err := r.rsm.DeleteLogSegmentData(ctx, m); err != nil {
+		return err
+	}
+	return r.rlmm.UpdateRemoteLogSegmentMetadata(ctx, remote.RemoteLogSegmentMetadataUpdate{
+		ID: m.ID, EventTimestampMs: r.now().UnixMilli(), State: remote.DeleteSegmentFinished, BrokerID: r.brokerID,
+	})
+}
+
+// ExpireRemoteSegments deletes the remote segments that the topic's total
+// retention or the log start offset no longer keep, and segments whose
+// copy never finished or whose deletion did not, then moves the log start
+// offset past what went (Kafka's RLMExpirationTask). Size retention counts
+// remote segments wholly below the local log start plus the local log.
+func (r *RemoteLogManager) ExpireRemoteSegments(ctx context.Context, tp remote.TopicIdPartition, l *log.Log, retentionMs, retentionBytes int64) (int, error) {
+	segs, err := r.rlmm.ListRemoteLogSegments(tp)
+	if err != nil {
+		return 0, err
+	}
+	copied := l.HighestOffsetInRemoteStorage()
+	localStart, logStart := l.LocalLogStartOffset(), l.LogStartOffset()
+	var size int64
+	if retentionBytes >= 0 {
+		size = l.Size()
+		for _, s := range segs {
+			if s.State == remote.CopySegmentFinished && s.EndOffset < localStart {
+				size += int64(s.SegmentSizeInBytes)
+			}
+		}
+	}
+	now := r.now().UnixMilli()
+	n, newStart := 0, int64(-1)
+	for _, s := range segs {
+		var why string
+		switch {
+		case s.State == remote.DeleteSegmentStarted:
+			why = "deletion not finished"
+		case s.State == remote.CopySegmentStarted && s.EndOffset <= copied:
+			// A copy that did not finish, and a later one covered its
+			// offsets: it is unreferenced.
+			why = "copy not finished"
+		case s.State != remote.CopySegmentFinished:
+			continue
+		case s.EndOffset < logStart:
+			why = "log start offset"
+		case retentionMs >= 0 && now-s.MaxTimestampMs > retentionMs:
+			why = "retention.ms"
+		case retentionBytes >= 0 && size > retentionBytes && s.EndOffset < localStart:
+			why = "retention.bytes"
+		default:
+			// Retention deletes the oldest first: stop at the first
+			// segment it keeps.
+			return n, r.moveLogStart(l, newStart)
+		}
+		if err := r.deleteRemoteSegment(ctx, s); err != nil {
+			return n, errors.Join(fmt.Errorf("deleting remote segment %s: %w", s.ID, err), r.moveLogStart(l, newStart))
+		}
+		if s.State == remote.CopySegmentFinished {
+			size -= int64(s.SegmentSizeInBytes)
+			newStart = max(newStart, s.EndOffset+1)
+		}
+		n++
+		r.logger.Info("deleted remote segment", "partition", tp.String(), "segment", s.ID.ID.String(),
+			"start_offset", s.StartOffset, "end_offset", s.EndOffset, "reason", why)
+	}
+	return n, r.moveLogStart(l, newStart)
+}
+
+func (r *RemoteLogManager) moveLogStart(l *log.Log, start int64) error {
+	if start < 0 {
+		return nil
+	}
+	_, err := l.UpdateLogStartOffsetFromRemoteTier(start)
+	return err
+}
+
+// Read reads whole batches from the remote segment holding offset: the
+// batch with offset first (whole, if minOneMessage), then as many as fit
+// in maxBytes, never past the segment (Kafka's RemoteLogManager.read). A
+// read_committed fetch also gets the segment's aborted transactions that
+// overlap what was read.
+func (r *RemoteLogManager) Read(ctx context.Context, tp remote.TopicIdPartition, offset int64, maxBytes int32, minOneMessage, readCommitted bool) (log.FetchData, error) {
+	none := log.FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: log.UnknownOffsetMetadata}
+	m, err := r.segmentFor(tp, offset)
+	if err != nil {
+		return none, err
+	}
+	pos, err := r.positionOf(ctx, m, offset)
+	if err != nil {
+		return none, err
+	}
+	rc, err := r.rsm.FetchLogSegment(ctx, m, pos, -1)
+	if err != nil {
+		return none, fmt.Errorf("fetching remote segment %s: %w", m.ID, err)
+	}
+	defer rc.Close()
+	recs, first, next, err := readBatchesFrom(bufio.NewReaderSize(rc, 64<<10), offset, int64(maxBytes), minOneMessage)
+	if err != nil {
+		return none, fmt.Errorf("reading remote segment %s: %w", m.ID, err)
+	}
+	d := log.FetchData{Records: log.BytesSlice(recs), FirstBatchOffset: first, NextOffset: next,
+		FetchOffsetMetadata: log.LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: m.StartOffset, RelativePosition: pos}}
+	if readCommitted {
+		d.AbortedTransactions = []log.AbortedTxn{}
+		if !m.TxnIdxEmpty && len(recs) > 0 {
+			if d.AbortedTransactions, err = r.abortedIn(ctx, m, offset, next); err != nil {
+				return none, err
+			}
+		}
+	}
+	return d, nil
+}
+
+// segmentFor is the finished remote segment holding offset, the newest
+// copy if offsets were copied twice.
+func (r *RemoteLogManager) segmentFor(tp remote.TopicIdPartition, offset int64) (*remote.RemoteLogSegmentMetadata, error) {
+	segs, err := r.rlmm.ListRemoteLogSegments(tp)
+	if err != nil {
+		return nil, err
+	}
+	var found *remote.RemoteLogSegmentMetadata
+	for _, s := range segs {
+		if s.State == remote.CopySegmentFinished && s.StartOffset <= offset && offset <= s.EndOffset {
+			found = s
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%w: no remote segment of %s holds offset %d", remote.ErrResourceNotFound, tp, offset)
+	}
+	return found, nil
+}
+
+// positionOf finds the position to scan from in the segment's remote
+// offset index: the last entry at or below offset.
+func (r *RemoteLogManager) positionOf(ctx context.Context, m *remote.RemoteLogSegmentMetadata, offset int64) (int64, error) {
+	rc, err := r.rsm.FetchIndex(ctx, m, remote.IndexOffset)
+	if err != nil {
+		return 0, fmt.Errorf("fetching the offset index of %s: %w", m.ID, err)
+	}
+	defer rc.Close()
+	idx, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	if err != nil {
+		return 0, err
+	}
+	var pos int64
+	for i := 0; i+log.OffsetIndexEntrySize <= len(idx); i += log.OffsetIndexEntrySize {
+		rel := int64(binary.BigEndian.Uint32(idx[i:]))
+		if m.StartOffset+rel > offset {
+			break
+		}
+		pos = int64(binary.BigEndian.Uint32(idx[i+4:]))
+	}
+	return pos, nil
+}
+
+// readBatchesFrom skips batches ending before offset, then reads whole
+// batches up to maxBytes.
+func readBatchesFrom(r io.Reader, offset, maxBytes int64, minOneMessage bool) (recs []byte, first, next int64, err error) {
+	first, next = -1, -1
+	hdr := make([]byte, log.BatchHeaderSize)
+	for {
+		if _, err := io.ReadFull(r, hdr); err != nil {
+			if errors.Is(err, io.EOF) {
+				return recs, first, next, nil
+			}
+			return nil, -1, -1, err
+		}
+		h, err := log.ParseBatchHeader(hdr)
+		if err != nil {
+			return nil, -1, -1, err
+		}
+		size := int64(h.TotalSize())
+		if h.LastOffset() < offset {
+			if _, err := io.CopyN(io.Discard, r, size-log.BatchHeaderSize); err != nil {
+				return nil, -1, -1, err
+			}
+			continue
+		}
+		if int64(len(recs))+size > maxBytes && !(len(recs) == 0 && minOneMessage) {
+			return recs, first, next, nil
+		}
+		start := len(recs)
+		recs = append(recs, hdr...)
+		recs = append(recs, make([]byte, size-log.BatchHeaderSize)...)
+		if _, err := io.ReadFull(r, recs[start+log.BatchHeaderSize:]); err != nil {
+			return nil, -1, -1, err
+		}
+		if first < 0 {
+			first = h.BaseOffset
+		}
+		next = h.NextOffset()
+	}
+}
+
+// abortedIn returns the segment's aborted transactions overlapping
+// [from, to).
+func (r *RemoteLogManager) abortedIn(ctx context.Context, m *remote.RemoteLogSegmentMetadata, from, to int64) ([]log.AbortedTxn, error) {
+	rc, err := r.rsm.FetchIndex(ctx, m, remote.IndexTransaction)
+	if errors.Is(err, remote.ErrResourceNotFound) || errors.Is(err, os.ErrNotExist) {
+		return []log.AbortedTxn{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	all, err := log.DecodeTxnIndex(b, m.StartOffset)
+	if err != nil {
+		return nil, err
+	}
+	out := []log.AbortedTxn{}
+	for _, t := range all {
+		if t.LastOffset >= from && t.FirstOffset < to {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
