@@ -115,6 +115,11 @@ func NewS3Storage(ctx context.Context, c S3Config) (*S3Storage, error) {
 			o.BaseEndpoint = aws.String(c.Endpoint)
 		}
 		o.UsePathStyle = c.PathStyle
+		// Checksums only where the API requires them: S3-compatible
+		// stores often reject or mishandle the trailing checksums the
+		// SDK sends by default.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
 	return &S3Storage{client: client, bucket: c.Bucket,
 		prefix: strings.Trim(c.Prefix, "/"), partSize: c.PartSize}, nil
@@ -182,7 +187,10 @@ func (s *S3Storage) uploadMultipart(ctx context.Context, f *os.File, size int64,
 			s.abort(key, up.UploadId)
 			return fmt.Errorf("part %d: %w", n, err)
 		}
-		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(n)})
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(n),
+			ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C,
+			ChecksumCRC64NVME: out.ChecksumCRC64NVME, ChecksumSHA1: out.ChecksumSHA1,
+			ChecksumSHA256: out.ChecksumSHA256})
 	}
 	_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &s.bucket,
 		Key: &key, UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
