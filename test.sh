@@ -33,5 +33,18 @@ if [[ -n $unformatted ]]; then
 	echo "test.sh: not gofmt-formatted: $unformatted" >&2
 	exit 1
 fi
+# The S3 tiered-storage test (log/remote) runs a real versitygw server.
+if [[ -z ${MOLDAU_VERSITYGW:-} ]]; then
+	gobin="$(go env GOPATH)/bin"
+	if ! MOLDAU_VERSITYGW=$(command -v versitygw 2>/dev/null) && [[ ! -x $gobin/versitygw ]]; then
+		echo "test.sh: installing versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)"
+		GOBIN="$gobin" go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 >/dev/null 2>&1 || {
+			echo "test.sh: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 failed" >&2
+			exit 1
+		}
+	fi
+	[[ -n ${MOLDAU_VERSITYGW:-} ]] || MOLDAU_VERSITYGW=$gobin/versitygw
+	export MOLDAU_VERSITYGW
+fi
 go vet ./...
 go test -race -count=1 -timeout 30m ./...
