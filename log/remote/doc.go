@@ -5,4 +5,19 @@
 // which remote segment holds an offset. The leader-side tasks that copy
 // and expire segments (Kafka's RemoteLogManager) live in package replica,
 // next to the partition state they read.
+//
+// The stores: LocalTieredStorage (a directory; the default) and S3Storage,
+// on the AWS SDK for Go v2 — the maintained S3 client with multipart
+// uploads, ranged reads, and the usual credential chain (environment,
+// ~/.aws files, instance roles), which we would otherwise write and keep
+// up ourselves. It is tested against a real S3-compatible server
+// (versitygw), which test.sh installs. The metadata: the record values of
+// __remote_log_metadata in Kafka's serialized form (metadata_serde.go),
+// the partitioner that places a user partition's events
+// (metadata_partitioner.go), and the per-partition cache they build
+// (metadata_cache.go, metadata_store.go).
+//
+// Not yet: the topic-based manager that writes and consumes
+// __remote_log_metadata, and the wiring that runs it all; topics still
+// refuse remote.storage.enable.
 package remote
