@@ -290,8 +290,12 @@ func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int
 	switch ts {
 	case -1: // latest
 		return log.TimestampOffset{Timestamp: -1, Offset: lastFetchable, LeaderEpoch: p.LeaderEpoch()}, nil
-	case -5: // latest tiered: no tiered storage yet, so none (Kafka: -1)
-		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
+	case -5: // latest tiered: the highest offset in remote storage, -1 if none
+		off := l.HighestOffsetInRemoteStorage()
+		if !l.Tiered() || off < 0 {
+			return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
+		}
+		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: l.EpochForOffset(off)}, nil
 	}
 	to, ok, err := l.FetchOffsetByTimestamp(ts)
 	if err != nil {

@@ -181,3 +181,82 @@ func rlmTestFill(t *testing.T, l *log.Log) {
 	}
 	l.UpdateHighWatermark(l.LogEndOffset())
 }
+
+// failingCopies fails the copies it is told to, after the store wrote
+// part of them, as a store that goes away mid-upload.
+type failingCopies struct {
+	*remote.LocalTieredStorage
+	fail int
+}
+
+func (f *failingCopies) CopyLogSegmentData(ctx context.Context, m *remote.RemoteLogSegmentMetadata, d remote.LogSegmentData) ([]byte, error) {
+	if f.fail > 0 {
+		f.fail--
+		d.ProducerSnapshot = "/nonexistent/snapshot" // the store fails after writing the log and indexes
+	}
+	return f.LocalTieredStorage.CopyLogSegmentData(ctx, m, d)
+}
+
+// A copy the store fails is not counted: local retention keeps the
+// segment, the store keeps nothing of it, its metadata goes
+// through DELETE_SEGMENT_FINISHED, and the next pass copies it again. A copy cut
+// short by a crash (registered, never finished) is deleted by expiration
+// once a later copy covers its offsets.
+func TestRemoteLogManagerFailedAndAbandonedCopies(t *testing.T) {
+	l, tp := rlmTestLog(t)
+	local, err := remote.NewLocalTieredStorage(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsm := &failingCopies{LocalTieredStorage: local, fail: 1}
+	md := &rlmTestMetadata{store: remote.NewRemoteLogMetadataStore()}
+	rlm := NewRemoteLogManager(1, rsm, md, slogDiscard(), nil)
+	rlmTestFill(t, l)
+	ctx := context.Background()
+	if n, err := rlm.CopyLogSegments(ctx, tp, l, func() bool { return true }); err == nil || n != 0 {
+		t.Fatalf("copied %d with a failing store: %v", n, err)
+	}
+	if l.HighestOffsetInRemoteStorage() != -1 {
+		t.Fatalf("a failed copy counted: highest offset %d", l.HighestOffsetInRemoteStorage())
+	}
+	if n, _ := l.DeleteOldSegments(); n != 0 {
+		t.Fatalf("local retention deleted %d segments that are not in the store", n)
+	}
+	if ids, _ := local.ListSegments(tp); len(ids) != 0 {
+		t.Fatalf("a failed copy left %d segments in the store", len(ids))
+	}
+	// DELETE_SEGMENT_FINISHED removes it from the metadata cache.
+	if segs, _ := md.ListRemoteLogSegments(tp); len(segs) != 0 {
+		t.Fatalf("metadata of the failed copy: %v", segs)
+	}
+
+	// A crash after registering a copy: COPY_SEGMENT_STARTED, files
+	// partly written, never finished.
+	cands := l.CopyableSegments()
+	crashed := &remote.RemoteLogSegmentMetadata{
+		ID:          remote.RemoteLogSegmentId{TopicIdPartition: tp, ID: uuid.Random()},
+		StartOffset: cands[0].BaseOffset, EndOffset: cands[0].NextOffset - 1,
+		SegmentLeaderEpochs: cands[0].LeaderEpochs, SegmentSizeInBytes: int32(cands[0].Size), State: remote.CopySegmentStarted,
+	}
+	if err := md.AddRemoteLogSegmentMetadata(ctx, crashed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.CopyLogSegmentData(ctx, crashed, remote.LogSegmentData{LogSegment: cands[0].LogPath, OffsetIndex: cands[0].OffsetIndex,
+		TimeIndex: cands[0].TimeIndex, ProducerSnapshot: cands[0].ProducerSnapshot, LeaderEpochIndex: cands[0].LeaderEpochCheckpoint}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rlm.CopyLogSegments(ctx, tp, l, func() bool { return true })
+	if err != nil || n != len(cands) {
+		t.Fatalf("copied %d of %d: %v", n, len(cands), err)
+	}
+	if _, err := rlm.ExpireRemoteSegments(ctx, tp, l, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := local.ListSegments(tp)
+	if len(ids) != len(cands) || slices.Contains(ids, crashed.ID.ID) {
+		t.Fatalf("store holds %d segments (crashed copy kept: %v), want %d", len(ids), slices.Contains(ids, crashed.ID.ID), len(cands))
+	}
+	if l.LogStartOffset() != 0 {
+		t.Fatalf("cleaning up an abandoned copy moved the log start to %d", l.LogStartOffset())
+	}
+}
