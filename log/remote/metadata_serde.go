@@ -13,15 +13,15 @@ import (
 // RemoteLogMetadataSerde writes them: Kafka's AbstractApiMessageSerde frame,
 // the api key and the version each as an unsigned varint, then the message
 // body in its flexible (compact) encoding, every struct ending in a tagged
-// field section. All four messages are at version 0. Decoding bounds every
+// field section. We write version 0 and read 0 and 1. Decoding bounds every
 // length by the remaining input, so a corrupt or hostile value returns an
 // error and never allocates more than its own size.
 //
-// Field order was checked against Kafka's generated message classes from
-// before KIP-917; the place of CustomMetadata (compact nullable bytes,
-// after SegmentSizeInBytes, and before the state in the update record) and
-// TxnIndexEmpty as tagged field 0 are from Kafka's later schema as we
-// recall it and still need a byte comparison with a 4.x broker's records.
+// Field order, CustomMetadata (compact nullable bytes, after
+// SegmentSizeInBytes, and before the state in the update record) and
+// TxnIndexEmpty as tagged field 0 are as Kafka's schemas
+// (storage/src/main/resources/message/RemoteLogSegmentMetadata*.json);
+// a byte comparison with records a Kafka broker wrote is still to do.
 const (
 	apiKeySegmentMetadata       = 0 // RemoteLogSegmentMetadataRecord
 	apiKeySegmentMetadataUpdate = 1 // RemoteLogSegmentMetadataUpdateRecord
@@ -101,7 +101,10 @@ func DecodeRemoteLogMetadata(b []byte) (any, error) {
 	if r.err != nil {
 		return nil, r.fail("frame")
 	}
-	if version != 0 {
+	// Version 1 of the segment and update records (Kafka 4.2+) adds
+	// tagged fields only (BrokerLeaderEpoch, and the update's EndOffset),
+	// which are skipped.
+	if version > 1 || version == 1 && key != apiKeySegmentMetadata && key != apiKeySegmentMetadataUpdate {
 		return nil, fmt.Errorf("%w: api key %d version %d unsupported", ErrCorruptRemoteLogMetadata, key, version)
 	}
 	var v any

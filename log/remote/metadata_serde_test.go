@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/moldau/moldau/broker/uuid"
@@ -147,7 +148,8 @@ func TestRemoteLogMetadataDecodeRefuses(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"empty":        nil,
 		"snapshot":     {0x03, 0x00},
-		"version 1":    {0x00, 0x01},
+		"version 2":    {0x00, 0x02},
+		"delete v1":    {0x02, 0x01},
 		"huge varint":  {0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 		"huge epochs":  append(append([]byte{0, 0}, metaTestSegIDBytes()...), append(make([]byte, 36), 0xff, 0xff, 0xff, 0x0f)...),
 		"trailing":     append(append([]byte{0x02, 0x00}, metaTestTPBytes()...), make([]byte, 15)...),
@@ -159,6 +161,26 @@ func TestRemoteLogMetadataDecodeRefuses(t *testing.T) {
 	}
 	if _, err := EncodeRemoteLogMetadata(42); err == nil {
 		t.Error("encoded an int")
+	}
+}
+
+// Version 1 (Kafka 4.2+) differs only by tagged fields: a v0 body with
+// the version byte set to 1 decodes the same (its tags are skipped).
+func TestRemoteLogMetadataDecodesVersion1(t *testing.T) {
+	seg := metaTestSegment()
+	b, err := EncodeRemoteLogMetadata(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := DecodeRemoteLogMetadata(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := slices.Clone(b)
+	v1[1] = 1
+	got, err := DecodeRemoteLogMetadata(v1)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 1: %v %+v", err, got)
 	}
 }
 
