@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha512"
@@ -20,8 +21,9 @@ import (
 // written: it is the HMAC-SHA512 of the token id keyed by
 // delegation.token.secret.key, recomputed wherever it is needed.
 //
-// Not wired yet: the QuorumController methods and the periodic sweep of
-// expired tokens (delegation.token.expiry.check.interval.ms) call these.
+// The QuorumController methods below write the decisions; the periodic
+// sweep of expired tokens (delegation.token.expiry.check.interval.ms) is
+// not scheduled yet, nor do the kapi handlers (APIs 38-41) exist yet.
 
 // TokenConfig is the controller's delegation token configuration.
 type TokenConfig struct {
@@ -148,4 +150,74 @@ func ExpiredTokens(im *metadata.Image, nowMs int64) []metadata.Record {
 		}
 	}
 	return recs
+}
+
+// tokenConfig reads the delegation token configs of the controller's
+// broker config (delegation.token.master.key is Kafka's deprecated name
+// of the secret).
+func (c *QuorumController) tokenConfig() TokenConfig {
+	b := c.cfg.Broker
+	if b == nil {
+		return TokenConfig{}
+	}
+	secret := b.GetString("delegation.token.secret.key")
+	if secret == "" {
+		secret = b.GetString("delegation.token.master.key")
+	}
+	return TokenConfig{SecretKey: secret,
+		MaxLifetimeMs: b.GetLong("delegation.token.max.lifetime.ms"),
+		RenewPeriodMs: b.GetLong("delegation.token.expiry.time.ms")}
+}
+
+// CreateDelegationToken creates a token for owner on behalf of requester
+// (principals as "User:name"); the caller has checked that the
+// connection may create tokens and that requester may act for owner.
+func (c *QuorumController) CreateDelegationToken(ctx context.Context, owner, requester string, renewers []string, maxLifetimeMs int64) (metadata.DelegationToken, error) {
+	cfg := c.tokenConfig()
+	tok, _, err := write(ctx, c, "createDelegationToken", func(im *metadata.Image) (writeResult[metadata.DelegationToken], error) {
+		t, rec, err := CreateToken(cfg, c.now().UnixMilli(), owner, requester, renewers, maxLifetimeMs)
+		if err != nil {
+			return writeResult[metadata.DelegationToken]{}, err
+		}
+		return writeResult[metadata.DelegationToken]{records: []metadata.Record{rec}, resp: t}, nil
+	})
+	return tok, err
+}
+
+// RenewDelegationToken renews the token whose HMAC is mac for principal
+// and returns its new expiry.
+func (c *QuorumController) RenewDelegationToken(ctx context.Context, principal string, mac []byte, periodMs int64) (int64, error) {
+	cfg := c.tokenConfig()
+	exp, _, err := write(ctx, c, "renewDelegationToken", func(im *metadata.Image) (writeResult[int64], error) {
+		exp, rec, err := RenewToken(cfg, im, c.now().UnixMilli(), principal, mac, periodMs)
+		if err != nil {
+			return writeResult[int64]{}, err
+		}
+		return writeResult[int64]{records: []metadata.Record{rec}, resp: exp}, nil
+	})
+	return exp, err
+}
+
+// ExpireDelegationToken changes the expiry of the token whose HMAC is mac
+// (a negative period removes it) and returns the new expiry.
+func (c *QuorumController) ExpireDelegationToken(ctx context.Context, principal string, mac []byte, periodMs int64) (int64, error) {
+	cfg := c.tokenConfig()
+	exp, _, err := write(ctx, c, "expireDelegationToken", func(im *metadata.Image) (writeResult[int64], error) {
+		exp, rec, err := ExpireToken(cfg, im, c.now().UnixMilli(), principal, mac, periodMs)
+		if err != nil {
+			return writeResult[int64]{}, err
+		}
+		return writeResult[int64]{records: []metadata.Record{rec}, resp: exp}, nil
+	})
+	return exp, err
+}
+
+// SweepExpiredDelegationTokens removes the tokens that have expired: the
+// active controller's periodic task (every
+// delegation.token.expiry.check.interval.ms; not scheduled yet).
+func (c *QuorumController) SweepExpiredDelegationTokens(ctx context.Context) error {
+	_, _, err := write(ctx, c, "sweepExpiredDelegationTokens", func(im *metadata.Image) (writeResult[struct{}], error) {
+		return writeResult[struct{}]{records: ExpiredTokens(im, c.now().UnixMilli())}, nil
+	})
+	return err
 }

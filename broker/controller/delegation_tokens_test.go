@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
 )
 
@@ -64,5 +65,33 @@ func TestDelegationTokenControl(t *testing.T) {
 	}
 	if im = replayTokens(t, im, erec); len(im.DelegationTokens) != 0 {
 		t.Fatalf("after expire: %+v", im.DelegationTokens)
+	}
+}
+
+// The controller writes the token records through the quorum: create,
+// renew and expire, refused without the secret.
+func TestQuorumControllerDelegationTokens(t *testing.T) {
+	c, _, _ := newTestController(t)
+	if _, err := c.CreateDelegationToken(ctx(t), "User:a", "User:a", nil, -1); !errors.Is(err, kerr.DelegationTokenAuthDisabled) {
+		t.Fatalf("no secret: %v", err)
+	}
+	cfg, _, err := config.Load("", []string{"delegation.token.secret.key=k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, _ = newTestControllerWith(t, func(cc *Config) { cc.Broker = cfg })
+	tok, err := c.CreateDelegationToken(ctx(t), "User:alice", "User:alice", []string{"User:bob"}, -1)
+	if err != nil || tok.ExpiryMs-tok.IssueMs != 86_400_000 || tok.MaxMs-tok.IssueMs != 604_800_000 {
+		t.Fatalf("create: %+v, %v", tok, err)
+	}
+	mac := TokenHMAC("k", tok.TokenID)
+	if exp, err := c.RenewDelegationToken(ctx(t), "User:bob", mac, 1000); err != nil || exp != tok.IssueMs+1000 {
+		t.Fatalf("renew: %d, %v", exp, err)
+	}
+	if _, err := c.ExpireDelegationToken(ctx(t), "User:alice", mac, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RenewDelegationToken(ctx(t), "User:bob", mac, 1000); !errors.Is(err, kerr.DelegationTokenNotFound) {
+		t.Fatalf("after expire: %v", err)
 	}
 }
