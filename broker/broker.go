@@ -71,16 +71,19 @@ type Broker struct {
 	registry  *prometheus.Registry
 	clusterID string
 
-	loader      *metadata.Loader
-	quorum      *quorum
-	controller  *controller.QuorumController
-	channel     *network.ControllerChannel
-	lifecycle   *lifecycleManager
-	logs        *log.Manager
-	replicas    *replica.Manager
-	groups      *group.Service
-	txn         *txn.Service
-	producerIDs *txn.ProducerIDManager
+	loader *metadata.Loader
+	// tokens serves delegation token logins (tokenCache, security.go).
+	tokens         *security.DelegationTokenCache
+	tokenCacheOnce sync.Once
+	quorum         *quorum
+	controller     *controller.QuorumController
+	channel        *network.ControllerChannel
+	lifecycle      *lifecycleManager
+	logs           *log.Manager
+	replicas       *replica.Manager
+	groups         *group.Service
+	txn            *txn.Service
+	producerIDs    *txn.ProducerIDManager
 	// markerChannel carries the transaction coordinator's
 	// WriteTxnMarkers, addPartitionsChannel the AddPartitionsToTxn of
 	// partition leaders (network.InterBrokerChannel).

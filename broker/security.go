@@ -111,6 +111,7 @@ func (b *Broker) newSaslBuilder(listener string) (*security.SaslChannelBuilder, 
 		FailedDelay:    time.Duration(cfg.GetInt("connection.failed.authentication.delay.ms")) * time.Millisecond,
 		Ssl:            b.sslFactories[listener],
 		Scram:          b.scramCredential,
+		Token:          b.tokenCache().Lookup,
 	}
 	for _, m := range sc.Mechanisms {
 		sc.MaxReauth[m] = cfg.ListenerMaxReauth(listener, m)
@@ -125,6 +126,20 @@ func (b *Broker) newSaslBuilder(listener string) (*security.SaslChannelBuilder, 
 		sc.Jaas[m] = e
 	}
 	return security.NewSaslChannelBuilder(sc)
+}
+
+// tokenCache is the broker's delegation token cache, made on first use.
+func (b *Broker) tokenCache() *security.DelegationTokenCache {
+	b.tokenCacheOnce.Do(func() {
+		secret := b.cfg.GetString("delegation.token.secret.key")
+		b.tokens = security.NewDelegationTokenCache(secret, func() *metadata.Image {
+			if b.loader == nil {
+				return nil
+			}
+			return b.loader.Image()
+		}, time.Now)
+	})
+	return b.tokens
 }
 
 // scramCredential looks a SCRAM credential up in the applied metadata.

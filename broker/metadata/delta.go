@@ -35,6 +35,7 @@ type Delta struct {
 	quotas        map[QuotaEntity]map[string]float64   // whole new maps; nil: removed
 	scram         map[ScramKey]*ScramCredential        // nil: removed
 	acls          map[uuid.UUID]*ACL                   // nil: removed
+	tokens        map[string]*DelegationToken          // nil: removed
 	nextProducer  int64
 	producerDirty bool
 }
@@ -55,6 +56,7 @@ func NewDelta(base *Image) *Delta {
 		quotas:       map[QuotaEntity]map[string]float64{},
 		scram:        map[ScramKey]*ScramCredential{},
 		acls:         map[uuid.UUID]*ACL{},
+		tokens:       map[string]*DelegationToken{},
 	}
 }
 
@@ -188,6 +190,8 @@ func (d *Delta) Replay(rec Record) error {
 		}
 	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
 		d.replayScram(rec)
+	case *DelegationTokenRecord, *RemoveDelegationTokenRecord:
+		d.replayDelegationToken(rec)
 	case *AccessControlEntryRecord, *RemoveAccessControlEntryRecord:
 		if !d.replayACL(rec) {
 			return fmt.Errorf("%T of ACL id %v does not fit the ACLs", rec, aclID(rec))
@@ -367,16 +371,17 @@ func (d *Delta) markPartition(id uuid.UUID, p int32) {
 // Apply returns the new image. The delta must not be used afterwards.
 func (d *Delta) Apply() *Image {
 	im := &Image{
-		Offset:         d.offset,
-		Epoch:          d.epoch,
-		Features:       d.base.Features,
-		Brokers:        d.base.Brokers,
-		topics:         d.base.topics,
-		Configs:        d.base.Configs,
-		NextProducerID: d.base.NextProducerID,
-		ClientQuotas:   d.applyQuotas(),
-		Scram:          d.applyScram(),
-		ACLs:           d.applyACLs(),
+		Offset:           d.offset,
+		Epoch:            d.epoch,
+		Features:         d.base.Features,
+		Brokers:          d.base.Brokers,
+		topics:           d.base.topics,
+		Configs:          d.base.Configs,
+		NextProducerID:   d.base.NextProducerID,
+		ClientQuotas:     d.applyQuotas(),
+		Scram:            d.applyScram(),
+		ACLs:             d.applyACLs(),
+		DelegationTokens: d.applyDelegationTokens(),
 	}
 	if len(d.features) > 0 {
 		im.Features = maps.Clone(d.base.Features)

@@ -32,6 +32,8 @@ type Image struct {
 	Scram map[ScramKey]ScramCredential
 	// ACLs are the access control entries (nil: none).
 	ACLs *ACLs
+	// DelegationTokens are the delegation tokens by token id.
+	DelegationTokens map[string]DelegationToken
 }
 
 // ConfigResource names a config resource: Kafka's ConfigResource.
@@ -226,6 +228,7 @@ func (im *Image) Records() []Record {
 	}
 	recs = append(recs, im.scramRecords()...)
 	recs = append(recs, im.aclRecords()...)
+	recs = append(recs, im.delegationTokenRecords()...)
 	if im.NextProducerID > 0 {
 		recs = append(recs, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: im.NextProducerID})
 	}

@@ -131,6 +131,10 @@ func newRecord(t RecordType) Record {
 		return &AccessControlEntryRecord{}
 	case RemoveAccessControlEntryRecordType:
 		return &RemoveAccessControlEntryRecord{}
+	case DelegationTokenRecordType:
+		return &DelegationTokenRecord{}
+	case RemoveDelegationTokenRecordType:
+		return &RemoveDelegationTokenRecord{}
 	}
 	return nil
 }

@@ -2,8 +2,8 @@
 // org.apache.kafka.common.security and ChannelBuilders): the SSL security
 // protocol, and SASL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) on
 // SASL_PLAINTEXT and SASL_SSL listeners. The authorizer on the ACLs of
-// the metadata image is package authorizer; delegation tokens come later
-// and slot in beside them.
+// the metadata image is package authorizer. Delegation tokens
+// (delegation_tokens.go, Kafka's DelegationTokenCache) log in over SCRAM.
 //
 // # Listeners and channel builders
 //
@@ -39,7 +39,15 @@
 //   - SCRAM-SHA-256 and SCRAM-SHA-512 (scram.go, Kafka's ScramSaslServer;
 //     the formatter is package scram): RFC 5802 with gs2 header "n" only,
 //     credentials from the metadata image (UserScramCredentialRecord),
-//     tokenauth (delegation tokens) refused for now. As Kafka, the
+//     and delegation tokens: a client-first message with the extension
+//     tokenauth=true names a token id as the user, its password is the
+//     base64 of the token's HMAC-SHA512 (keyed by
+//     delegation.token.secret.key), the credential is derived per token
+//     and mechanism with a random salt and 4096 iterations, the principal
+//     becomes the token's owner and the session is marked token
+//     authenticated (such a session may not create tokens). An expired or
+//     unknown token, or no secret, fails as Kafka's "Token Authentication
+//     failed: Invalid tokenId". As Kafka, the
 //     client-final nonce need only end with the server's (librdkafka 1.7
 //     repeats the client nonce).
 //   - OAUTHBEARER (oauthbearer.go): Kafka's unsecured validator only

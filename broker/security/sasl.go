@@ -33,6 +33,9 @@ type SaslConfig struct {
 	Jaas map[string]JaasEntry
 	// Scram looks a SCRAM credential up in the metadata image.
 	Scram func(mechanism, user string) (scram.Credential, bool)
+	// Token looks a delegation token's SCRAM credential and owner up by
+	// token id (nil: tokenauth is refused).
+	Token func(mechanism, tokenID string) (cred scram.Credential, owner string, ok bool)
 	// MaxReauth is connections.max.reauth.ms by mechanism (0 or absent:
 	// sessions do not expire unless their credential does).
 	MaxReauth map[string]time.Duration
@@ -159,6 +162,9 @@ type saslSession struct {
 	done      bool
 	principal string
 	lifetime  time.Duration
+	// tokenAuthenticated: the login used a delegation token, so it may
+	// not create tokens (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED).
+	tokenAuthenticated bool
 }
 
 func (s *saslSession) Mechanisms() []string { return slices.Clone(s.b.cfg.Mechanisms) }
@@ -176,7 +182,7 @@ func (s *saslSession) Handshake(mechanism string) error {
 		s.m = &plainServer{users: s.b.plainUsers}
 	case scram.SHA256.Name, scram.SHA512.Name:
 		mech, _ := scram.MechanismByName(mechanism)
-		s.m = &scramServer{mech: mech, lookup: s.b.cfg.Scram}
+		s.m = &scramServer{mech: mech, lookup: s.b.cfg.Scram, tokenLookup: s.b.cfg.Token}
 	case MechanismOAuthBearer:
 		s.m = &oauthServer{cfg: s.b.oauth}
 	}
@@ -194,18 +200,21 @@ func (s *saslSession) Authenticate(token []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var user string
+	var user, tokenOwner string
 	var expiry time.Time
 	switch m := s.m.(type) {
 	case *plainServer:
 		s.done, user = m.done, m.user
 	case *scramServer:
-		s.done, user = m.state == 2, m.user
+		s.done, user, tokenOwner = m.state == 2, m.user, m.tokenOwner
 	case *oauthServer:
 		s.done, user, expiry = m.done, m.principal, m.expiry
 	}
 	if s.done {
 		s.principal = "User:" + user
+		if tokenOwner != "" {
+			s.principal, s.tokenAuthenticated = tokenOwner, true
+		}
 		s.lifetime = s.sessionLifetime(expiry)
 	}
 	return out, nil
@@ -228,7 +237,10 @@ func (s *saslSession) sessionLifetime(credentialExpiry time.Time) time.Duration 
 	return left
 }
 
-func (s *saslSession) Complete() bool                 { return s.done }
+func (s *saslSession) Complete() bool { return s.done }
+
+// TokenAuthenticated reports whether the login used a delegation token.
+func (s *saslSession) TokenAuthenticated() bool       { return s.tokenAuthenticated }
 func (s *saslSession) Principal() string              { return s.principal }
 func (s *saslSession) SessionLifetime() time.Duration { return s.lifetime }
 

@@ -216,3 +216,45 @@ func FuzzSaslServers(f *testing.F) {
 		}
 	})
 }
+
+// A delegation token authenticates with tokenauth=true: the username is
+// the token id, the password the base64 HMAC, and the login's principal
+// becomes the token's owner.
+func TestScramDelegationToken(t *testing.T) {
+	hmac := []byte("0123456789abcdef0123456789abcdef")
+	pass := base64.StdEncoding.EncodeToString(hmac)
+	cred := TokenCredential(scram.SHA512, hmac)
+	b := &SaslChannelBuilder{cfg: SaslConfig{
+		Mechanisms: []string{scram.SHA512.Name},
+		Scram:      func(string, string) (scram.Credential, bool) { return scram.Credential{}, false },
+		Token: func(mech, id string) (scram.Credential, string, bool) {
+			return cred, "User:alice", mech == scram.SHA512.Name && id == "tok1"
+		},
+	}}
+	for _, c := range []struct {
+		user, pass string
+		ok         bool
+	}{{"tok1", pass, true}, {"tok1", "wrong", false}, {"tok2", pass, false}} {
+		a := fscram.Auth{User: c.user, Pass: c.pass, IsToken: true}
+		sess, msg, err := a.AsSha512Mechanism().Authenticate(context.Background(), "host")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &saslSession{b: b}
+		if err := s.Handshake(scram.SHA512.Name); err != nil {
+			t.Fatal(err)
+		}
+		for err == nil && !s.Complete() {
+			var out []byte
+			if out, err = s.Authenticate(msg); err == nil {
+				_, msg, err = sess.Challenge(out)
+			}
+		}
+		if c.ok != (err == nil) {
+			t.Fatalf("%s/%s: %v", c.user, c.pass, err)
+		}
+		if c.ok && (s.Principal() != "User:alice" || !s.TokenAuthenticated()) {
+			t.Fatalf("principal %q token %v", s.Principal(), s.TokenAuthenticated())
+		}
+	}
+}

@@ -33,6 +33,12 @@ var (
 type scramServer struct {
 	mech   scram.Mechanism
 	lookup func(mechanism, user string) (scram.Credential, bool)
+	// tokenLookup finds a delegation token's credential and owner by
+	// token id (nil: token authentication is refused).
+	tokenLookup func(mechanism, tokenID string) (cred scram.Credential, owner string, ok bool)
+	// tokenOwner is the owner principal ("User:alice") of the token the
+	// client authenticated with; empty: not a token.
+	tokenOwner string
 
 	state            int // 0: client-first expected, 1: client-final, 2: done, 3: failed
 	user             string
@@ -78,14 +84,26 @@ func (s *scramServer) clientFirst(msg string) ([]byte, error) {
 	}
 	authzid, saslName, cnonce, ext := m[1], m[2], m[3], m[4]
 	user := strings.NewReplacer("=2C", ",", "=3D", "=").Replace(saslName)
+	tokenAuth := false
 	for _, kv := range strings.Split(strings.TrimPrefix(ext, ","), ",") {
 		if k, v, _ := strings.Cut(kv, "="); k == "tokenauth" && strings.EqualFold(v, "true") {
-			// Delegation tokens are not implemented yet.
-			return nil, apierr.Errorf(kerr.SaslAuthenticationFailed, "Token Authentication failed: Invalid tokenId : %s", user)
+			tokenAuth = true
 		}
 	}
-	cred, ok := s.lookup(s.mech.Name, user)
-	if !ok {
+	var cred scram.Credential
+	var ok bool
+	if tokenAuth {
+		// Kafka's ScramSaslServer: the username is the token id, the
+		// credential the token's, the principal its owner.
+		var owner string
+		if s.tokenLookup != nil {
+			cred, owner, ok = s.tokenLookup(s.mech.Name, user)
+		}
+		if !ok {
+			return nil, apierr.Errorf(kerr.SaslAuthenticationFailed, "Token Authentication failed: Invalid tokenId : %s", user)
+		}
+		s.tokenOwner = owner
+	} else if cred, ok = s.lookup(s.mech.Name, user); !ok {
 		return nil, scramFail(s.mech.Name)
 	}
 	if authzid != "" && authzid != user {
@@ -133,4 +151,11 @@ func secureRandomString() string {
 		panic(fmt.Sprintf("scram: random: %v", err))
 	}
 	return n.Text(36)
+}
+
+// TokenCredential derives a delegation token's SCRAM credential for a
+// mechanism, as Kafka's DelegationTokenManager: the password is the
+// base64 of the token's HMAC, salted with a random salt, 4096 iterations.
+func TokenCredential(m scram.Mechanism, hmac []byte) scram.Credential {
+	return m.NewCredential(base64.StdEncoding.EncodeToString(hmac), m.MinIterations)
 }
