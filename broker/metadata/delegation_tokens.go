@@ -14,7 +14,7 @@ import (
 // Record API keys of the delegation token records.
 const (
 	DelegationTokenRecordType       RecordType = 10
-	RemoveDelegationTokenRecordType RecordType = 24
+	RemoveDelegationTokenRecordType RecordType = 26
 )
 
 // DelegationToken is a token's information (Kafka's TokenInformation).
@@ -71,7 +71,7 @@ func (x *DelegationTokenRecord) decode(r *reader, _ int16) {
 	r.tags(nil)
 }
 
-// RemoveDelegationTokenRecord (key 24, v0) removes an expired token.
+// RemoveDelegationTokenRecord (key 26, v0) removes an expired token.
 type RemoveDelegationTokenRecord struct {
 	TokenID string
 }
