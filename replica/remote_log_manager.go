@@ -244,7 +244,7 @@ func (r *RemoteLogManager) Read(ctx context.Context, tp remote.TopicIdPartition,
 		return none, fmt.Errorf("fetching remote segment %s: %w", m.ID, err)
 	}
 	defer rc.Close()
-	recs, first, next, err := readBatchesFrom(bufio.NewReaderSize(rc, 64<<10), offset, int64(maxBytes), minOneMessage)
+	recs, first, next, err := readBatchesFrom(bufio.NewReaderSize(rc, 64<<10), offset, int64(maxBytes), int64(m.SegmentSizeInBytes)-pos, minOneMessage)
 	if err != nil {
 		return none, fmt.Errorf("reading remote segment %s: %w", m.ID, err)
 	}
@@ -304,8 +304,10 @@ func (r *RemoteLogManager) positionOf(ctx context.Context, m *remote.RemoteLogSe
 }
 
 // readBatchesFrom skips batches ending before offset, then reads whole
-// batches up to maxBytes.
-func readBatchesFrom(r io.Reader, offset, maxBytes int64, minOneMessage bool) (recs []byte, first, next int64, err error) {
+// batches up to maxBytes. remaining is what the segment's metadata says
+// is left from here: a batch claiming more is corrupt, and no length read
+// from the store allocates more than that.
+func readBatchesFrom(r io.Reader, offset, maxBytes, remaining int64, minOneMessage bool) (recs []byte, first, next int64, err error) {
 	first, next = -1, -1
 	hdr := make([]byte, log.BatchHeaderSize)
 	for {
@@ -320,6 +322,10 @@ func readBatchesFrom(r io.Reader, offset, maxBytes int64, minOneMessage bool) (r
 			return nil, -1, -1, err
 		}
 		size := int64(h.TotalSize())
+		if size > remaining {
+			return nil, -1, -1, fmt.Errorf("batch at offset %d claims %d bytes, past the segment's end (%d left)", h.BaseOffset, size, remaining)
+		}
+		remaining -= size
 		if h.LastOffset() < offset {
 			if _, err := io.CopyN(io.Discard, r, size-log.BatchHeaderSize); err != nil {
 				return nil, -1, -1, err

@@ -260,3 +260,20 @@ func TestRemoteLogManagerFailedAndAbandonedCopies(t *testing.T) {
 		t.Fatalf("cleaning up an abandoned copy moved the log start to %d", l.LogStartOffset())
 	}
 }
+
+// A batch from the store claiming more bytes than its segment has left is
+// refused before anything is allocated for it.
+func TestRemoteReadRefusesOversizedBatch(t *testing.T) {
+	b := log.NewBatchBuilder(0)
+	b.Add(time.Now().UnixMilli(), nil, []byte("v"))
+	raw, _ := b.Build(nil)
+	bad := slices.Clone(raw)
+	bad[8], bad[9], bad[10], bad[11] = 0x7f, 0xff, 0xff, 0xff // length
+	if _, _, _, err := readBatchesFrom(bytes.NewReader(bad), 0, 1<<20, int64(len(bad)), true); err == nil {
+		t.Fatal("a batch claiming 2 GiB was read")
+	}
+	recs, first, next, err := readBatchesFrom(bytes.NewReader(raw), 0, 1<<20, int64(len(raw)), true)
+	if err != nil || !bytes.Equal(recs, raw) || first != 0 || next != 1 {
+		t.Fatalf("good batch: %v first %d next %d", err, first, next)
+	}
+}
