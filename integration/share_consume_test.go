@@ -99,8 +99,9 @@ func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
 	tally := &shareTally{seen: map[uint64][]int32{}}
 	ctx, cancel := context.WithCancel(ctxTimeout(t, 2*time.Minute))
 	var wg sync.WaitGroup
+	var consumers []*kgo.Client
 	for range 3 {
-		shareConsumer(ctx, t, b.Seed(), "workers", "queue", tally, kgo.AckAccept, &wg)
+		consumers = append(consumers, shareConsumer(ctx, t, b.Seed(), "workers", "queue", tally, kgo.AckAccept, &wg))
 	}
 	eventually(t, time.Minute, func() error {
 		if d := tally.distinct(); d < n {
@@ -117,6 +118,12 @@ func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
 	})
 	cancel()
 	wg.Wait()
+	// The last records' acknowledgements may still be queued in the
+	// clients: closing a share consumer sends them with its final
+	// ShareFetch.
+	for _, cl := range consumers {
+		cl.Close()
+	}
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
 	for v, dcs := range tally.seen {
@@ -126,10 +133,14 @@ func TestShareConsumersReadEveryRecordOnce(t *testing.T) {
 	}
 	t.Logf("%d records delivered once each across three share consumers", tally.total)
 	// Kafka's share-group metrics count them.
-	m := scrape(t, b.MetricsAddr().String())
-	if v, _ := metric(m, `kafka_server_share_group_metrics_record_acknowledgement_total{ack_type="Accept"}`); v < n+100 {
-		t.Errorf("record_acknowledgement Accept %v, want at least %d", v, n+100)
-	}
+	var m map[string]float64
+	eventually(t, 10*time.Second, func() error {
+		m = scrape(t, b.MetricsAddr().String())
+		if v, _ := metric(m, `kafka_server_share_group_metrics_record_acknowledgement_total{ack_type="Accept"}`); v < n+100 {
+			return fmt.Errorf("record_acknowledgement Accept %v, want at least %d", v, n+100)
+		}
+		return nil
+	})
 	if v, _ := metric(m, "kafka_server_brokertopicmetrics_totalsharefetchrequests_total"); v == 0 {
 		t.Error("no share fetch counted")
 	}
