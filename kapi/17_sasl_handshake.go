@@ -42,6 +42,9 @@ type SaslServer interface {
 	// SessionLifetime is how long the session may last before the client
 	// must re-authenticate (KIP-368); 0: no limit.
 	SessionLifetime() time.Duration
+	// TokenAuthenticated reports whether the login used a delegation
+	// token (SCRAM with tokenauth=true).
+	TokenAuthenticated() bool
 }
 
 // SaslHandshakeKey and SaslAuthenticateKey are the API keys the socket

@@ -31,7 +31,13 @@ type Request struct {
 	// client certificate, else the mapped subject of the certificate
 	// (ssl.principal.mapping.rules). For the authorizer to come.
 	Principal string
-	Received  time.Time
+	// SecurityProtocol is the listener's: PLAINTEXT, SSL, SASL_PLAINTEXT
+	// or SASL_SSL.
+	SecurityProtocol string
+	// TokenAuthenticated: the connection logged in with a delegation
+	// token (such a connection may not manage tokens, as in Kafka).
+	TokenAuthenticated bool
+	Received           time.Time
 }
 
 // Response is what the handler hands back to the socket server for one

@@ -39,9 +39,10 @@ func (c *connection) authenticate() bool {
 	s := c.server
 	b := s.builders[c.processor.listener]
 	if b == nil {
-		c.principal = anonymousPrincipal
+		c.principal, c.protocol = anonymousPrincipal, "PLAINTEXT"
 		return true
 	}
+	c.protocol = b.SecurityProtocol()
 	limit := time.Duration(s.receiveTimeout.Load())
 	if limit <= 0 {
 		limit = s.cfg.ConnectionsMaxIdle

@@ -56,6 +56,11 @@ type connection struct {
 	// principal is the connection's ("User:ANONYMOUS" on a PLAINTEXT
 	// listener), set by authenticate before the first request.
 	principal string
+	// protocol is the listener's security protocol (PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL); tokenAuth: the SASL login used a
+	// delegation token. Both set before the first request is read.
+	protocol  string
+	tokenAuth bool
 	// sasl is the SASL state on a SASL listener (nil otherwise).
 	sasl *saslConn
 

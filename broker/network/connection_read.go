@@ -136,17 +136,19 @@ func (c *connection) parseHeader(r *request) bool {
 		c.lastClientID = string(h.ClientID)
 	}
 	r.Request = kapi.Request{
-		APIKey:        h.APIKey,
-		APIVersion:    h.APIVersion,
-		CorrelationID: h.CorrelationID,
-		ClientID:      c.lastClientID,
-		Body:          body,
-		Size:          len(fb.b),
-		Listener:      c.processor.listener,
-		ClientAddr:    c.nc.RemoteAddr(),
-		ConnID:        c.id,
-		Principal:     c.principal,
-		Received:      received,
+		APIKey:             h.APIKey,
+		APIVersion:         h.APIVersion,
+		CorrelationID:      h.CorrelationID,
+		ClientID:           c.lastClientID,
+		Body:               body,
+		Size:               len(fb.b),
+		Listener:           c.processor.listener,
+		ClientAddr:         c.nc.RemoteAddr(),
+		ConnID:             c.id,
+		Principal:          c.principal,
+		SecurityProtocol:   c.protocol,
+		TokenAuthenticated: c.tokenAuth,
+		Received:           received,
 	}
 	r.respondFn = r.respond
 	return true

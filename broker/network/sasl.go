@@ -169,6 +169,7 @@ func (c *connection) saslComplete() error {
 	c.mu.Lock()
 	c.principal = p
 	c.mu.Unlock()
+	c.tokenAuth = sc.server.TokenAuthenticated()
 	sc.stage, sc.reauth, sc.expiry = saslDone, false, time.Time{}
 	if d := sc.server.SessionLifetime(); d > 0 {
 		sc.expiry = time.Now().Add(d)
