@@ -288,6 +288,7 @@ func (b *Broker) newRequestHandler() *kapi.Handler {
 		CompleteGroupTransaction: func(tp replica.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool, timeout time.Duration, done func(error)) {
 			b.groups.CompleteTransaction(tp.Partition, pid, epoch, coordinatorEpoch, commit, timeout, done)
 		},
+		DelegationTokenHMAC: b.delegationTokenHMAC(),
 		MutationQuotas: quota.NewMutationQuotas(
 			func() map[metadata.QuotaEntity]map[string]float64 { return b.loader.Image().ClientQuotas },
 			int(cfg.GetInt("controller.quota.window.num")),

@@ -142,6 +142,15 @@ func (b *Broker) tokenCache() *security.DelegationTokenCache {
 	return b.tokens
 }
 
+// delegationTokenHMAC is the HMAC of a token id for kapi's token APIs;
+// nil when delegation.token.secret.key is not set (tokens disabled).
+func (b *Broker) delegationTokenHMAC() func(string) []byte {
+	if b.cfg.GetString("delegation.token.secret.key") == "" {
+		return nil
+	}
+	return b.tokenCache().HMAC
+}
+
 // scramCredential looks a SCRAM credential up in the applied metadata.
 func (b *Broker) scramCredential(mechanism, user string) (scram.Credential, bool) {
 	m, ok := scram.MechanismByName(mechanism)

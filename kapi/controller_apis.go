@@ -9,6 +9,9 @@ package kapi
 //     IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders,
 //     UpdateFeatures, AlterUserScramCredentials, CreateAcls and DeleteAcls, forwarded by brokers (or sent by an admin client
 //     with --bootstrap-controller), and AllocateProducerIds.
+//   - CreateDelegationToken, RenewDelegationToken and
+//     ExpireDelegationToken, forwarded by brokers in an Envelope (see
+//     58_envelope.go) that names the client's principal.
 //   - DescribeQuorum (KIP-595).
 //   - AlterPartition, from partition leaders (see 56_alter_partition.go).
 //   - The metadata quorum's own messages, on a Moldau-private API key that
@@ -35,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/apierr"
+	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/security/authorizer"
 )
 
@@ -59,6 +63,11 @@ type ControllerAPI interface {
 	AlterUserScramCredentials(context.Context, *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, error)
 	CreateAcls(context.Context, *kmsg.CreateACLsRequest) (*kmsg.CreateACLsResponse, error)
 	DeleteAcls(context.Context, *kmsg.DeleteACLsRequest) (*kmsg.DeleteACLsResponse, error)
+	// Delegation tokens (38-40): principals are "Type:name".
+	CreateDelegationToken(ctx context.Context, owner, requester string, renewers []string, maxLifetimeMs int64) (metadata.DelegationToken, error)
+	DelegationTokenHMAC(tokenID string) []byte
+	RenewDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (int64, error)
+	ExpireDelegationToken(ctx context.Context, principal string, hmac []byte, periodMs int64) (int64, error)
 }
 
 // QuorumAPI is the metadata quorum as the controller plane calls it.
@@ -101,6 +110,9 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{31, 0, 3}, // DeleteAcls
 	{33, 0, 2}, // AlterConfigs
 	{37, 0, 3}, // CreatePartitions
+	{38, 0, 3}, // CreateDelegationToken
+	{39, 0, 2}, // RenewDelegationToken
+	{40, 0, 2}, // ExpireDelegationToken
 	{43, 0, 2}, // ElectLeaders
 	{44, 0, 1}, // IncrementalAlterConfigs
 	{45, 0, 1}, // AlterPartitionReassignments
@@ -110,6 +122,7 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{55, 0, 2}, // DescribeQuorum
 	{56, 0, 3}, // AlterPartition
 	{57, 0, 2}, // UpdateFeatures
+	{58, 0, 0}, // Envelope
 	{62, 0, 4}, // BrokerRegistration
 	{63, 0, 1}, // BrokerHeartbeat
 	{64, 0, 0}, // UnregisterBroker
@@ -170,6 +183,11 @@ func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func
 	}
 	var resp kmsg.Response
 	if h.clusterAction(r) {
+		principal := r.Principal
+		if principal == "" {
+			principal = anonymousPrincipal
+		}
+		ctx = withCaller(ctx, caller{principal: principal, tokenAuth: r.TokenAuthenticated, protocol: r.SecurityProtocol})
 		resp, err = h.Dispatch(ctx, kreq)
 	} else {
 		err = apierr.Errorf(kerr.ClusterAuthorizationFailed, "Request %s on the controller listener is not authorized.", kmsg.NameForKey(r.APIKey))
@@ -239,6 +257,14 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.CreateAcls(ctx, req)
 	case *kmsg.DeleteACLsRequest:
 		return c.DeleteAcls(ctx, req)
+	case *kmsg.CreateDelegationTokenRequest:
+		return h.createDelegationToken(ctx, req)
+	case *kmsg.RenewDelegationTokenRequest:
+		return h.renewDelegationToken(ctx, req)
+	case *kmsg.ExpireDelegationTokenRequest:
+		return h.expireDelegationToken(ctx, req)
+	case *kmsg.EnvelopeRequest:
+		return h.dispatchEnvelope(ctx, req)
 	case *kmsg.DescribeQuorumRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)

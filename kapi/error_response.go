@@ -196,6 +196,16 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 			resp.Results = append(resp.Results, r)
 		}
 		return resp
+	case *kmsg.CreateDelegationTokenRequest:
+		return createTokenError(req, code, tokenOwner(req, anonymousPrincipal), anonymousPrincipal)
+	case *kmsg.RenewDelegationTokenRequest:
+		return renewTokenResponse(req, code, -1)
+	case *kmsg.ExpireDelegationTokenRequest:
+		return expireTokenResponse(req, code, -1)
+	case *kmsg.EnvelopeRequest:
+		resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
+		resp.ErrorCode = code
+		return resp
 	}
 	return nil
 }
@@ -252,6 +262,14 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 			codes = append(codes, u.ErrorCode)
 		}
 	case *kmsg.UnregisterBrokerResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.CreateDelegationTokenResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.RenewDelegationTokenResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.ExpireDelegationTokenResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.EnvelopeResponse:
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.ListPartitionReassignmentsResponse:
 		codes = append(codes, r.ErrorCode)

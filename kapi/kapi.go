@@ -48,6 +48,9 @@ type Config struct {
 	// BrokerEpoch is this broker's epoch from its registration (-1
 	// before it registered); AllocateProducerIds carries it.
 	BrokerEpoch func() int64
+	// DelegationTokenHMAC is the HMAC of a delegation token id under
+	// delegation.token.secret.key; nil: delegation tokens are disabled.
+	DelegationTokenHMAC func(tokenID string) []byte
 	// MutationQuotas are the controller mutation quotas (KIP-599); nil:
 	// none.
 	MutationQuotas *quota.MutationQuotas

@@ -125,6 +125,7 @@ func (c *QuorumController) SetRaft(r RaftClient) { c.cfg.Raft = r }
 // Start runs the event loop and the timers.
 func (c *QuorumController) Start() {
 	c.startLeaderBalance() // before the loop, which reads its schedule
+	c.startTokenSweep()
 	c.g.Go(c.run)
 	c.g.Every(c.cfg.SessionTimeout/8+time.Millisecond, func() {
 		c.queue.push(event{"fenceStaleBrokers", c.fenceStaleBrokers})

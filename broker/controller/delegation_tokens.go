@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/sha512"
 	"encoding/base64"
+	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -21,9 +23,11 @@ import (
 // written: it is the HMAC-SHA512 of the token id keyed by
 // delegation.token.secret.key, recomputed wherever it is needed.
 //
-// The QuorumController methods below write the decisions; the periodic
-// sweep of expired tokens (delegation.token.expiry.check.interval.ms) is
-// not scheduled yet, nor do the kapi handlers (APIs 38-41) exist yet.
+// The QuorumController methods below write the decisions (kapi's
+// controller plane calls them for APIs 38-40, with the principal the
+// forwarding broker put in the Envelope); the active controller sweeps
+// expired tokens every delegation.token.expiry.check.interval.ms
+// (startTokenSweep).
 
 // TokenConfig is the controller's delegation token configuration.
 type TokenConfig struct {
@@ -153,18 +157,14 @@ func ExpiredTokens(im *metadata.Image, nowMs int64) []metadata.Record {
 }
 
 // tokenConfig reads the delegation token configs of the controller's
-// broker config (delegation.token.master.key is Kafka's deprecated name
-// of the secret).
+// broker config (Kafka 4 no longer reads the deprecated
+// delegation.token.master.key; neither does Moldau).
 func (c *QuorumController) tokenConfig() TokenConfig {
 	b := c.cfg.Broker
 	if b == nil {
 		return TokenConfig{}
 	}
-	secret := b.GetString("delegation.token.secret.key")
-	if secret == "" {
-		secret = b.GetString("delegation.token.master.key")
-	}
-	return TokenConfig{SecretKey: secret,
+	return TokenConfig{SecretKey: b.GetString("delegation.token.secret.key"),
 		MaxLifetimeMs: b.GetLong("delegation.token.max.lifetime.ms"),
 		RenewPeriodMs: b.GetLong("delegation.token.expiry.time.ms")}
 }
@@ -212,9 +212,32 @@ func (c *QuorumController) ExpireDelegationToken(ctx context.Context, principal 
 	return exp, err
 }
 
+// DelegationTokenHMAC is the HMAC of a token id under this controller's
+// secret, for the CreateDelegationToken response.
+func (c *QuorumController) DelegationTokenHMAC(tokenID string) []byte {
+	return TokenHMAC(c.tokenConfig().SecretKey, tokenID)
+}
+
+// startTokenSweep runs SweepExpiredDelegationTokens every
+// delegation.token.expiry.check.interval.ms while tokens are enabled
+// (Kafka's expireTokens task); on a controller that is not active the
+// write answers NOT_CONTROLLER and nothing happens.
+func (c *QuorumController) startTokenSweep() {
+	if c.cfg.Broker == nil || c.tokenConfig().SecretKey == "" {
+		return
+	}
+	interval := time.Duration(c.cfg.Broker.GetLong("delegation.token.expiry.check.interval.ms")) * time.Millisecond
+	c.g.Every(interval, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.SweepExpiredDelegationTokens(ctx); err != nil && !errors.Is(err, kerr.NotController) {
+			c.log.Warn("sweeping expired delegation tokens failed", "err", err)
+		}
+	})
+}
+
 // SweepExpiredDelegationTokens removes the tokens that have expired: the
-// active controller's periodic task (every
-// delegation.token.expiry.check.interval.ms; not scheduled yet).
+// active controller's periodic task (startTokenSweep).
 func (c *QuorumController) SweepExpiredDelegationTokens(ctx context.Context) error {
 	_, _, err := write(ctx, c, "sweepExpiredDelegationTokens", func(im *metadata.Image) (writeResult[struct{}], error) {
 		return writeResult[struct{}]{records: ExpiredTokens(im, c.now().UnixMilli())}, nil
