@@ -88,6 +88,25 @@ func waitReady(t testing.TB, bs ...*broker.Broker) {
 			t.Fatal(err)
 		}
 	}
+	// A node is ready once it is unfenced itself; its image may not yet
+	// show the others unfenced, and a client's first Metadata from it
+	// would then list fewer brokers, which kgo keeps until its next
+	// refresh (metadata.max.age.ms: minutes). Wait until every node sees
+	// them all.
+	eventually(t, 30*time.Second, func() error {
+		for i, b := range bs {
+			unfenced := 0
+			for _, br := range b.Metadata().Brokers {
+				if !br.Fenced {
+					unfenced++
+				}
+			}
+			if unfenced < len(bs) {
+				return fmt.Errorf("node %d of %d sees %d unfenced brokers", i+1, len(bs), unfenced)
+			}
+		}
+		return nil
+	})
 }
 
 // Three nodes in one process form one cluster: a topic created through one
@@ -240,10 +259,15 @@ func TestThreeNodeClusterInProcess(t *testing.T) {
 	if na := bs[(ai+1)%3].ActiveController(); na == active || na < 0 {
 		t.Fatalf("active controller still %d", na)
 	}
-	topics, err := oa.ListTopics(ctx)
-	if err != nil || !topics.Has("spread") || !topics.Has("after-failover") {
-		t.Fatalf("topics after failover: %v %v", topics.Names(), err)
-	}
+	// The creation was answered by the new active controller's broker
+	// once it had the topic; the node asked now may be a moment behind.
+	eventually(t, 10*time.Second, func() error {
+		topics, err := oa.ListTopics(ctx)
+		if err != nil || !topics.Has("spread") || !topics.Has("after-failover") {
+			return fmt.Errorf("topics after failover: %v %v", topics.Names(), err)
+		}
+		return nil
+	})
 }
 
 // Three `moldau serve` processes started from Kafka's KRaft combined-mode
