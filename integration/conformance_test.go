@@ -17,8 +17,8 @@ import (
 // TestKgoConformance runs franz-go's own kgo integration tests (from the
 // module cache, at the version in go.mod, built with -race) against a
 // Moldau broker, and requires every test in testdata/kgo-must-pass.txt to
-// pass with none of its subtests skipped (the broker finalizes
-// share.version 1 first, so that the share-group tests run). TestTxnEtl
+// pass with none of its subtests skipped (share.version 1, a new
+// cluster's, is waited for, so that the share-group tests run). TestTxnEtl
 // runs a second time with KGO_TEST_UNSAFE=1 (EndAndBeginTransaction's
 // unsafe mode, which begins the next transaction before EndTxn is
 // answered), and TestGroupETL with KGO_TEST_CHAOS=1. Tests of the suite that are not on the list run

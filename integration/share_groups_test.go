@@ -28,9 +28,9 @@ var shareGroupBroker = []string{
 	"group.share.heartbeat.interval.ms=200",
 }
 
-// enableShareGroups finalizes share.version 1 (a new Moldau cluster
-// finalizes 0, as Kafka 4.1's preview did) and waits until every broker
-// serves the share group APIs.
+// enableShareGroups finalizes share.version 1 (a new cluster's already;
+// the tests say that they need it) and waits until every broker serves
+// the share group APIs.
 func enableShareGroups(t testing.TB, seeds ...string) {
 	t.Helper()
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -312,23 +312,37 @@ func TestShareGroupAPIVersions(t *testing.T) {
 		}
 		return got, share
 	}
-	// A new cluster finalizes share.version 0: no share API is
-	// advertised (kapi's tests send one anyway: UNSUPPORTED_VERSION).
-	got, share := versions()
-	for _, key := range []int16{76, 77, 78, 79, 90, 91, 92} {
-		if _, ok := got[key]; ok || share != 0 {
-			t.Fatalf("share.version %d, key %d advertised %v", share, key, got[key])
+	// A new cluster finalizes share.version 1, as Kafka 4.2's.
+	check := func(when string) {
+		t.Helper()
+		got, share := versions()
+		if share != 1 || got[76] != [2]int16{1, 1} || got[77] != [2]int16{1, 1} || got[78] != [2]int16{1, 2} || got[79] != [2]int16{1, 2} {
+			t.Fatalf("%s: share.version %d: 76 %v 77 %v 78 %v 79 %v", when, share, got[76], got[77], got[78], got[79])
+		}
+		if got[90] != [2]int16{0, 1} || got[91] != [2]int16{0, 0} || got[92] != [2]int16{0, 0} {
+			t.Fatalf("%s: share group offsets: 90 %v 91 %v 92 %v", when, got[90], got[91], got[92])
 		}
 	}
+	check("a new cluster")
+	// Downgraded to 0, no share API is advertised (kapi's tests send one
+	// anyway: UNSUPPORTED_VERSION); upgraded again, they all are.
+	adm := newAdmin(t, b.Seed())
+	if res, err := adm.UpdateFeatures(ctxTimeout(t, 10*time.Second), false, kadm.FeatureUpdate{Feature: "share.version", MaxVersionLevel: 0, UpgradeType: 2}); err != nil || res.Error() != nil {
+		t.Fatalf("share.version 0: %v %v", err, res.Error())
+	}
+	eventually(t, 20*time.Second, func() error {
+		cl = newClient(t, b.Seed())
+		got, share := versions()
+		for _, key := range []int16{76, 77, 78, 79, 90, 91, 92} {
+			if _, ok := got[key]; ok || share != 0 {
+				return fmt.Errorf("share.version %d, key %d advertised %v", share, key, got[key])
+			}
+		}
+		return nil
+	})
 	enableShareGroups(t, b.Seed())
 	cl = newClient(t, b.Seed())
-	got, share = versions()
-	if share != 1 || got[76] != [2]int16{1, 1} || got[77] != [2]int16{1, 1} || got[78] != [2]int16{1, 2} || got[79] != [2]int16{1, 2} {
-		t.Fatalf("share.version %d: 76 %v 77 %v 78 %v 79 %v", share, got[76], got[77], got[78], got[79])
-	}
-	if got[90] != [2]int16{0, 1} || got[91] != [2]int16{0, 0} || got[92] != [2]int16{0, 0} {
-		t.Fatalf("share group offsets: 90 %v 91 %v 92 %v", got[90], got[91], got[92])
-	}
+	check("upgraded again")
 }
 
 // A share group, its members' epochs and assignments survive a clean

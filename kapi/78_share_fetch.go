@@ -13,9 +13,8 @@ package kapi
 //     cutting a batch) and is_renew_ack (KIP-1222: acknowledge type 4
 //     renews the lock; a renewing request fetches nothing).
 //
-// Served while the cluster finalizes share.version 1 (share groups are
-// opt-in, as Kafka 4.1's preview: kafka-features.sh upgrade --feature
-// share.version=1); otherwise UNSUPPORTED_VERSION. READ on the group,
+// Served while the cluster finalizes share.version 1 (a new cluster's, as
+// Kafka 4.2's); otherwise UNSUPPORTED_VERSION. READ on the group,
 // READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions);
 // an unknown topic id is UNKNOWN_TOPIC_ID. Records are spliced from the
 // log without copying, as Fetch's.

@@ -40,11 +40,9 @@ const EligibleLeaderReplicasFeature = "eligible.leader.replicas.version"
 
 // ShareVersionFeature is Kafka's share.version (KIP-932): at 1 the share
 // group APIs are served, at 0 they answer UNSUPPORTED_VERSION and
-// ApiVersions leaves out those a client would use. Kafka 4.2 finalizes 1
-// for a new cluster; Moldau still finalizes 0 (as Kafka 4.1 did): with 1
-// by default a three-node test saw a client's cached Metadata list two
-// of three brokers for 15 s, not understood yet. An operator turns share
-// groups on with UpdateFeatures (kafka-features.sh upgrade --feature
+// ApiVersions leaves them out. A new cluster finalizes 1, as Kafka 4.2's
+// does; a cluster formatted before Moldau had share groups stays at 0
+// until UpdateFeatures raises it (kafka-features.sh upgrade --feature
 // share.version=1). It has no dependencies.
 const ShareVersionFeature = "share.version"
 
@@ -55,12 +53,12 @@ const ShareVersionFeature = "share.version"
 // 4.0-IV3 finalizes it (TV_2 needs 4.0-IV2). The group coordinator adds
 // group.version when the protocol it gates is served.
 // eligible.leader.replicas.version defaults to 1, as Kafka 4.1 and later
-// finalize it for a new cluster; share.version to 0 (see ShareVersionFeature).
+// finalize it for a new cluster; share.version to 1, as Kafka 4.2 does.
 var SupportedFeatures = []FeatureRange{
 	{Name: MetadataVersionFeature, Min: 7, Max: 25, Default: 25},
 	{Name: TransactionVersionFeature, Min: 0, Max: 2, Default: 2},
 	{Name: EligibleLeaderReplicasFeature, Min: 0, Max: 1, Default: 1},
-	{Name: ShareVersionFeature, Min: 0, Max: 1, Default: 0},
+	{Name: ShareVersionFeature, Min: 0, Max: 1, Default: 1},
 }
 
 // ShareGroupsEnabled is Kafka's isShareGroupProtocolEnabled: the cluster
