@@ -145,6 +145,9 @@ func UserOf(principal string) string {
 // within its quota, and always zero without a quota, when nothing is
 // recorded.
 func (m *ClientQuotaManager) Record(user, clientID string, value float64) time.Duration {
+	if !m.anyQuota() {
+		return 0
+	}
 	now := m.cfg.Now().UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -192,6 +195,9 @@ func (m *ClientQuotaManager) Throttled(user, clientID string, d time.Duration) {
 // over samples-1 windows); ok is false without a quota. A consumer's
 // fetch is bounded by it.
 func (m *ClientQuotaManager) MaxValueInWindow(user, clientID string) (v float64, ok bool) {
+	if !m.anyQuota() {
+		return 0, false
+	}
 	now := m.cfg.Now().UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -204,8 +210,21 @@ func (m *ClientQuotaManager) MaxValueInWindow(user, clientID string) (v float64,
 
 // Quota is the bound that applies to the client, ok false if none.
 func (m *ClientQuotaManager) Quota(user, clientID string) (float64, bool) {
-	b, _, ok := resolve(m.cfg.Image().ClientQuotas, m.cfg.Type.Key(), user, clientID)
+	im := m.cfg.Image()
+	if im == nil {
+		return 0, false
+	}
+	b, _, ok := resolve(im.ClientQuotas, m.cfg.Type.Key(), user, clientID)
 	return b, ok
+}
+
+// anyQuota is false when the image has no client quota at all: then
+// nothing is recorded and no lock is taken (Kafka's quotasEnabled). The
+// sensors of removed quotas are dropped when a scrape or a later record
+// reads a newer image.
+func (m *ClientQuotaManager) anyQuota() bool {
+	im := m.cfg.Image()
+	return im != nil && len(im.ClientQuotas) > 0
 }
 
 // sensorFor is the sensor of the client's quota, nil without one. m.mu
