@@ -293,12 +293,34 @@ func (b *Broker) newRequestHandler() *kapi.Handler {
 			func() map[metadata.QuotaEntity]map[string]float64 { return b.loader.Image().ClientQuotas },
 			int(cfg.GetInt("controller.quota.window.num")),
 			time.Duration(cfg.GetInt("controller.quota.window.size.seconds"))*time.Second, nil),
+		ClientQuotas:               b.newClientQuotas(),
 		Txn:                        b.txn,
 		Share:                      b.share,
 		SharePartitions:            b.sharePartitions,
 		VerifyTransactionalProduce: b.verifyProduce,
 		Authorizer:                 b.authorizer,
 	})
+}
+
+// newClientQuotas are the produce, fetch and request quota managers
+// (Kafka's QuotaManagers), reading the quotas from the current image, with
+// their sensors' metrics in the broker's registry. The request quota's
+// throttle is bounded by one window, as Kafka's ClientRequestQuotaManager.
+func (b *Broker) newClientQuotas() *kapi.ClientQuotas {
+	cfg := b.cfg
+	samples := int(cfg.GetInt("quota.window.num"))
+	window := time.Duration(cfg.GetInt("quota.window.size.seconds")) * time.Second
+	mk := func(t quota.Type, maxThrottle time.Duration) *quota.ClientQuotaManager {
+		return quota.NewClientQuotaManager(quota.Config{
+			Type: t, Image: b.loader.Image, Samples: samples, Window: window,
+			MaxThrottle: maxThrottle, Registerer: b.registry,
+		})
+	}
+	return &kapi.ClientQuotas{
+		Produce: mk(quota.Produce, 0),
+		Fetch:   mk(quota.Fetch, 0),
+		Request: mk(quota.Request, window),
+	}
 }
 
 // newMetadataQuorum opens the metadata log and, for a node with the

@@ -29,6 +29,10 @@ package kapi
 // from v12 added to the transaction (Config.VerifyTransactionalProduce);
 // a partition the coordinator refuses gets its error and is not appended.
 //
+// Client quotas (client_quotas.go): the request's size counts against
+// producer_byte_rate, and a throttled response carries the throttle time
+// and mutes the connection after it; acks=0 mutes it with no response.
+//
 // acks=0 gets no response; if any partition failed, the connection is
 // closed instead, as Kafka does, so the producer learns something is wrong.
 // A missing topic is auto-created when auto.create.topics.enable is set.
@@ -125,6 +129,10 @@ func (h *Handler) handleProduce(rc *RequestContext, kreq kmsg.Request) {
 		if anyErr && req.Version >= 10 {
 			h.addProduceLeaderHints(rc.Listener, resp)
 		}
+		// producer_byte_rate counts the request's size, appended or
+		// not, as Kafka's; acks=0 is exempt from the request quota.
+		rc.recordBandwidth(h.cfg.ClientQuotas.produce(), float64(rc.Size))
+		rc.q.noRequestQuota = req.Acks == 0
 		if req.Acks == 0 {
 			if anyErr {
 				rc.closeAfter = "acks=0 produce failed for at least one partition"

@@ -41,6 +41,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/quota"
 	az "github.com/moldau/moldau/broker/security/authorizer"
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/replica"
@@ -66,6 +67,17 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 	if limit := h.cfg.Broker.FetchMaxBytes; maxBytes <= 0 || maxBytes > limit {
 		maxBytes = limit
 	}
+	// A consumer reads at most what its consumer_byte_rate allows over
+	// the quota window, as Kafka's maxQuotaWindowBytes.
+	fetchQuota := h.cfg.ClientQuotas.fetch()
+	if replicaID >= 0 {
+		fetchQuota = nil
+	}
+	if fetchQuota != nil {
+		if v, ok := fetchQuota.MaxValueInWindow(rc.quotaUser(), rc.ClientID); ok && v < float64(maxBytes) {
+			maxBytes = int32(max(v, 1))
+		}
+	}
 	replicaEpoch := int64(-1)
 	if req.Version >= 15 {
 		replicaEpoch = req.ReplicaState.Epoch
@@ -74,7 +86,7 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 		ReplicaID:     replicaID,
 		ReplicaEpoch:  replicaEpoch,
 		MaxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
-		MinBytes:      req.MinBytes,
+		MinBytes:      min(req.MinBytes, maxBytes),
 		MaxBytes:      maxBytes,
 		ReadCommitted: req.IsolationLevel == 1,
 	}
@@ -111,12 +123,49 @@ func (h *Handler) handleFetch(rc *RequestContext, kreq kmsg.Request) {
 		for i := range results {
 			byItem[idx[i]] = &results[i]
 		}
+		if replicaID >= 0 {
+			rc.q.noRequestQuota = true // a follower's fetch: a cluster action
+		} else if h.throttledFetch(rc, fetchQuota, results, sess, incremental, resp) {
+			rc.respond(rc.encode(resp))
+			return
+		}
 		slices := fillFetchResponse(resp, items, byItem, sess, incremental)
 		if req.Version >= 16 {
 			h.addFetchLeaderHints(rc.Listener, resp)
 		}
-		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
+		rc.respond(rc.encodeWithRegions(resp, slices))
 	})
+}
+
+// throttledFetch records a consumer fetch's record bytes against its
+// consumer_byte_rate and its handler time against request_percentage;
+// if either throttles, the fetch is answered with no data (Kafka's
+// getThrottledResponse): the bytes are unrecorded, a new session is not
+// kept, an incremental one stays as it was, and true is returned with
+// resp ready.
+func (h *Handler) throttledFetch(rc *RequestContext, fetchQuota *quota.ClientQuotaManager, results []replica.FetchResult, sess *fetchSession, incremental bool, resp *kmsg.FetchResponse) bool {
+	if fetchQuota == nil && h.cfg.ClientQuotas.request() == nil {
+		return false
+	}
+	var size int64
+	for i := range results {
+		if results[i].Err == nil {
+			size += results[i].Records.Size
+		}
+	}
+	rc.recordBandwidth(fetchQuota, float64(size))
+	if rc.decideThrottle(0) == 0 {
+		return false
+	}
+	if fetchQuota != nil {
+		fetchQuota.Unrecord(rc.quotaUser(), rc.ClientID, float64(size))
+	}
+	resp.Topics = nil
+	if sess != nil && !incremental {
+		h.sessions.remove(sess.id)
+		resp.SessionID = 0
+	}
+	return true
 }
 
 // authorizeFetch marks the items the request may not read (Kafka's
@@ -405,13 +454,19 @@ func regionMarker(i int) []byte {
 	return m
 }
 
-func (h *Handler) encodeWithRegions(r *Request, resp kmsg.Response, slices []log.FileSlice) *Response {
-	enc := h.encode(r, resp)
+// encodeWithRegions encodes a response with file regions, with the
+// request's throttle (rc.encode).
+func (rc *RequestContext) encodeWithRegions(resp kmsg.Response, slices []log.FileSlice) *Response {
+	return spliceRegions(rc.encode(resp), resp.IsFlexible(), slices)
+}
+
+// spliceRegions replaces the region markers of an encoded response by
+// their file regions.
+func spliceRegions(enc *Response, flexible bool, slices []log.FileSlice) *Response {
 	if len(slices) == 0 {
 		return enc
 	}
 	buf := enc.Buf
-	flexible := resp.IsFlexible()
 	out := make([]byte, 0, len(buf))
 	regions := make([]FileRegion, 0, len(slices))
 	cursor := 0
@@ -437,5 +492,5 @@ func (h *Handler) encodeWithRegions(r *Request, resp kmsg.Response, slices []log
 	}
 	out = append(out, buf[cursor:]...)
 	binary.BigEndian.PutUint32(out, uint32(int64(len(out)-4)+total))
-	return &Response{Buf: out, Regions: regions}
+	return &Response{Buf: out, Regions: regions, Throttle: enc.Throttle}
 }

@@ -138,7 +138,7 @@ func (h *Handler) handleShareFetch(rc *RequestContext, kreq kmsg.Request) {
 				}
 			}
 		}
-		rc.respond(h.encodeWithRegions(rc.Request, resp, slices))
+		rc.respond(rc.encodeWithRegions(resp, slices))
 	})
 }
 

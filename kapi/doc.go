@@ -42,6 +42,13 @@
 // partition's records, and encodeWithRegions splices the regions in
 // (tested byte for byte against kmsg's own encoding for every version).
 //
+// Quotas: client quotas (client_quotas.go, with broker/quota's managers)
+// record each request's bytes and handler time; every response is encoded
+// through RequestContext.encode, which puts the request's throttle time in
+// throttle_time_ms and on Response.Throttle, for the socket server to mute
+// the connection that long after sending it (KIP-219). The controller
+// mutation quota is quotas.go.
+//
 // Groups: FindCoordinator (creating __consumer_offsets on first use) and
 // the group and offset APIs hand their requests to the group coordinator
 // (coordinator/group) and answer from its callback, so a JoinGroup or

@@ -70,7 +70,8 @@ func TestEncodeWithRegionsMatchesKmsg(t *testing.T) {
 		}
 		r := &Request{APIKey: 1, APIVersion: v, CorrelationID: 99}
 		want := h.encode(r, build(true)).Buf
-		got := h.encodeWithRegions(r, build(false), slices)
+		bare := build(false)
+		got := spliceRegions(h.encode(r, bare), bare.IsFlexible(), slices)
 		var wire []byte
 		at := 0
 		for _, reg := range got.Regions {

@@ -54,6 +54,9 @@ type Config struct {
 	// MutationQuotas are the controller mutation quotas (KIP-599); nil:
 	// none.
 	MutationQuotas *quota.MutationQuotas
+	// ClientQuotas are the produce, fetch and request quotas
+	// (client_quotas.go); nil: none.
+	ClientQuotas *ClientQuotas
 	// Groups is the group coordinator (FindCoordinator, the group and
 	// offset APIs, TxnOffsetCommit).
 	Groups *group.Service
@@ -154,6 +157,8 @@ type RequestContext struct {
 	sess    *authorizer.Session
 	h       *Handler
 	respond func(*Response)
+	// q is the request's use of the client quotas.
+	q quotaState
 }
 
 // Context returns the request's context; the socket server cancels it when
@@ -193,8 +198,10 @@ func (h *Handler) Handle(ctx context.Context, r *Request, respond func(*Response
 		return
 	}
 	rc := &RequestContext{Request: r, ctx: ctx, h: h, respond: respond}
+	rc.q.start = h.now()
 	if a.async != nil {
 		a.async(h, rc, kreq)
+		rc.q.handled.Store(max(1, int64(h.now().Sub(rc.q.start))))
 		return
 	}
 	rc.finish(a.sync(h, rc, kreq))
@@ -208,10 +215,11 @@ func (rc *RequestContext) finish(resp kmsg.Response) {
 			rc.respond(&Response{Close: true, CloseReason: rc.closeAfter})
 			return
 		}
-		rc.respond(&Response{NoResponse: true})
+		// acks=0 Produce: muted without an answer when throttled.
+		rc.respond(&Response{NoResponse: true, Throttle: rc.decideThrottle(0)})
 		return
 	}
-	rc.respond(rc.h.encode(rc.Request, resp))
+	rc.respond(rc.encode(resp))
 }
 
 // encode frames a response: size, correlation id, header tags when the

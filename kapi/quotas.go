@@ -26,7 +26,7 @@ func (h *Handler) mutationQuota(rc *RequestContext, strictFrom int16) *quota.Quo
 	if h.cfg.MutationQuotas == nil {
 		return nil
 	}
-	return h.cfg.MutationQuotas.For(quota.AnonymousUser, rc.ClientID, rc.APIVersion >= strictFrom)
+	return h.cfg.MutationQuotas.For(rc.quotaUser(), rc.ClientID, rc.APIVersion >= strictFrom)
 }
 
 func errThrottled() error {

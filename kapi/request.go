@@ -59,6 +59,11 @@ type Response struct {
 	Close bool
 	// CloseReason is logged by the socket server when Close is set.
 	CloseReason string
+	// Throttle mutes the connection for this long once the response is
+	// sent (at once with NoResponse): no further request is read from it
+	// meanwhile (KIP-219; Kafka's ThrottledChannel). The response itself
+	// carries the time in throttle_time_ms, so the client waits too.
+	Throttle time.Duration
 
 	// Release, if set, is called once the response has been written (or
 	// dropped); it returns pooled buffers and releases file references.

@@ -114,6 +114,8 @@ var brokerDefs = []*Def{
 	// Topics.
 	def("controller.quota.window.num", TypeInt, 11, Low, "The number of samples of the controller mutation quota (KIP-599): a client may burst controller_mutation_rate × controller.quota.window.num × controller.quota.window.size.seconds partition mutations.", atLeast(1)),
 	def("controller.quota.window.size.seconds", TypeInt, 1, Low, "The time span of each sample of the controller mutation quota.", atLeast(1)),
+	def("quota.window.num", TypeInt, 11, Low, "The number of samples to retain in memory for client quotas (producer_byte_rate, consumer_byte_rate, request_percentage): a client's rate is measured over this many windows of quota.window.size.seconds.", atLeast(1)),
+	def("quota.window.size.seconds", TypeInt, 1, Low, "The time span of each sample for client quotas; request_percentage's throttle time is at most this long.", atLeast(1)),
 	def("max.broker.partitions", TypeInt, -1, Medium, "The most partition replicas one broker may host (the name KIP-578 proposed). A CreateTopics or CreatePartitions that would put any broker over it is refused with POLICY_VIOLATION, so no request can push a broker past its open files (each partition holds at least one open segment). -1: derived from the open-file limit (ulimit -n) of the active controller's process: (limit - 1024) * 3/4, at least 100.", atLeast(-1), ClusterWide),
 	def("auto.create.topics.enable", TypeBoolean, true, High, "Enable auto creation of topic on the server (by Metadata requests that allow it, and by Produce)."),
 	def("delete.topic.enable", TypeBoolean, true, High, "Enables delete topic. Delete topic through the admin tool will have no effect if this config is turned off."),

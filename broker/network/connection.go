@@ -46,7 +46,10 @@ type connection struct {
 
 	// respCh carries the response of the request in flight; capacity 1
 	// and at most one request in flight, so respond never blocks.
-	respCh       chan *kapi.Response
+	respCh chan *kapi.Response
+	// wake ends a throttle's mute early when the connection drains
+	// (capacity 1, sent without blocking).
+	wake         chan struct{}
 	lastClientID string // interned: clients send the same id every time
 	sizeBuf      [4]byte
 	// receiveLimited: the read deadline of the request being read is
@@ -139,6 +142,7 @@ func (c *connection) drain() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.draining = true
+	c.wakeUp()
 	if c.state == stateIdle {
 		_ = c.nc.SetReadDeadline(aLongTimeAgo)
 	}
@@ -155,6 +159,7 @@ func (c *connection) evict() bool {
 	}
 	c.evicted = true
 	c.draining = true
+	c.wakeUp()
 	if c.state == stateIdle {
 		_ = c.nc.SetReadDeadline(aLongTimeAgo)
 	}
@@ -173,7 +178,32 @@ func (c *connection) force() {
 	defer c.mu.Unlock()
 	c.draining = true
 	c.forced = true
+	c.wakeUp()
 	_ = c.nc.SetDeadline(aLongTimeAgo)
+}
+
+func (c *connection) wakeUp() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// throttle mutes the connection for d after a throttled response
+// (KIP-219): nothing is read from it meanwhile, so the client's next
+// request waits in its socket. False if the connection drains or the
+// server is forced down meanwhile.
+func (c *connection) throttle(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.wake:
+		return false
+	case <-c.server.forced:
+		return false
+	}
 }
 
 // serve is the connection's goroutine.
@@ -249,6 +279,7 @@ func (c *connection) serveRequest() bool {
 	sendStart := time.Now()
 	err := c.writeResponse(resp)
 	sendEnd := time.Now()
+	throttle := resp.Throttle
 	release(resp)
 	s.pool.Return(respBytes)
 	s.freeFrame(r)
@@ -280,6 +311,15 @@ func (c *connection) serveRequest() bool {
 		s.log.Log(context.Background(), level, "closing connection as the request handler asked",
 			"peer", c.peer, "conn", c.id, "listener", c.processor.listener, "principal", c.principal, "client_id", r.ClientID,
 			"request", apiName(r.APIKey), "version", r.APIVersion, "reason", resp.CloseReason)
+		return false
+	}
+	if throttle > 0 && !c.throttle(throttle) {
+		c.why = c.drainReason()
+		select {
+		case <-s.forced:
+			c.why = closedByShutdown
+		default:
+		}
 		return false
 	}
 	return true

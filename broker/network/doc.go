@@ -89,6 +89,15 @@
 // its goroutine's stack and a 4 KiB read buffer (which lets pipelined small
 // requests be read with one system call).
 //
+// A response may ask for its connection to be throttled
+// (kapi.Response.Throttle, set by kapi for a client over its quota): the
+// connection goroutine writes it (or nothing, for NoResponse), then
+// reads nothing from that connection for the throttle time, as Kafka's
+// processor mutes a throttled channel until its ThrottledChannel expires
+// (KIP-219). The wait is a timer in the connection's goroutine, not a
+// delay queue; a drain or a forced shutdown ends it and closes the
+// connection.
+//
 // Connection ids are Kafka's: "localHost:localPort-remoteHost:remotePort-index",
 // index counting the processor's connections.
 //

@@ -63,6 +63,7 @@ func (p *processor) register(nc net.Conn, addr netip.Addr, admitted bool) {
 		addr:      addr,
 		admitted:  admitted,
 		respCh:    make(chan *kapi.Response, 1),
+		wake:      make(chan struct{}, 1),
 	}
 	refuse := func() {
 		_ = nc.Close()

@@ -1,17 +1,3 @@
-// Package quota holds the broker's client quota managers. Today that is
-// Kafka's controller mutation quota (KIP-599): the partitions a client may
-// create or delete per second, as a token bucket per client, with the
-// rates set as controller_mutation_rate client quotas (AlterClientQuotas,
-// kafka-client-quotas.sh). With no quota set, nothing is limited, as in
-// Kafka.
-//
-// Moldau enforces it on the broker that receives the request, before the
-// request is forwarded to the controller (Kafka enforces it on the
-// controller, which learns the client from the forwarding envelope). The
-// quota is per broker: a client spreading its requests over brokers gets
-// the rate on each.
-//
-// Safe for concurrent use.
 package quota
 
 import (
@@ -42,7 +28,7 @@ type MutationQuotas struct {
 	buckets map[bucketKey]*bucket
 }
 
-type bucketKey struct{ user, client string }
+type bucketKey = clientKey
 
 type bucket struct {
 	tokens float64
@@ -141,36 +127,13 @@ func (m *MutationQuotas) refill(key bucketKey, rate float64) *bucket {
 	return b
 }
 
-// lookup finds a client's rate in Kafka's order of precedence (KIP-55):
-// user and client id, user and default client id, user, default user and
-// client id, default user and default client id, default user, client id,
-// default client id. The bucket is per the matched level's user and client
-// id tags, so a default quota limits each client on its own.
+// lookup finds a client's rate in Kafka's order of precedence (resolve).
+// The bucket is per the matched level's user and client id tags, so a
+// default quota limits each client on its own.
 func (m *MutationQuotas) lookup(user, clientID string) (float64, bucketKey) {
-	quotas := m.quotas()
-	if len(quotas) == 0 {
+	v, tags, ok := resolve(m.quotas(), MutationRateKey, user, clientID)
+	if !ok {
 		return 0, bucketKey{}
 	}
-	name := func(n string) metadata.QuotaName { return metadata.QuotaName{Set: true, Name: n} }
-	def := metadata.QuotaName{Set: true, Default: true}
-	none := metadata.QuotaName{}
-	levels := []struct {
-		e   metadata.QuotaEntity
-		key bucketKey
-	}{
-		{metadata.QuotaEntity{User: name(user), ClientID: name(clientID)}, bucketKey{user, clientID}},
-		{metadata.QuotaEntity{User: name(user), ClientID: def}, bucketKey{user, clientID}},
-		{metadata.QuotaEntity{User: name(user), ClientID: none}, bucketKey{user, ""}},
-		{metadata.QuotaEntity{User: def, ClientID: name(clientID)}, bucketKey{user, clientID}},
-		{metadata.QuotaEntity{User: def, ClientID: def}, bucketKey{user, clientID}},
-		{metadata.QuotaEntity{User: def, ClientID: none}, bucketKey{user, ""}},
-		{metadata.QuotaEntity{User: none, ClientID: name(clientID)}, bucketKey{"", clientID}},
-		{metadata.QuotaEntity{User: none, ClientID: def}, bucketKey{"", clientID}},
-	}
-	for _, l := range levels {
-		if v, ok := quotas[l.e][MutationRateKey]; ok && v > 0 {
-			return v, l.key
-		}
-	}
-	return 0, bucketKey{}
+	return v, tags
 }
