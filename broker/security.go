@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,7 +126,55 @@ func (b *Broker) newSaslBuilder(listener string) (*security.SaslChannelBuilder, 
 		}
 		sc.Jaas[m] = e
 	}
+	if slices.Contains(sc.Mechanisms, security.MechanismOAuthBearer) {
+		var err error
+		if sc.OAuthJWT, err = b.oauthJWTConfig(listener); err != nil {
+			return nil, err
+		}
+	}
 	return security.NewSaslChannelBuilder(sc)
+}
+
+// oauthJWTConfig is a listener's signed-token validation, when its
+// OAUTHBEARER server callback handler is Kafka's
+// OAuthBearerValidatorCallbackHandler (nil: the unsecured validator).
+// Each sasl.oauthbearer.* key is read in its listener.name.<listener>.
+// form where set, as Kafka's listener prefix overrides.
+func (b *Broker) oauthJWTConfig(listener string) (*security.JWTConfig, error) {
+	get := func(key string) any {
+		if v := b.cfg.Get(config.ListenerKey(listener, key)); v != nil {
+			return v
+		}
+		return b.cfg.Get(key)
+	}
+	classKey := config.ListenerKey(listener, "oauthbearer.sasl.server.callback.handler.class")
+	class, _ := b.cfg.Get(classKey).(string)
+	if class == "" {
+		classKey = "sasl.server.callback.handler.class"
+		class, _ = get(classKey).(string)
+	}
+	switch class {
+	case "":
+		return nil, nil
+	case security.OAuthValidatorClass, security.OAuthValidatorClassLegacy:
+	default:
+		return nil, fmt.Errorf("%s: %q is not supported (only %s is)", classKey, class, security.OAuthValidatorClass)
+	}
+	c := &security.JWTConfig{}
+	c.JWKSURL, _ = get("sasl.oauthbearer.jwks.endpoint.url").(string)
+	c.Issuer, _ = get("sasl.oauthbearer.expected.issuer").(string)
+	c.SubClaim, _ = get("sasl.oauthbearer.sub.claim.name").(string)
+	c.Audience, _ = get("sasl.oauthbearer.expected.audience").([]string)
+	if v, ok := get("sasl.oauthbearer.jwks.endpoint.refresh.ms").(int64); ok {
+		c.Refresh = time.Duration(v) * time.Millisecond
+	}
+	if v, ok := get("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms").(int64); ok {
+		c.RetryBackoff = time.Duration(v) * time.Millisecond
+	}
+	if v, ok := get("sasl.oauthbearer.clock.skew.seconds").(int32); ok {
+		c.ClockSkew = time.Duration(v) * time.Second
+	}
+	return c, nil
 }
 
 // tokenCache is the broker's delegation token cache, made on first use.

@@ -50,12 +50,14 @@
 //     failed: Invalid tokenId". As Kafka, the
 //     client-final nonce need only end with the server's (librdkafka 1.7
 //     repeats the client nonce).
-//   - OAUTHBEARER (oauthbearer.go): Kafka's unsecured validator only
-//     (unsigned JWS, sub or unsecuredValidatorPrincipalClaimName, exp,
-//     iat, unsecuredValidatorRequiredScope); a refused token gets Kafka's
-//     JSON challenge ({"status":"invalid_token"}) and the failure carries
-//     it. Signed tokens checked against a JWKS
-//     (sasl.oauthbearer.jwks.endpoint.url) are not implemented yet.
+//   - OAUTHBEARER (oauthbearer.go): Kafka's unsecured validator by
+//     default (unsigned JWS, sub or unsecuredValidatorPrincipalClaimName,
+//     exp, iat, unsecuredValidatorRequiredScope), or, when the listener's
+//     server callback handler is Kafka's
+//     OAuthBearerValidatorCallbackHandler, signed JWTs checked against the
+//     JWKS at sasl.oauthbearer.jwks.endpoint.url (oauthbearer_jwt.go); a
+//     refused token gets Kafka's JSON challenge ({"status":"invalid_token"})
+//     and the failure carries it.
 //
 // Failures are Kafka's: SASL_AUTHENTICATION_FAILED with Kafka's messages
 // (the generic "Authentication failed during authentication due to

@@ -35,6 +35,10 @@ type OAuthConfig struct {
 	RequiredScope  []string      // unsecuredValidatorRequiredScope
 	ClockSkew      time.Duration // unsecuredValidatorAllowableClockSkewMs
 	Now            func() time.Time
+	// JWT, when set, checks signed tokens against a JWKS instead
+	// (OAuthBearerValidatorCallbackHandler; oauthbearer_jwt.go) and the
+	// unsecured options above are not read.
+	JWT *JWTValidator
 }
 
 // oauthConfigFrom reads the validator options from a JAAS entry.
@@ -140,6 +144,10 @@ func parseOAuthInitial(s string) (authzid, token string, ok bool) {
 // validate checks an unsecured JWS; status is "" when it is valid, else
 // Kafka's error status (invalid_token, insufficient_scope).
 func (o *oauthServer) validate(token string) (principal string, expiry time.Time, status, scope string) {
+	if o.cfg.JWT != nil {
+		principal, expiry, status = o.cfg.JWT.Validate(token)
+		return principal, expiry, status, ""
+	}
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || parts[2] != "" {
 		return "", time.Time{}, "invalid_token", ""

@@ -45,6 +45,10 @@ type SaslConfig struct {
 	FailedDelay time.Duration
 	// Ssl is the listener's SSL factory on a SASL_SSL listener.
 	Ssl *SslFactory
+	// OAuthJWT, when set, makes OAUTHBEARER check signed tokens
+	// against a JWKS (the listener's server callback handler is Kafka's
+	// OAuthBearerValidatorCallbackHandler); nil: the unsecured validator.
+	OAuthJWT *JWTConfig
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 }
@@ -91,6 +95,11 @@ func NewSaslChannelBuilder(cfg SaslConfig) (*SaslChannelBuilder, error) {
 				return nil, fmt.Errorf("listener %s: OAUTHBEARER: %w", cfg.Listener, err)
 			}
 			b.oauth.Now = cfg.Now
+			if cfg.OAuthJWT != nil {
+				if b.oauth.JWT, err = NewJWTValidator(*cfg.OAuthJWT, cfg.Now); err != nil {
+					return nil, fmt.Errorf("listener %s: OAUTHBEARER: %w", cfg.Listener, err)
+				}
+			}
 		case MechanismGSSAPI:
 			return nil, fmt.Errorf("listener %s: SASL mechanism GSSAPI (Kerberos) is not supported by Moldau: set sasl.enabled.mechanisms (Kafka's default is GSSAPI) to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", cfg.Listener)
 		default:
