@@ -78,7 +78,7 @@ func setQuota(t *testing.T, adm *kadm.Client, entity kadm.ClientQuotaEntity, key
 
 // produceFor produces to topic at full speed for d and returns the value
 // bytes acknowledged per second.
-func produceFor(t *testing.T, cl *kgo.Client, topic string, d time.Duration) float64 {
+func produceFor(t testing.TB, cl *kgo.Client, topic string, d time.Duration) float64 {
 	t.Helper()
 	var acked atomic.Int64
 	value := randomValue()

@@ -4,7 +4,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -313,4 +316,50 @@ func TestDelegationTokensAuthorized(t *testing.T) {
 	if ds, err := admin.DescribeDelegationTokens(ctx); err != nil || len(ds) != 2 {
 		t.Fatalf("admin describes %v %v", ids(ds), err)
 	}
+}
+
+// moldau token create, describe, renew and expire over a SASL listener
+// (--command-config), as kafka-delegation-tokens.sh; the created token
+// logs in.
+func TestDelegationTokenCLI(t *testing.T) {
+	b := startBroker(t, "", saslListeners(tokenSecret)...)
+	seed := b.Addr("SASL").String()
+	props := filepath.Join(t.TempDir(), "alice.properties")
+	if err := os.WriteFile(props, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"+
+		`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret";`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &cliCluster{brokers: seed}
+	var tok struct {
+		TokenID   string   `json:"token_id"`
+		HMAC      string   `json:"hmac"`
+		Owner     string   `json:"owner"`
+		Renewers  []string `json:"renewers"`
+		Expiry    string   `json:"expiry_timestamp"`
+		Requester string   `json:"requester"`
+	}
+	c.okJSON(t, &tok, nil, "token", "create", "--command-config", props, "--renewer", "User:admin", "--max-life-time", "48h")
+	if tok.Owner != "User:alice" || tok.Requester != "User:alice" || len(tok.Renewers) != 1 || tok.Renewers[0] != "User:admin" || tok.TokenID == "" {
+		t.Fatalf("created %+v", tok)
+	}
+	hmac, err := base64.StdEncoding.DecodeString(tok.HMAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := saslPing(t, seed, tokenLogin(kadm.DelegationToken{TokenID: tok.TokenID, HMAC: hmac})); err != nil {
+		t.Fatalf("login with the CLI's token: %v", err)
+	}
+	if out := c.ok(t, nil, "token", "describe", "--command-config", props, "--owner", "User:alice"); !strings.Contains(out, tok.TokenID) || !strings.Contains(out, "User:admin") {
+		t.Fatalf("describe:\n%s", out)
+	}
+	if out := c.ok(t, nil, "token", "renew", "--command-config", props, "--hmac", tok.HMAC, "--renew-time", "1h"); !strings.Contains(out, "renewed") {
+		t.Fatalf("renew:\n%s", out)
+	}
+	c.ok(t, nil, "token", "expire", "--command-config", props, "--hmac", tok.HMAC)
+	if out := c.ok(t, nil, "token", "describe", "--command-config", props); strings.Contains(out, tok.TokenID) {
+		t.Fatalf("expired token still described:\n%s", out)
+	}
+	c.fails(t, 1, "DELEGATION_TOKEN_NOT_FOUND", nil, "token", "renew", "--command-config", props, "--hmac", tok.HMAC)
+	// Without credentials the PLAINTEXT listener refuses token requests.
+	(&cliCluster{brokers: b.Seed()}).fails(t, 1, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", nil, "token", "create")
 }
