@@ -14,7 +14,9 @@
 // AlterConfigs, IncrementalAlterConfigs, AlterClientQuotas, ElectLeaders,
 // UpdateFeatures, DescribeQuorum, auto-creation and producer-id blocks are
 // forwarded to the active controller
-// (ControllerChannel, forward.go), and an answer that changed something is
+// (ControllerChannel, forward.go; the delegation token requests in an
+// Envelope naming the client's principal, 58_envelope.go), and an answer
+// that changed something is
 // relayed once this broker's metadata shows the change. The controller
 // plane, served on the controller listener, is controller_apis.go.
 //
