@@ -308,24 +308,30 @@ func TestThrottledReassignmentRate(t *testing.T) {
 		}
 		return nil
 	})
-	described, err = adm.DescribeTopicConfigs(ctx, "slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := described.On("slow", nil); hasConfig(c.Configs, "leader.replication.throttled.replicas", "0:1,0:2") {
-		t.Fatalf("topic throttles left after --verify: %+v", c)
-	}
-	bc, err := adm.DescribeBrokerConfigs(ctx, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range bc {
-		for _, c := range r.Configs {
-			if c.Key == "leader.replication.throttled.rate" && c.Source == kmsg.ConfigSourceDynamicBrokerConfig {
-				t.Fatalf("broker throttle left after --verify: %+v", c)
+	// --verify's removal was answered by the broker that forwarded it,
+	// once its own metadata had it; the broker DescribeConfigs reaches
+	// may be a moment behind.
+	eventually(t, 10*time.Second, func() error {
+		described, err := adm.DescribeTopicConfigs(ctx, "slow")
+		if err != nil {
+			return err
+		}
+		if c, _ := described.On("slow", nil); hasConfig(c.Configs, "leader.replication.throttled.replicas", "0:1,0:2") {
+			return fmt.Errorf("topic throttles left after --verify: %+v", c.Configs)
+		}
+		bc, err := adm.DescribeBrokerConfigs(ctx, 3)
+		if err != nil {
+			return err
+		}
+		for _, r := range bc {
+			for _, c := range r.Configs {
+				if c.Key == "leader.replication.throttled.rate" && c.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+					return fmt.Errorf("broker throttle left after --verify: %+v", c)
+				}
 			}
 		}
-	}
+		return nil
+	})
 }
 
 func hasConfig(cs []kadm.Config, key, value string) bool {

@@ -191,10 +191,13 @@ func (c *connection) saslFailed(resp *kapi.Response, err error) bool {
 			t.Stop()
 		}
 	}
+	// Counted (and logged) before the answer goes out, so that whoever
+	// reads the failure metric after the client saw its answer finds it
+	// counted.
+	c.authenticationFailed(c.sasl.b, err, 0)
 	if resp != nil {
 		_ = c.writeResponse(resp)
 	}
-	c.authenticationFailed(c.sasl.b, err, 0)
 	return false
 }
 
