@@ -660,6 +660,35 @@ func (c *KafkaConfig) LogConfig(topicOverrides map[string]string) log.Config {
 		MinCleanableDirtyRatio:      v("min.cleanable.dirty.ratio").(float64),
 		MinCompactionLagMs:          v("min.compaction.lag.ms").(int64),
 		MaxCompactionLagMs:          v("max.compaction.lag.ms").(int64),
+		// Tiered storage acts only where the broker runs it: a topic
+		// created elsewhere with remote.storage.enable (validated by a
+		// controller whose system is enabled) is a local log here.
+		RemoteStorageEnable:  v("remote.storage.enable").(bool) && c.remoteStorageSystemEnabledLocked(),
+		LocalRetentionMs:     v("local.retention.ms").(int64),
+		LocalRetentionBytes:  v("local.retention.bytes").(int64),
+		RemoteLogCopyDisable: v("remote.log.copy.disable").(bool),
 	}
 	return lc
+}
+
+// remoteStorageSystemEnabledLocked is remote.log.storage.system.enable
+// (read-only: the static value). mu held.
+func (c *KafkaConfig) remoteStorageSystemEnabledLocked() bool {
+	v, _ := c.staticValue("remote.log.storage.system.enable").(bool)
+	return v
+}
+
+// Originals returns the properties whose names start with prefix, with
+// the prefix removed, as given in the file and overrides (unknown names
+// included): Kafka's originalsWithPrefix, with which the remote storage
+// and metadata managers get their rsm.config. and rlmm.config.
+// properties.
+func (c *KafkaConfig) Originals(prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range c.static {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" {
+			out[rest] = v
+		}
+	}
+	return out
 }
