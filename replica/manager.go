@@ -144,6 +144,10 @@ type Manager struct {
 	// (replication_quota.go).
 	leaderQuota, followerQuota *ReplicationQuota
 
+	// remote is tiered storage's state, nil unless StartRemoteLog ran
+	// (remote_log_tasks.go).
+	remote atomic.Pointer[remoteLog]
+
 	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
 	// wait (see BeginShutdown).
