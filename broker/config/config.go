@@ -210,6 +210,9 @@ func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		d := brokerDefFor(k) // listener.name.<listener>.<key> too
+		if d == nil && pluginProperty(static, k) {
+			continue // the remote storage and metadata managers' own
+		}
 		if d == nil {
 			warnings = append(warnings, fmt.Sprintf("unknown configuration %q (%s) is ignored", k, where[k]))
 			continue
@@ -225,6 +228,23 @@ func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
 		return nil, warnings, err
 	}
 	return c, warnings, nil
+}
+
+// pluginProperty reports whether k is for tiered storage's managers: it
+// starts with remote.log.storage.manager.impl.prefix (rsm.config.) or
+// remote.log.metadata.manager.impl.prefix (rlmm.config.), as configured
+// in static. Kafka hands these to the plugins, not checking them itself.
+func pluginProperty(static map[string]string, k string) bool {
+	for name, def := range map[string]string{"remote.log.storage.manager.impl.prefix": "rsm.config.", "remote.log.metadata.manager.impl.prefix": "rlmm.config."} {
+		prefix := def
+		if v, ok := static[name]; ok {
+			prefix = v
+		}
+		if prefix != "" && strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Default returns the configuration with every default, as Load("", nil).

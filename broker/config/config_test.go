@@ -293,9 +293,9 @@ func TestValidateTopicConfigs(t *testing.T) {
 // With remote.log.storage.system.enable, a topic may be tiered, as Kafka's
 // LogConfig.validate allows it, and its log config says so.
 func TestValidateTieredTopicConfigs(t *testing.T) {
-	c, _, err := Load("", []string{"remote.log.storage.system.enable=true", "rsm.config.dir=/x", "rlmm.config.remote.log.metadata.topic.num.partitions=7"})
-	if err != nil {
-		t.Fatal(err)
+	c, warnings, err := Load("", []string{"remote.log.storage.system.enable=true", "rsm.config.dir=/x", "rlmm.config.remote.log.metadata.topic.num.partitions=7"})
+	if err != nil || len(warnings) > 0 {
+		t.Fatal(err, warnings)
 	}
 	if got := c.Originals("rlmm.config."); got["remote.log.metadata.topic.num.partitions"] != "7" || len(got) != 1 {
 		t.Fatalf("originals %v", got)

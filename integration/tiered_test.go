@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Tiered storage end to end on one broker (KIP-405), with stock clients
+// over TCP: the broker copies closed segments to a LocalTieredStorage
+// directory, local retention then keeps only about local.retention.bytes
+// on disk, and a consumer from the beginning reads every record, most of
+// them from the store, in order and byte for byte.
+
+const (
+	tieredTopic        = "tiered"
+	tieredSegmentBytes = 1 << 20
+	tieredLocalBytes   = 3 << 20
+	tieredValueBytes   = 10 << 10
+)
+
+// tieredBrokerProps are the broker properties of the tests: the system
+// enabled, the store in storeDir, short task and retention intervals.
+func tieredBrokerProps(storeDir string) []string {
+	return []string{
+		"remote.log.storage.system.enable=true",
+		"rsm.config.dir=" + storeDir,
+		"remote.log.manager.task.interval.ms=200",
+		"log.retention.check.interval.ms=200",
+	}
+}
+
+func createTieredTopic(t *testing.T, adm *kadm.Client) {
+	t.Helper()
+	resp, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 1, 1, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"segment.bytes":         kadm.StringPtr(fmt.Sprint(tieredSegmentBytes)),
+		"local.retention.bytes": kadm.StringPtr(fmt.Sprint(tieredLocalBytes)),
+	}, tieredTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tieredValue is record i's value: its index, then bytes derived from it.
+func tieredValue(i int) []byte {
+	v := make([]byte, tieredValueBytes)
+	binary.BigEndian.PutUint64(v, uint64(i))
+	r := rand.New(rand.NewPCG(uint64(i), 42))
+	for j := 8; j+8 <= len(v); j += 8 {
+		binary.BigEndian.PutUint64(v[j:], r.Uint64())
+	}
+	return v
+}
+
+// produceTiered produces records [from, to) with acks=all.
+func produceTiered(t *testing.T, cl *kgo.Client, from, to int) {
+	t.Helper()
+	ctx := ctxTimeout(t, 5*time.Minute)
+	for i := from; i < to; i += 100 {
+		var recs []*kgo.Record
+		for j := i; j < min(i+100, to); j++ {
+			recs = append(recs, &kgo.Record{Topic: tieredTopic, Partition: 0, Value: tieredValue(j)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("producing records %d..: %v", i, err)
+		}
+	}
+}
+
+// consumeTiered reads the partition from the beginning and checks that
+// records 0..n-1 come in order, byte for byte.
+func consumeTiered(t *testing.T, seed string, n int) {
+	t.Helper()
+	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tieredTopic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxBytes(8<<20))
+	ctx := ctxTimeout(t, 5*time.Minute)
+	next := 0
+	for next < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", next, n, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d at record %d: %v", topic, p, next, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != int64(next) {
+				t.Fatalf("record at offset %d, want %d", r.Offset, next)
+			}
+			if !bytes.Equal(r.Value, tieredValue(next)) {
+				t.Fatalf("record %d: value differs", next)
+			}
+			next++
+		})
+	}
+}
+
+// dirBytes sums the sizes of files under dir whose names end in suffix.
+func dirBytes(t *testing.T, dir, suffix string) (n int64, files int) {
+	t.Helper()
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, suffix) {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			n += info.Size()
+			files++
+		}
+		return nil
+	})
+	return n, files
+}
+
+// listOffset answers ListOffsets for the special timestamp ts.
+func listOffset(t *testing.T, cl *kgo.Client, ts int64) (int64, error) {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = tieredTopic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 0, ts, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl)
+	if err != nil {
+		return -1, err
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.Offset, kerr.ErrorForCode(p.ErrorCode)
+}
+
+// waitTiered waits until everything below the last local.retention.bytes
+// (plus the active segment and one closed one not yet copied) is in the
+// store only, and checks the offsets ListOffsets answers.
+func waitTiered(t *testing.T, cl *kgo.Client, logDir, storeDir string, total int64) {
+	t.Helper()
+	partDir := filepath.Join(logDir, tieredTopic+"-0")
+	eventually(t, 3*time.Minute, func() error {
+		local, _ := dirBytes(t, partDir, ".log")
+		stored, _ := dirBytes(t, storeDir, ".log")
+		if local > tieredLocalBytes+2*tieredSegmentBytes {
+			return fmt.Errorf("local log holds %d bytes (local retention %d), store %d", local, tieredLocalBytes, stored)
+		}
+		if stored < total-tieredLocalBytes-3*tieredSegmentBytes {
+			return fmt.Errorf("store holds %d bytes of %d", stored, total)
+		}
+		return nil
+	})
+	earliest, err := listOffset(t, cl, -2)
+	if err != nil || earliest != 0 {
+		t.Fatalf("earliest offset %d, %v", earliest, err)
+	}
+	local, err := listOffset(t, cl, -4)
+	if err != nil || local <= 0 {
+		t.Fatalf("earliest local offset %d, %v", local, err)
+	}
+	tiered, err := listOffset(t, cl, -5)
+	if err != nil || tiered < local-1 {
+		t.Fatalf("highest tiered offset %d (earliest local %d), %v", tiered, local, err)
+	}
+	t.Logf("earliest 0, earliest local %d, highest tiered %d", local, tiered)
+}
+
+// A topic may be tiered only where the broker runs tiered storage.
+func TestTieredRefusedWithoutSystem(t *testing.T) {
+	b := startBroker(t, "")
+	adm := newAdmin(t, b.Seed())
+	resp, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 1, 1, map[string]*string{"remote.storage.enable": kadm.StringPtr("true")}, tieredTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil || !strings.Contains(err.Error(), "INVALID_CONFIG") {
+		t.Fatalf("creating a tiered topic without the system: %v", err)
+	}
+}
+
+func TestTieredStorageEndToEnd(t *testing.T) {
+	storeDir, logDir := t.TempDir(), t.TempDir()
+	b := startBroker(t, logDir, tieredBrokerProps(storeDir)...)
+	adm := newAdmin(t, b.Seed())
+	createTieredTopic(t, adm)
+	const n = 6400 // 64 MiB of values
+	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	start := time.Now()
+	produceTiered(t, cl, 0, n)
+	t.Logf("produced %d MiB in %v", n*tieredValueBytes>>20, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	waitTiered(t, cl, logDir, storeDir, int64(n*tieredValueBytes))
+	t.Logf("tiered in %v more", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	consumeTiered(t, b.Seed(), n)
+	t.Logf("consumed %d MiB from the beginning in %v", n*tieredValueBytes>>20, time.Since(start).Round(time.Millisecond))
+	if _, err := os.Stat(filepath.Join(logDir, "__remote_log_metadata-0")); err != nil {
+		t.Fatalf("the metadata topic: %v", err)
+	}
+}
