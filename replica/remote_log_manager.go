@@ -60,11 +60,16 @@ func NewRemoteLogManager(brokerID int32, rsm remote.RemoteStorageManager, rlmm R
 // SyncCopiedOffset sets the log's highest offset in remote storage from
 // the remote metadata, as a new leader does before it copies (Kafka's
 // findHighestRemoteOffset): the end of the last finished segment whose
-// epochs the log's own history has.
+// epochs the log's own history has. A log that does not know its start
+// below the local one (after a restart) gets it back from the finished
+// segments that reach the local log start without a gap.
 func (r *RemoteLogManager) SyncCopiedOffset(tp remote.TopicIdPartition, l *log.Log) error {
 	segs, err := r.rlmm.ListRemoteLogSegments(tp)
 	if err != nil {
 		return err
+	}
+	if start := remoteRunStart(segs, l.LocalLogStartOffset()); start < l.LocalLogStartOffset() {
+		l.RestoreLogStartFromRemote(start)
 	}
 	for _, s := range slices.Backward(segs) {
 		if s.State != remote.CopySegmentFinished {
@@ -78,6 +83,21 @@ func (r *RemoteLogManager) SyncCopiedOffset(tp remote.TopicIdPartition, l *log.L
 		}
 	}
 	return nil
+}
+
+// remoteRunStart is the first offset of the finished remote segments
+// that run without a gap up to localStart (localStart if none).
+func remoteRunStart(segs []*remote.RemoteLogSegmentMetadata, localStart int64) int64 {
+	start := localStart
+	for moved := true; moved; {
+		moved = false
+		for _, s := range segs {
+			if s.State == remote.CopySegmentFinished && s.StartOffset < start && s.EndOffset >= start-1 {
+				start, moved = s.StartOffset, true
+			}
+		}
+	}
+	return start
 }
 
 // CopyLogSegments copies the log's copyable segments in order, stopping at
@@ -180,6 +200,10 @@ func (r *RemoteLogManager) ExpireRemoteSegments(ctx context.Context, tp remote.T
 	}
 	now := r.now().UnixMilli()
 	n, newStart := 0, int64(-1)
+	// kept: retention keeps a finished segment, and so every later one
+	// (it deletes the oldest first); copies that never finished and
+	// deletions cut short are cleaned up past it all the same.
+	kept := false
 	for _, s := range segs {
 		var why string
 		switch {
@@ -193,14 +217,13 @@ func (r *RemoteLogManager) ExpireRemoteSegments(ctx context.Context, tp remote.T
 			continue
 		case s.EndOffset < logStart:
 			why = "log start offset"
-		case retentionMs >= 0 && now-s.MaxTimestampMs > retentionMs:
+		case !kept && retentionMs >= 0 && now-s.MaxTimestampMs > retentionMs:
 			why = "retention.ms"
-		case retentionBytes >= 0 && size > retentionBytes && s.EndOffset < localStart:
+		case !kept && retentionBytes >= 0 && size > retentionBytes && s.EndOffset < localStart:
 			why = "retention.bytes"
 		default:
-			// Retention deletes the oldest first: stop at the first
-			// segment it keeps.
-			return n, r.moveLogStart(l, newStart)
+			kept = true
+			continue
 		}
 		if err := r.deleteRemoteSegment(ctx, s); err != nil {
 			return n, errors.Join(fmt.Errorf("deleting remote segment %s: %w", s.ID, err), r.moveLogStart(l, newStart))
