@@ -58,7 +58,9 @@ type TopicBasedRemoteLogMetadataManagerConfig struct {
 //
 // The events are read from the local replica of the metadata partition,
 // leader or follower, up to its high watermark: a broker that hosts a
-// replica sees every event once it is committed. A broker hosting user
+// replica sees every event once it is committed. A replica neither led
+// here nor fetched from its leader yet (at start-up) is not read: its
+// high watermark may be stale. A broker hosting user
 // partitions but no replica of their metadata partition cannot answer yet
 // (Kafka's consumer would fetch from the leader); ListRemoteLogSegments
 // then fails with REPLICA_NOT_AVAILABLE and the caller retries.
@@ -242,6 +244,13 @@ func (r *TopicBasedRemoteLogMetadataManager) catchUp(t *metadata.Topic, mp int32
 	p := r.cfg.Replicas.Partition(mtp)
 	if p == nil {
 		return fmt.Errorf("%w: %s is not hosted on broker %d", kerr.ReplicaNotAvailable, mtp, r.cfg.BrokerID)
+	}
+	if !p.IsLeader() && p.followerLag.Load() < 0 {
+		// Neither led here nor fetched from its leader yet: its high
+		// watermark may be one from before a restart, below events
+		// already committed, and a store built from it would miss
+		// them (a leader would then copy a segment a second time).
+		return fmt.Errorf("%w: %s is not caught up on broker %d yet", kerr.ReplicaNotAvailable, mtp, r.cfg.BrokerID)
 	}
 	l := p.Log
 	var scratch []byte
