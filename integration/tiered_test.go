@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -277,4 +282,79 @@ func TestTieredStorageKill9(t *testing.T) {
 			t.Log(line)
 		}
 	}
+}
+
+// The same over S3: an S3-compatible server (versitygw on a folder, whose
+// objects are files named as their keys) as the store, configured with
+// the properties of Aiven's tiered-storage plugin.
+func TestTieredStorageS3(t *testing.T) {
+	const access, secret, bucket = "moldau-test", "moldau-test-secret", "tiered"
+	root := t.TempDir()
+	endpoint := startVersitygw(t, root, access, secret)
+	s3c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(access, secret, "")})
+	if _, err := s3c.CreateBucket(ctxTimeout(t, 30*time.Second), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	logDir := t.TempDir()
+	b := startBroker(t, logDir,
+		"remote.log.storage.system.enable=true",
+		"remote.log.storage.manager.class.name=io.aiven.kafka.tieredstorage.RemoteStorageManager",
+		"rsm.config.storage.s3.bucket.name="+bucket,
+		"rsm.config.storage.s3.region=us-east-1",
+		"rsm.config.storage.s3.endpoint.url="+endpoint,
+		"rsm.config.storage.s3.path.style.access.enabled=true",
+		"rsm.config.storage.aws.access.key.id="+access,
+		"rsm.config.storage.aws.secret.access.key="+secret,
+		"rsm.config.key.prefix=cluster-1",
+		"remote.log.manager.task.interval.ms=200",
+		"log.retention.check.interval.ms=200",
+	)
+	createTieredTopic(t, newAdmin(t, b.Seed()))
+	const n = 3000
+	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceTiered(t, cl, 0, n)
+	start := time.Now()
+	waitTiered(t, cl, logDir, filepath.Join(root, bucket), int64(n*tieredValueBytes))
+	t.Logf("tiered %d MiB to S3 in %v after the last produce", n*tieredValueBytes>>20, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	consumeTiered(t, b.Seed(), n)
+	t.Logf("consumed %d MiB from the beginning in %v", n*tieredValueBytes>>20, time.Since(start).Round(time.Millisecond))
+}
+
+// startVersitygw runs versitygw ($MOLDAU_VERSITYGW, PATH or
+// $(go env GOPATH)/bin; test.sh installs it) on the folder root and
+// returns its endpoint; it is killed when the test ends.
+func startVersitygw(t *testing.T, root, access, secret string) string {
+	t.Helper()
+	bin := os.Getenv("MOLDAU_VERSITYGW")
+	if bin == "" {
+		bin, _ = exec.LookPath("versitygw")
+	}
+	if bin == "" {
+		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+			bin = filepath.Join(strings.TrimSpace(string(out)), "bin", "versitygw")
+		}
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("versitygw not found (MOLDAU_VERSITYGW, PATH, $(go env GOPATH)/bin): %v", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", root)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	endpoint := "http://" + addr
+	eventually(t, 30*time.Second, func() error {
+		resp, err := http.Get(endpoint)
+		if err != nil {
+			return fmt.Errorf("%v\n%s", err, out.String())
+		}
+		resp.Body.Close()
+		return nil
+	})
+	return endpoint
 }
