@@ -133,9 +133,49 @@
 // and only then tells the log the highest offset copied, so local
 // retention never deletes what the store does not hold; it expires remote
 // segments by the total retention and the log start offset, cleaning up
-// copies that never finished; and it reads batches back from the store. It
-// is not yet run by the Manager: remote.storage.enable is still refused
-// (issue 24 lands in steps).
+// copies that never finished (wherever they are among the segments
+// retention keeps) and deletions cut short; and it reads batches back from
+// the store.
+//
+// remote_log_metadata.go is Kafka's TopicBasedRemoteLogMetadataManager:
+// events go to __remote_log_metadata (created on first use: 50 partitions,
+// replication factor 3 capped to the brokers registered, cleanup.policy
+// delete, retention.ms -1; the rlmm.config. properties
+// remote.log.metadata.topic.*), placed by remote.MetadataPartition. A
+// write is appended with acks=all and returns once the local replica's
+// events up to the high watermark are applied to the store; reads apply
+// what the log holds beyond that first, and after a restart the first
+// read replays the partition, rebuilding the store. A replica neither led
+// here nor fetched from its leader yet is not read (its high watermark may
+// predate a restart).
+//
+// remote_log_tasks.go runs it (StartRemoteLog, called by the broker with
+// remote.log.storage.system.enable): every
+// remote.log.manager.task.interval.ms, for each partition led here whose
+// topic has remote.storage.enable, at most remote.log.manager.thread.pool.size
+// at once, a new leader first sets the highest offset copied (and the log
+// start, if the checkpoint lacked it after a crash) from the remote
+// metadata, then copies and expires, stopping as soon as its leadership at
+// that epoch goes. A consumer fetch below the local log start is read from
+// the store on a goroutine (at most remote.log.reader.threads at once,
+// remote.log.reader.max.pending.tasks waiting; over that the partition
+// answers empty), one remote partition per fetch as Kafka's
+// DelayedRemoteFetch, the others empty; ListOffsets -2 answers the log
+// start below the local one, -4 the local start, -5 the highest offset
+// copied.
+//
+// Not yet: more than one broker. The metadata manager appends only to
+// metadata partitions led here (a broker whose events go to a partition
+// led elsewhere fails its copies and retries; nothing is lost, local
+// retention deletes nothing not copied); a follower of a tiered partition
+// never learns the highest offset copied, so keeps every segment, and one
+// that falls below the leader's local start gets
+// OFFSET_MOVED_TO_TIERED_STORAGE and retries instead of rebuilding its
+// state from the store (Kafka's buildRemoteLogAuxState). Also not yet:
+// ListOffsets by timestamp in remote segments (only local ones are
+// searched), deleting a deleted topic's remote segments, the copy and
+// fetch quotas (remote.log.manager.*.max.bytes.per.second), the remote
+// index cache, and metrics.
 //
 // # Shutdown
 //
