@@ -47,13 +47,17 @@ func tieredBrokerProps(storeDir string) []string {
 	}
 }
 
-func createTieredTopic(t *testing.T, adm *kadm.Client) {
+func createTieredTopic(t *testing.T, adm *kadm.Client, extra ...string) {
 	t.Helper()
-	resp, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 1, 1, map[string]*string{
+	configs := map[string]*string{
 		"remote.storage.enable": kadm.StringPtr("true"),
 		"segment.bytes":         kadm.StringPtr(fmt.Sprint(tieredSegmentBytes)),
 		"local.retention.bytes": kadm.StringPtr(fmt.Sprint(tieredLocalBytes)),
-	}, tieredTopic)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		configs[extra[i]] = kadm.StringPtr(extra[i+1])
+	}
+	resp, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 1, 1, configs, tieredTopic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -90,12 +94,16 @@ func produceTiered(t *testing.T, cl *kgo.Client, from, to int) {
 
 // consumeTiered reads the partition from the beginning and checks that
 // records 0..n-1 come in order, byte for byte.
-func consumeTiered(t *testing.T, seed string, n int) {
+func consumeTiered(t *testing.T, seed string, n int) { consumeTieredFrom(t, seed, 0, n) }
+
+// consumeTieredFrom reads the partition from the beginning, which must be
+// record from, and checks that records from..n-1 come in order.
+func consumeTieredFrom(t *testing.T, seed string, from, n int) {
 	t.Helper()
 	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tieredTopic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxBytes(8<<20))
 	ctx := ctxTimeout(t, 5*time.Minute)
-	next := 0
+	next := from
 	for next < n {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -179,6 +187,40 @@ func waitTiered(t *testing.T, cl *kgo.Client, logDir, storeDir string, total int
 		t.Fatalf("highest tiered offset %d (earliest local %d), %v", tiered, local, err)
 	}
 	t.Logf("earliest 0, earliest local %d, highest tiered %d", local, tiered)
+}
+
+// The total retention (retention.bytes) deletes remote segments and moves
+// the log start; a consumer from the beginning starts there.
+func TestTieredStorageRetention(t *testing.T) {
+	storeDir, logDir := t.TempDir(), t.TempDir()
+	b := startBroker(t, logDir, tieredBrokerProps(storeDir)...)
+	const total = 12 << 20
+	createTieredTopic(t, newAdmin(t, b.Seed()), "retention.bytes", fmt.Sprint(total))
+	const n = 3000
+	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceTiered(t, cl, 0, n)
+	var start int64
+	// The log (remote segments below the local log start, and the local
+	// log) keeps at most retention.bytes once the oldest segments went.
+	eventually(t, 2*time.Minute, func() error {
+		var err error
+		if start, err = listOffset(t, cl, -2); err != nil {
+			return err
+		}
+		if kept := (n - start) * tieredValueBytes; start == 0 || kept > total {
+			return fmt.Errorf("log start %d: %d bytes kept (retention.bytes %d)", start, kept, total)
+		}
+		return nil
+	})
+	if stored, _ := dirBytes(t, storeDir, ".log"); stored > total {
+		t.Fatalf("the store holds %d bytes (retention.bytes %d)", stored, total)
+	}
+	localStart, _ := listOffset(t, cl, -4)
+	if start >= localStart {
+		t.Fatalf("log start %d not below the local log start %d", start, localStart)
+	}
+	t.Logf("log start %d, local log start %d, log end %d", start, localStart, n)
+	consumeTieredFrom(t, b.Seed(), int(start), n)
 }
 
 // A topic may be tiered only where the broker runs tiered storage.
