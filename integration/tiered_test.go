@@ -77,6 +77,11 @@ func tieredValue(i int) []byte {
 	return v
 }
 
+// tieredBase is the timestamp of record 0: record i is i ms later.
+var tieredBase = time.Now().Add(-time.Hour).UnixMilli()
+
+func tieredTimestamp(i int) time.Time { return time.UnixMilli(tieredBase + int64(i)) }
+
 // produceTiered produces records [from, to) with acks=all.
 func produceTiered(t *testing.T, cl *kgo.Client, from, to int) {
 	t.Helper()
@@ -84,7 +89,7 @@ func produceTiered(t *testing.T, cl *kgo.Client, from, to int) {
 	for i := from; i < to; i += 100 {
 		var recs []*kgo.Record
 		for j := i; j < min(i+100, to); j++ {
-			recs = append(recs, &kgo.Record{Topic: tieredTopic, Partition: 0, Value: tieredValue(j)})
+			recs = append(recs, &kgo.Record{Topic: tieredTopic, Partition: 0, Value: tieredValue(j), Timestamp: tieredTimestamp(j)})
 		}
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			t.Fatalf("producing records %d..: %v", i, err)
@@ -252,6 +257,17 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	start = time.Now()
 	consumeTiered(t, b.Seed(), n)
 	t.Logf("consumed %d MiB from the beginning in %v", n*tieredValueBytes>>20, time.Since(start).Round(time.Millisecond))
+	// ListOffsets by timestamp finds records in the store and on disk.
+	localStart, _ := listOffset(t, cl, -4)
+	for _, want := range []int64{0, 1234, localStart - 1, localStart, n - 1} {
+		got, err := listOffset(t, cl, tieredBase+want)
+		if err != nil || got != want {
+			t.Fatalf("offset for the timestamp of record %d: %d, %v", want, got, err)
+		}
+	}
+	if got, err := listOffset(t, cl, tieredBase+n); err != nil || got != -1 {
+		t.Fatalf("offset for a timestamp past the last record: %d, %v", got, err)
+	}
 	if _, err := os.Stat(filepath.Join(logDir, "__remote_log_metadata-0")); err != nil {
 		t.Fatalf("the metadata topic: %v", err)
 	}

@@ -309,7 +309,10 @@ func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int
 		}
 		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: l.EpochForOffset(off)}, nil
 	}
-	to, ok, err := l.FetchOffsetByTimestamp(ts)
+	to, ok, err := m.remoteOffsetByTimestamp(p, ts)
+	if err == nil && !ok {
+		to, ok, err = l.FetchOffsetByTimestamp(ts)
+	}
 	if err != nil {
 		return log.TimestampOffset{}, err
 	}

@@ -398,3 +398,88 @@ func (r *RemoteLogManager) abortedIn(ctx context.Context, m *remote.RemoteLogSeg
 	}
 	return out, nil
 }
+
+// FindOffsetByTimestamp searches the finished remote segments for the
+// first record at or after minOffset with a timestamp at or after ts
+// (Kafka's RemoteLogManager.findOffsetByTimestamp): the first segment
+// whose max timestamp reaches ts, from the last entry of its time index
+// below ts. false: no remote record qualifies.
+func (r *RemoteLogManager) FindOffsetByTimestamp(ctx context.Context, tp remote.TopicIdPartition, ts, minOffset int64) (log.TimestampOffset, bool, error) {
+	segs, err := r.rlmm.ListRemoteLogSegments(tp)
+	if err != nil {
+		return log.TimestampOffset{}, false, err
+	}
+	var prevEnd int64 = -1
+	for _, s := range segs {
+		// A segment copied twice counts once: the first finished copy.
+		if s.State != remote.CopySegmentFinished || s.EndOffset < minOffset || s.MaxTimestampMs < ts || s.EndOffset <= prevEnd {
+			continue
+		}
+		prevEnd = s.EndOffset
+		to, ok, err := r.searchSegment(ctx, s, ts, max(minOffset, s.StartOffset))
+		if err != nil || ok {
+			return to, ok, err
+		}
+	}
+	return log.TimestampOffset{}, false, nil
+}
+
+// searchSegment scans one remote segment for ts.
+func (r *RemoteLogManager) searchSegment(ctx context.Context, m *remote.RemoteLogSegmentMetadata, ts, minOffset int64) (log.TimestampOffset, bool, error) {
+	from := minOffset
+	if rc, err := r.rsm.FetchIndex(ctx, m, remote.IndexTimestamp); err == nil {
+		idx, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+		rc.Close()
+		if err != nil {
+			return log.TimestampOffset{}, false, err
+		}
+		for i := 0; i+log.TimeIndexEntrySize <= len(idx); i += log.TimeIndexEntrySize {
+			if int64(binary.BigEndian.Uint64(idx[i:])) >= ts {
+				break
+			}
+			from = max(from, m.StartOffset+int64(binary.BigEndian.Uint32(idx[i+8:])))
+		}
+	}
+	pos, err := r.positionOf(ctx, m, from)
+	if err != nil {
+		return log.TimestampOffset{}, false, err
+	}
+	rc, err := r.rsm.FetchLogSegment(ctx, m, pos, -1)
+	if err != nil {
+		return log.TimestampOffset{}, false, fmt.Errorf("fetching remote segment %s: %w", m.ID, err)
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 64<<10)
+	remaining := int64(m.SegmentSizeInBytes) - pos
+	hdr := make([]byte, log.BatchHeaderSize)
+	for {
+		if _, err := io.ReadFull(br, hdr); err != nil {
+			if errors.Is(err, io.EOF) {
+				return log.TimestampOffset{}, false, nil
+			}
+			return log.TimestampOffset{}, false, err
+		}
+		h, err := log.ParseBatchHeader(hdr)
+		if err != nil {
+			return log.TimestampOffset{}, false, err
+		}
+		size := int64(h.TotalSize())
+		if size > remaining {
+			return log.TimestampOffset{}, false, fmt.Errorf("batch at offset %d of %s claims %d bytes, past the segment's end", h.BaseOffset, m.ID, size)
+		}
+		remaining -= size
+		if h.MaxTimestamp < ts || h.LastOffset() < minOffset {
+			if _, err := io.CopyN(io.Discard, br, size-log.BatchHeaderSize); err != nil {
+				return log.TimestampOffset{}, false, err
+			}
+			continue
+		}
+		batch := append(make([]byte, 0, size), hdr...)
+		batch = batch[:size]
+		if _, err := io.ReadFull(br, batch[log.BatchHeaderSize:]); err != nil {
+			return log.TimestampOffset{}, false, err
+		}
+		to, err := log.TimestampInBatch(batch, ts, minOffset)
+		return to, err == nil, err
+	}
+}

@@ -245,3 +245,26 @@ func (m *Manager) readRemote(params FetchParams, results []FetchResult, done fun
 		finish()
 	}
 }
+
+// remoteOffsetByTimestamp searches a tiered log's remote segments below
+// its local log start for a timestamp (ts >= 0), as Kafka's
+// fetchOffsetByTimestamp does before the local segments. It runs on the
+// caller's goroutine, bounded by ReadTimeout (Kafka 4 answers such a
+// ListOffsets from a DelayedRemoteListOffsets instead).
+func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.TimestampOffset, bool, error) {
+	rl := m.remote.Load()
+	l := p.Log
+	if rl == nil || ts < 0 || !l.Tiered() || l.LogStartOffset() >= l.LocalLogStartOffset() {
+		return log.TimestampOffset{}, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rl.cfg.ReadTimeout)
+	defer cancel()
+	to, ok, err := rl.cfg.Manager.FindOffsetByTimestamp(ctx, remoteTopicIdPartition(p), ts, l.LogStartOffset())
+	if err != nil {
+		return log.TimestampOffset{}, false, fmt.Errorf("%w: searching remote storage: %v", kerr.KafkaStorageError, err)
+	}
+	if !ok || to.Offset >= l.LocalLogStartOffset() {
+		return log.TimestampOffset{}, false, nil
+	}
+	return to, true, nil
+}
