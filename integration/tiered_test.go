@@ -226,6 +226,17 @@ func TestTieredStorageRetention(t *testing.T) {
 	}
 	t.Logf("log start %d, local log start %d, log end %d", start, localStart, n)
 	consumeTieredFrom(t, b.Seed(), int(start), n)
+
+	// Deleting the topic deletes its remote segments too.
+	if _, err := newAdmin(t, b.Seed()).DeleteTopics(ctxTimeout(t, 30*time.Second), tieredTopic); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		if stored, files := dirBytes(t, storeDir, ""); files > 0 {
+			return fmt.Errorf("the store holds %d files (%d bytes) of the deleted topic", files, stored)
+		}
+		return nil
+	})
 }
 
 // A topic may be tiered only where the broker runs tiered storage.

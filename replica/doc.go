@@ -162,7 +162,10 @@
 // answers empty), one remote partition per fetch as Kafka's
 // DelayedRemoteFetch, the others empty; ListOffsets -2 answers the log
 // start below the local one, -4 the local start, -5 the highest offset
-// copied.
+// copied, and a timestamp is searched in the remote segments below the
+// local start first (their time and offset indexes, then the batches). A
+// deleted topic's partitions led here are deleted from the store in the
+// background (DELETE_PARTITION_MARKED ... FINISHED).
 //
 // Not yet: more than one broker. The metadata manager appends only to
 // metadata partitions led here (a broker whose events go to a partition
@@ -172,10 +175,11 @@
 // that falls below the leader's local start gets
 // OFFSET_MOVED_TO_TIERED_STORAGE and retries instead of rebuilding its
 // state from the store (Kafka's buildRemoteLogAuxState). Also not yet:
-// ListOffsets by timestamp in remote segments (only local ones are
-// searched), deleting a deleted topic's remote segments, the copy and
-// fetch quotas (remote.log.manager.*.max.bytes.per.second), the remote
-// index cache, and metrics.
+// the copy and fetch quotas (remote.log.manager.*.max.bytes.per.second),
+// the remote index cache (every remote read fetches the segment's offset
+// index), DelayedRemoteListOffsets (a ListOffsets by timestamp searches
+// the store on its handler goroutine), a retry of a deleted topic's
+// remote deletion after a restart, and metrics.
 //
 // # Shutdown
 //

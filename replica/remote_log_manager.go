@@ -26,6 +26,9 @@ type RemoteLogMetadataManager interface {
 	// ListRemoteLogSegments returns the partition's remote segments in
 	// every state, by start offset.
 	ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*remote.RemoteLogSegmentMetadata, error)
+	// PutRemotePartitionDeleteMetadata records a partition's removal
+	// from remote storage; DELETE_PARTITION_FINISHED forgets it.
+	PutRemotePartitionDeleteMetadata(ctx context.Context, d remote.RemotePartitionDeleteMetadata) error
 }
 
 // RemoteLogManager is the leader side of tiered storage (Kafka's
@@ -482,4 +485,41 @@ func (r *RemoteLogManager) searchSegment(ctx context.Context, m *remote.RemoteLo
 		to, err := log.TimestampInBatch(batch, ts, minOffset)
 		return to, err == nil, err
 	}
+}
+
+// DeletePartition removes a deleted topic's partition from remote storage
+// (Kafka's RemoteLogManager.stopPartitions with deleteRemoteLog):
+// DELETE_PARTITION_MARKED, then DELETE_PARTITION_STARTED, every segment
+// deleted as expiration deletes one, then DELETE_PARTITION_FINISHED,
+// which drops the partition's metadata. It returns the segments deleted.
+func (r *RemoteLogManager) DeletePartition(ctx context.Context, tp remote.TopicIdPartition) (int, error) {
+	put := func(st remote.RemotePartitionDeleteState) error {
+		return r.rlmm.PutRemotePartitionDeleteMetadata(ctx, remote.RemotePartitionDeleteMetadata{
+			TopicIdPartition: tp, State: st, EventTimestampMs: r.now().UnixMilli(), BrokerID: r.brokerID})
+	}
+	segs, err := r.rlmm.ListRemoteLogSegments(tp)
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	if err := put(remote.DeletePartitionMarked); err != nil {
+		return 0, err
+	}
+	if err := put(remote.DeletePartitionStarted); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range segs {
+		if s.State == remote.DeleteSegmentFinished {
+			continue
+		}
+		if err := r.deleteRemoteSegment(ctx, s); err != nil {
+			return n, fmt.Errorf("deleting remote segment %s: %w", s.ID, err)
+		}
+		n++
+	}
+	if err := put(remote.DeletePartitionFinished); err != nil {
+		return n, err
+	}
+	r.logger.Info("deleted the partition from remote storage", "partition", tp.String(), "segments", n)
+	return n, nil
 }

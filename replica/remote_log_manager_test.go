@@ -46,6 +46,12 @@ func (m *rlmTestMetadata) ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*
 	return c.ListRemoteLogSegments(), nil
 }
 
+func (m *rlmTestMetadata) PutRemotePartitionDeleteMetadata(_ context.Context, d remote.RemotePartitionDeleteMetadata) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.store.Apply(&d)
+}
+
 func rlmTestLog(t *testing.T) (*log.Log, remote.TopicIdPartition) {
 	t.Helper()
 	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})

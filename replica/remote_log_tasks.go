@@ -268,3 +268,31 @@ func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.Timestamp
 	}
 	return to, true, nil
 }
+
+// deleteRemotePartition removes a deleted topic's partition led here from
+// remote storage, in the background (Kafka's leader does it when the
+// partition stops with deleteRemoteLog). A broker that stops first leaves
+// the segments in the store.
+func (m *Manager) deleteRemotePartition(p *Partition) {
+	rl := m.remote.Load()
+	if rl == nil {
+		return
+	}
+	tp := remoteTopicIdPartition(p)
+	m.bg.Go(func(done <-chan struct{}) {
+		ctx, cancel := routine.Context(done)
+		defer cancel()
+		for {
+			_, err := rl.cfg.Manager.DeletePartition(ctx, tp)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			m.log.Warn("deleting a deleted partition from remote storage failed; retrying", "partition", tp.String(), "err", err)
+			select {
+			case <-done:
+				return
+			case <-time.After(rl.cfg.TaskInterval):
+			}
+		}
+	})
+}
