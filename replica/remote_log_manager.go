@@ -49,6 +49,7 @@ type RemoteLogManager struct {
 	rlmm     RemoteLogMetadataManager
 	logger   *slog.Logger
 	now      func() time.Time
+	indexes  *remoteIndexCache
 }
 
 // NewRemoteLogManager returns a RemoteLogManager on a store and a metadata
@@ -57,7 +58,8 @@ func NewRemoteLogManager(brokerID int32, rsm remote.RemoteStorageManager, rlmm R
 	if now == nil {
 		now = time.Now
 	}
-	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now}
+	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now,
+		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes)}
 }
 
 // SyncCopiedOffset sets the log's highest offset in remote storage from
@@ -172,6 +174,7 @@ func (r *RemoteLogManager) deleteRemoteSegment(ctx context.Context, m *remote.Re
 			return err
 		}
 	}
+	r.indexes.remove(m.ID.ID)
 	if err := r.rsm.DeleteLogSegmentData(ctx, m); err != nil {
 		return err
 	}
@@ -309,12 +312,7 @@ func (r *RemoteLogManager) segmentFor(tp remote.TopicIdPartition, offset int64) 
 // positionOf finds the position to scan from in the segment's remote
 // offset index: the last entry at or below offset.
 func (r *RemoteLogManager) positionOf(ctx context.Context, m *remote.RemoteLogSegmentMetadata, offset int64) (int64, error) {
-	rc, err := r.rsm.FetchIndex(ctx, m, remote.IndexOffset)
-	if err != nil {
-		return 0, fmt.Errorf("fetching the offset index of %s: %w", m.ID, err)
-	}
-	defer rc.Close()
-	idx, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	idx, err := r.indexes.get(ctx, r.rsm, m, remote.IndexOffset)
 	if err != nil {
 		return 0, err
 	}
@@ -430,12 +428,7 @@ func (r *RemoteLogManager) FindOffsetByTimestamp(ctx context.Context, tp remote.
 // searchSegment scans one remote segment for ts.
 func (r *RemoteLogManager) searchSegment(ctx context.Context, m *remote.RemoteLogSegmentMetadata, ts, minOffset int64) (log.TimestampOffset, bool, error) {
 	from := minOffset
-	if rc, err := r.rsm.FetchIndex(ctx, m, remote.IndexTimestamp); err == nil {
-		idx, err := io.ReadAll(io.LimitReader(rc, 64<<20))
-		rc.Close()
-		if err != nil {
-			return log.TimestampOffset{}, false, err
-		}
+	if idx, err := r.indexes.get(ctx, r.rsm, m, remote.IndexTimestamp); err == nil {
 		for i := 0; i+log.TimeIndexEntrySize <= len(idx); i += log.TimeIndexEntrySize {
 			if int64(binary.BigEndian.Uint64(idx[i:])) >= ts {
 				break
