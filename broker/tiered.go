@@ -115,10 +115,12 @@ func (b *Broker) newRemoteLog() error {
 	rlm := replica.NewRemoteLogManager(cfg.NodeID, rsm, rlmm, b.log, nil)
 	b.replicas.StartRemoteLog(replica.RemoteLogConfig{
 		Manager: rlm, Metadata: rlmm,
-		TaskInterval:    time.Duration(cfg.GetLong("remote.log.manager.task.interval.ms")) * time.Millisecond,
-		TaskThreads:     int(cfg.GetInt("remote.log.manager.thread.pool.size")),
-		ReaderThreads:   int(cfg.GetInt("remote.log.reader.threads")),
-		MaxPendingReads: int(cfg.GetInt("remote.log.reader.max.pending.tasks")),
+		TaskInterval:       time.Duration(cfg.GetLong("remote.log.manager.task.interval.ms")) * time.Millisecond,
+		TaskThreads:        int(cfg.GetInt("remote.log.manager.thread.pool.size")),
+		ReaderThreads:      int(cfg.GetInt("remote.log.reader.threads")),
+		MaxPendingReads:    int(cfg.GetInt("remote.log.reader.max.pending.tasks")),
+		FetchMaxWait:       time.Duration(cfg.GetInt("remote.fetch.max.wait.ms")) * time.Millisecond,
+		ListOffsetsTimeout: time.Duration(cfg.GetLong("remote.list.offsets.request.timeout.ms")) * time.Millisecond,
 	})
 	b.log.Info("tiered storage enabled", "remote.log.storage.manager.class.name", cfg.GetString("remote.log.storage.manager.class.name"),
 		"metadata_partitions", partitions)

@@ -279,6 +279,16 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	if got, err := listOffset(t, cl, tieredBase+n); err != nil || got != -1 {
 		t.Fatalf("offset for a timestamp past the last record: %d, %v", got, err)
 	}
+	// Kafka's tiered-storage meters, per topic.
+	metrics := scrape(t, b.MetricsAddr().String())
+	for _, name := range []string{"remotecopybytes", "remotecopyrequests", "remotefetchbytes", "remotefetchrequests"} {
+		if v := metrics["kafka_server_brokertopicmetrics_"+name+`_total{topic="tiered"}`]; v <= 0 {
+			t.Errorf("%s: %v", name, v)
+		}
+	}
+	if v := metrics[`kafka_server_brokertopicmetrics_remotecopybytes_total{topic="tiered"}`]; v < float64(n*tieredValueBytes)/2 {
+		t.Errorf("remote copy bytes %v of %d produced", v, n*tieredValueBytes)
+	}
 	if _, err := os.Stat(filepath.Join(logDir, "__remote_log_metadata-0")); err != nil {
 		t.Fatalf("the metadata topic: %v", err)
 	}

@@ -160,7 +160,8 @@
 // the store on a goroutine (at most remote.log.reader.threads at once,
 // remote.log.reader.max.pending.tasks waiting; over that the partition
 // answers empty), one remote partition per fetch as Kafka's
-// DelayedRemoteFetch, the others empty; ListOffsets -2 answers the log
+// DelayedRemoteFetch, the others empty; a read that outlasts
+// remote.fetch.max.wait.ms is given up and answers empty; ListOffsets -2 answers the log
 // start below the local one, -4 the local start, -5 the highest offset
 // copied, and a timestamp is searched in the remote segments below the
 // local start first (their time and offset indexes, then the batches). A

@@ -239,6 +239,9 @@ func (m *Manager) Close() {
 	m.produceP.Close()
 	m.fetchP.Close()
 	m.metrics.unregister()
+	if rl := m.remote.Load(); rl != nil {
+		rl.metrics.unregister()
+	}
 	if m.offlineGauge != nil {
 		m.cfg.Registerer.Unregister(m.offlineGauge)
 	}

@@ -50,6 +50,8 @@ type RemoteLogManager struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	indexes  *remoteIndexCache
+	// metrics, once the ReplicaManager runs it (nil: none).
+	metrics *remoteLogMetrics
 }
 
 // NewRemoteLogManager returns a RemoteLogManager on a store and a metadata
@@ -137,6 +139,7 @@ func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPar
 		LogSegment: c.LogPath, OffsetIndex: c.OffsetIndex, TimeIndex: c.TimeIndex,
 		TransactionIndex: c.TxnIndex, ProducerSnapshot: c.ProducerSnapshot, LeaderEpochIndex: c.LeaderEpochCheckpoint,
 	})
+	r.metrics.copied(tp.Topic, c.Size, err)
 	if err != nil {
 		r.abandonCopy(m)
 		return fmt.Errorf("copying segment %d of %s: %w", c.BaseOffset, tp, err)
@@ -175,7 +178,9 @@ func (r *RemoteLogManager) deleteRemoteSegment(ctx context.Context, m *remote.Re
 		}
 	}
 	r.indexes.remove(m.ID.ID)
-	if err := r.rsm.DeleteLogSegmentData(ctx, m); err != nil {
+	err := r.rsm.DeleteLogSegmentData(ctx, m)
+	r.metrics.deleted(m.ID.TopicIdPartition.Topic, err)
+	if err != nil {
 		return err
 	}
 	return r.rlmm.UpdateRemoteLogSegmentMetadata(ctx, remote.RemoteLogSegmentMetadataUpdate{
@@ -258,7 +263,12 @@ func (r *RemoteLogManager) moveLogStart(l *log.Log, start int64) error {
 // in maxBytes, never past the segment (Kafka's RemoteLogManager.read). A
 // read_committed fetch also gets the segment's aborted transactions that
 // overlap what was read.
-func (r *RemoteLogManager) Read(ctx context.Context, tp remote.TopicIdPartition, offset int64, maxBytes int32, minOneMessage, readCommitted bool) (log.FetchData, error) {
+func (r *RemoteLogManager) Read(ctx context.Context, tp remote.TopicIdPartition, offset int64, maxBytes int32, minOneMessage, readCommitted bool) (d log.FetchData, err error) {
+	defer func() { r.metrics.fetched(tp.Topic, d.Records.Size, err) }()
+	return r.read(ctx, tp, offset, maxBytes, minOneMessage, readCommitted)
+}
+
+func (r *RemoteLogManager) read(ctx context.Context, tp remote.TopicIdPartition, offset int64, maxBytes int32, minOneMessage, readCommitted bool) (log.FetchData, error) {
 	none := log.FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: log.UnknownOffsetMetadata}
 	m, err := r.segmentFor(tp, offset)
 	if err != nil {

@@ -34,15 +34,20 @@ type RemoteLogConfig struct {
 	// remote data.
 	ReaderThreads   int
 	MaxPendingReads int
-	// ReadTimeout bounds one remote read (remote.fetch.max.wait.ms,
-	// 500 ms in Kafka, for the DelayedRemoteFetch); 0: 30 s, as a slow
-	// store then answers late rather than never.
-	ReadTimeout time.Duration
+	// FetchMaxWait is remote.fetch.max.wait.ms (500 ms): how long a
+	// fetch waits for its remote read (Kafka's DelayedRemoteFetch); one
+	// that takes longer is given up and the partition answers empty, the
+	// consumer asking again. ListOffsetsTimeout bounds a search by
+	// timestamp in the store (remote.list.offsets.request.timeout.ms,
+	// 30 s).
+	FetchMaxWait       time.Duration
+	ListOffsetsTimeout time.Duration
 }
 
 // remoteLog is the Manager's tiered-storage state.
 type remoteLog struct {
 	cfg     RemoteLogConfig
+	metrics *remoteLogMetrics
 	readers chan struct{} // a token per running remote read
 	pending atomic.Int64  // remote reads waiting or running
 
@@ -65,10 +70,18 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 	cfg.TaskThreads = max(cfg.TaskThreads, 1)
 	cfg.ReaderThreads = max(cfg.ReaderThreads, 1)
 	cfg.MaxPendingReads = max(cfg.MaxPendingReads, cfg.ReaderThreads)
-	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = 30 * time.Second
+	if cfg.FetchMaxWait <= 0 {
+		cfg.FetchMaxWait = 500 * time.Millisecond
+	}
+	if cfg.ListOffsetsTimeout <= 0 {
+		cfg.ListOffsetsTimeout = 30 * time.Second
 	}
 	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}}
+	if metrics, err := newRemoteLogMetrics(m.cfg.Registerer); err != nil {
+		m.log.Warn("tiered storage runs without its metrics", "err", err)
+	} else {
+		cfg.Manager.metrics, rl.metrics = metrics, metrics
+	}
 	m.remote.Store(rl)
 	m.bg.Every(cfg.TaskInterval, func() { m.runRemoteLogTasks(rl) })
 }
@@ -208,36 +221,14 @@ func (m *Manager) readRemote(params FetchParams, results []FetchResult, done fun
 		return
 	}
 	started := m.bg.Go(func(stop <-chan struct{}) {
-		defer rl.pending.Add(-1)
-		select {
-		case rl.readers <- struct{}{}:
-		case <-stop:
-			finish()
-			return
-		}
-		defer func() { <-rl.readers }()
 		ctx, cancel := routine.Context(stop)
 		defer cancel()
-		ctx, cancelRead := context.WithTimeout(ctx, rl.cfg.ReadTimeout)
+		ctx, cancelRead := context.WithTimeout(ctx, rl.cfg.FetchMaxWait)
 		defer cancelRead()
-		r := &results[first]
-		rr := r.remote
-		data, err := rl.cfg.Manager.Read(ctx, rr.tp, rr.offset, rr.maxBytes, rr.minOneMessage, params.ReadCommitted)
-		switch {
-		case errors.Is(err, remote.ErrResourceNotFound):
-			// Expired since the local read, or never there.
-			r.Err = fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
-		case err != nil:
-			if ok, n := m.errLog.allow(time.Now()); ok {
-				m.log.Error("remote read failed", "partition", r.TopicPartition.String(), "offset", rr.offset, "err", err, "failures_not_logged", n)
-			}
-			r.Err = err
-		default:
-			r.Records, r.AbortedTransactions = data.Records, data.AbortedTransactions
-			if p := m.Partition(r.TopicPartition); p != nil && data.Records.Size > 0 {
-				p.stats.bytesOut.Add(float64(data.Records.Size))
-			}
-		}
+		m.serveRemoteRead(ctx, rl, params, &results[first])
+		// Released before the answer, so that the client's next fetch
+		// finds the slot free.
+		rl.pending.Add(-1)
 		finish()
 	})
 	if !started {
@@ -246,18 +237,50 @@ func (m *Manager) readRemote(params FetchParams, results []FetchResult, done fun
 	}
 }
 
+// serveRemoteRead reads r's remote partition into r, once a reader slot
+// is free, within ctx.
+func (m *Manager) serveRemoteRead(ctx context.Context, rl *remoteLog, params FetchParams, r *FetchResult) {
+	select {
+	case rl.readers <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-rl.readers }()
+	rr := r.remote
+	data, err := rl.cfg.Manager.Read(ctx, rr.tp, rr.offset, rr.maxBytes, rr.minOneMessage, params.ReadCommitted)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// remote.fetch.max.wait.ms passed (or shutdown): no data this
+		// time, as Kafka's expired DelayedRemoteFetch.
+		m.log.Debug("remote read gave up at remote.fetch.max.wait.ms", "partition", r.TopicPartition.String(), "offset", rr.offset, "err", err)
+	case errors.Is(err, remote.ErrResourceNotFound):
+		// Expired since the local read, or never there.
+		r.Err = fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
+	case err != nil:
+		if ok, n := m.errLog.allow(time.Now()); ok {
+			m.log.Error("remote read failed", "partition", r.TopicPartition.String(), "offset", rr.offset, "err", err, "failures_not_logged", n)
+		}
+		r.Err = err
+	default:
+		r.Records, r.AbortedTransactions = data.Records, data.AbortedTransactions
+		if p := m.Partition(r.TopicPartition); p != nil && data.Records.Size > 0 {
+			p.stats.bytesOut.Add(float64(data.Records.Size))
+		}
+	}
+}
+
 // remoteOffsetByTimestamp searches a tiered log's remote segments below
 // its local log start for a timestamp (ts >= 0), as Kafka's
 // fetchOffsetByTimestamp does before the local segments. It runs on the
-// caller's goroutine, bounded by ReadTimeout (Kafka 4 answers such a
-// ListOffsets from a DelayedRemoteListOffsets instead).
+// caller's goroutine, bounded by ListOffsetsTimeout (Kafka 4 answers
+// such a ListOffsets from a DelayedRemoteListOffsets instead).
 func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.TimestampOffset, bool, error) {
 	rl := m.remote.Load()
 	l := p.Log
 	if rl == nil || ts < 0 || !l.Tiered() || l.LogStartOffset() >= l.LocalLogStartOffset() {
 		return log.TimestampOffset{}, false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rl.cfg.ReadTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), rl.cfg.ListOffsetsTimeout)
 	defer cancel()
 	to, ok, err := rl.cfg.Manager.FindOffsetByTimestamp(ctx, remoteTopicIdPartition(p), ts, l.LogStartOffset())
 	if err != nil {

@@ -162,6 +162,8 @@ var brokerDefs = []*Def{
 	def("remote.log.manager.task.interval.ms", TypeLong, 30000, Low, "Interval at which the remote log manager runs the scheduled tasks like copy segments and clean up remote log segments.", atLeast(1)),
 	def("remote.log.manager.thread.pool.size", TypeInt, 10, Medium, "How many partitions' copy and expiration tasks run at once.", atLeast(1)),
 	def("remote.log.reader.threads", TypeInt, 10, Medium, "How many remote reads run at once.", atLeast(1)),
+	def("remote.fetch.max.wait.ms", TypeInt, 500, Medium, "The maximum amount of time the server will wait before answering the remote fetch request (read at start-up).", atLeast(1), ClusterWide),
+	def("remote.list.offsets.request.timeout.ms", TypeLong, 30000, Medium, "The maximum amount of time the server will wait for the remote list offsets request to complete (read at start-up).", atLeast(1), ClusterWide),
 	def("remote.log.reader.max.pending.tasks", TypeInt, 100, Medium, "How many remote reads may wait or run; a fetch over that gets no remote data and asks again.", atLeast(1)),
 	def("num.recovery.threads.per.data.dir", TypeInt, 2, High, "The number of threads per data directory to be used for log recovery at startup and flushing at shutdown.", atLeast(1), ClusterWide),
 
