@@ -180,7 +180,9 @@
 // the remote index cache (every remote read fetches the segment's offset
 // index), DelayedRemoteListOffsets (a ListOffsets by timestamp searches
 // the store on its handler goroutine), a retry of a deleted topic's
-// remote deletion after a restart, and metrics.
+// remote deletion after a restart, and the gauges (remote log size, copy
+// lag); the meters are kafka_server_brokertopicmetrics_remote{copy,fetch}
+// {bytes,requests,errors}_total and remotedelete{requests,errors}_total.
 //
 // # Shutdown
 //
