@@ -161,12 +161,16 @@
 // remote.log.reader.max.pending.tasks waiting; over that the partition
 // answers empty), one remote partition per fetch as Kafka's
 // DelayedRemoteFetch, the others empty; a read that outlasts
-// remote.fetch.max.wait.ms is given up and answers empty; ListOffsets -2 answers the log
-// start below the local one, -4 the local start, -5 the highest offset
-// copied, and a timestamp is searched in the remote segments below the
-// local start first (their time and offset indexes, then the batches). A
+// remote.fetch.max.wait.ms is given up and answers empty. Remote reads
+// keep the segments' offset and time indexes in an in-memory cache
+// (remote_index_cache.go, 64 MiB). ListOffsets -2 answers the log start
+// below the local one, -4 the local start, -5 the highest offset copied,
+// and a timestamp is searched in the remote segments below the local
+// start first (their time and offset indexes, then the batches). A
 // deleted topic's partitions led here are deleted from the store in the
-// background (DELETE_PARTITION_MARKED ... FINISHED).
+// background (DELETE_PARTITION_MARKED ... FINISHED). The meters are
+// kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
+// and remotedelete{requests,errors}_total, per topic.
 //
 // Not yet: more than one broker. The metadata manager appends only to
 // metadata partitions led here (a broker whose events go to a partition
@@ -177,12 +181,9 @@
 // OFFSET_MOVED_TO_TIERED_STORAGE and retries instead of rebuilding its
 // state from the store (Kafka's buildRemoteLogAuxState). Also not yet:
 // the copy and fetch quotas (remote.log.manager.*.max.bytes.per.second),
-// the remote index cache (every remote read fetches the segment's offset
-// index), DelayedRemoteListOffsets (a ListOffsets by timestamp searches
-// the store on its handler goroutine), a retry of a deleted topic's
-// remote deletion after a restart, and the gauges (remote log size, copy
-// lag); the meters are kafka_server_brokertopicmetrics_remote{copy,fetch}
-// {bytes,requests,errors}_total and remotedelete{requests,errors}_total.
+// DelayedRemoteListOffsets (a ListOffsets by timestamp searches the store
+// on its handler goroutine), a retry of a deleted topic's remote deletion
+// after a restart, and the gauges (remote log size, copy lag).
 //
 // # Shutdown
 //
