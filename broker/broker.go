@@ -106,6 +106,9 @@ type Broker struct {
 	// remoteStorage is tiered storage's store, nil unless
 	// remote.log.storage.system.enable (tiered.go).
 	remoteStorage remote.RemoteStorageManager
+	// remoteLogChannel carries the metadata manager's Produce requests
+	// to the leaders of __remote_log_metadata partitions led elsewhere.
+	remoteLogChannel *network.InterBrokerChannel
 
 	// sslFactories are the SSL listeners' (served, or dialed by this
 	// node), by name; controllerDial and interBrokerDial dial the
@@ -688,7 +691,7 @@ func (b *Broker) Close() error {
 		if b.producerIDs != nil {
 			b.producerIDs.Close()
 		}
-		for _, c := range []*network.InterBrokerChannel{b.shareChannel, b.markerChannel, b.addPartitionsChannel} {
+		for _, c := range []*network.InterBrokerChannel{b.shareChannel, b.markerChannel, b.addPartitionsChannel, b.remoteLogChannel} {
 			if c != nil {
 				c.Close()
 			}

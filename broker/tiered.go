@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/network"
+	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/log/remote"
 	"github.com/moldau/moldau/replica"
 )
@@ -78,6 +81,9 @@ func (b *Broker) newRemoteLog() error {
 		return fmt.Errorf("tiered storage: %w", err)
 	}
 	b.remoteStorage = rsm
+	b.remoteLogChannel = network.NewInterBrokerChannel(cfg.NodeID, cfg.InterBrokerListenerName,
+		fmt.Sprintf("broker-%d-remote-log-metadata", cfg.NodeID), 1, b.log, b.loader.Image, func() network.RequestHandler { return nil })
+	b.remoteLogChannel.SetDialer(b.interBrokerDial)
 	rlmmProps := cfg.Originals(cfg.GetString("remote.log.metadata.manager.impl.prefix"))
 	intProp := func(name string, def int) (int, error) {
 		v, ok := rlmmProps[name]
@@ -111,6 +117,7 @@ func (b *Broker) newRemoteLog() error {
 		CreateTopic: func(ctx context.Context) error {
 			return b.createRemoteLogMetadataTopic(ctx, int32(partitions), rf, retentionMs)
 		},
+		Produce: b.produceRemoteLogMetadata,
 	})
 	rlm := replica.NewRemoteLogManager(cfg.NodeID, rsm, rlmm, b.log, nil)
 	b.replicas.StartRemoteLog(replica.RemoteLogConfig{
@@ -161,4 +168,37 @@ func (b *Broker) createRemoteLogMetadataTopic(ctx context.Context, partitions in
 		}
 	}
 	return err
+}
+
+// produceRemoteLogMetadata appends a batch of remote log metadata events
+// to a partition of __remote_log_metadata led by another broker: a
+// Produce with acks=all over the inter-broker listener, as Kafka's
+// topic-based manager produces with its own client.
+func (b *Broker) produceRemoteLogMetadata(ctx context.Context, leader int32, tp log.TopicPartition, batch []byte) (int64, error) {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = -1
+	req.TimeoutMillis = 30000
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMillis = int32(max(time.Until(dl).Milliseconds(), 1))
+	}
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = tp.Topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = tp.Partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r, err := b.remoteLogChannel.Send(ctx, leader, req)
+	if err != nil {
+		return -1, err
+	}
+	resp := r.(*kmsg.ProduceResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, fmt.Errorf("%w: the leader answered a produce of one partition with %d topics", kerr.UnknownServerError, len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, err
+	}
+	return p.BaseOffset, nil
 }

@@ -36,8 +36,13 @@ type TopicBasedRemoteLogMetadataManagerConfig struct {
 	// (remote.log.metadata.topic.num.partitions, 50); the image's count
 	// wins once it exists.
 	NumPartitions int
+	// Produce appends an event batch to a metadata partition led by
+	// another broker (a Produce with acks=all over the inter-broker
+	// listener) and returns its base offset; nil: events go only to
+	// partitions led here.
+	Produce func(ctx context.Context, leader int32, tp TopicPartition, batch []byte) (int64, error)
 	// WriteTimeout bounds the wait for an event to be committed
-	// (acks=all); 0: 30 s.
+	// (acks=all) and applied here; 0: 30 s.
 	WriteTimeout time.Duration
 	Logger       *slog.Logger
 }
@@ -177,35 +182,56 @@ func (r *TopicBasedRemoteLogMetadataManager) write(ctx context.Context, tp remot
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
+	defer cancel()
+	offset, err := r.append(ctx, t, mp, batch)
+	if err != nil {
+		// The append may still commit: a reader applies it then, and
+		// the caller's retry registers a new segment id (a copy is
+		// never registered twice under one id).
+		return fmt.Errorf("appending to %s-%d: %w", RemoteLogMetadataTopic, mp, err)
+	}
+	// Applied here once the local replica has it up to its high
+	// watermark: at once on the leader, after a fetch on a follower.
+	for {
+		err := r.catchUp(t, mp)
+		r.applyMu.Lock()
+		applied := r.applied[mp]
+		r.applyMu.Unlock()
+		if err == nil && applied > offset {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: event at offset %d of %s-%d committed but not applied here (%v)", kerr.RequestTimedOut, offset, RemoteLogMetadataTopic, mp, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// append appends batch to metadata partition mp with acks=all: through
+// the ReplicaManager when it is led here, else by a Produce to its leader.
+func (r *TopicBasedRemoteLogMetadataManager) append(ctx context.Context, t *metadata.Topic, mp int32, batch []byte) (int64, error) {
+	mtp := TopicPartition{Topic: RemoteLogMetadataTopic, Partition: mp}
+	if p := r.cfg.Replicas.Partition(mtp); p == nil || !p.IsLeader() {
+		leader := t.Partitions[mp].Leader
+		if leader < 0 || leader == r.cfg.BrokerID || r.cfg.Produce == nil {
+			return -1, fmt.Errorf("%w: %s is led by %d", kerr.NotLeaderForPartition, mtp, leader)
+		}
+		return r.cfg.Produce(ctx, leader, mtp, batch)
+	}
 	type result struct {
 		offset int64
 		err    error
 	}
 	ch := make(chan result, 1)
-	r.cfg.Replicas.AppendAsCoordinator(TopicPartition{Topic: RemoteLogMetadataTopic, Partition: mp}, batch, r.cfg.WriteTimeout,
-		func(offset int64, err error) { ch <- result{offset, err} })
-	var res result
+	r.cfg.Replicas.AppendAsCoordinator(mtp, batch, r.cfg.WriteTimeout, func(offset int64, err error) { ch <- result{offset, err} })
 	select {
-	case res = <-ch:
+	case res := <-ch:
+		return res.offset, res.err
 	case <-ctx.Done():
-		// The append may still commit: a reader applies it then, and
-		// the caller's retry registers a new segment id (a copy is
-		// never registered twice under one id).
-		return ctx.Err()
+		return -1, ctx.Err()
 	}
-	if res.err != nil {
-		return fmt.Errorf("appending to %s-%d: %w", RemoteLogMetadataTopic, mp, res.err)
-	}
-	if err := r.catchUp(t, mp); err != nil {
-		return err
-	}
-	r.applyMu.Lock()
-	applied := r.applied[mp]
-	r.applyMu.Unlock()
-	if applied <= res.offset {
-		return fmt.Errorf("%w: event at offset %d of %s-%d committed but not yet applied", kerr.RequestTimedOut, res.offset, RemoteLogMetadataTopic, mp)
-	}
-	return nil
 }
 
 // CatchUpAll applies what every hosted metadata partition holds beyond

@@ -110,8 +110,17 @@ func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
 	}
 	var parts []*Partition
 	m.partitions.Range(func(_, v any) bool {
-		if p := v.(*Partition); p.IsLeader() && p.Log.Tiered() {
+		p := v.(*Partition)
+		switch {
+		case !p.Log.Tiered():
+		case p.IsLeader():
 			parts = append(parts, p)
+		default:
+			// A follower learns what its leader copied, so its local
+			// retention deletes it too (Kafka's RLMFollowerTask).
+			if err := rl.cfg.Manager.SyncCopiedOffset(remoteTopicIdPartition(p), p.Log); err != nil {
+				m.log.Debug("reading the remote segments of a follower failed", "partition", p.TopicPartition.String(), "err", err)
+			}
 		}
 		return true
 	})
