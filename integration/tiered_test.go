@@ -21,6 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker"
 )
 
 // Tiered storage end to end on one broker (KIP-405), with stock clients
@@ -83,13 +85,16 @@ var tieredBase = time.Now().Add(-time.Hour).UnixMilli()
 func tieredTimestamp(i int) time.Time { return time.UnixMilli(tieredBase + int64(i)) }
 
 // produceTiered produces records [from, to) with acks=all.
-func produceTiered(t *testing.T, cl *kgo.Client, from, to int) {
+func produceTiered(t *testing.T, cl *kgo.Client, from, to int) { produceTieredTo(t, cl, 0, from, to) }
+
+// produceTieredTo produces records [from, to) to partition part.
+func produceTieredTo(t *testing.T, cl *kgo.Client, part int32, from, to int) {
 	t.Helper()
 	ctx := ctxTimeout(t, 5*time.Minute)
 	for i := from; i < to; i += 100 {
 		var recs []*kgo.Record
 		for j := i; j < min(i+100, to); j++ {
-			recs = append(recs, &kgo.Record{Topic: tieredTopic, Partition: 0, Value: tieredValue(j), Timestamp: tieredTimestamp(j)})
+			recs = append(recs, &kgo.Record{Topic: tieredTopic, Partition: part, Value: tieredValue(j), Timestamp: tieredTimestamp(j)})
 		}
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			t.Fatalf("producing records %d..: %v", i, err)
@@ -103,9 +108,12 @@ func consumeTiered(t *testing.T, seed string, n int) { consumeTieredFrom(t, seed
 
 // consumeTieredFrom reads the partition from the beginning, which must be
 // record from, and checks that records from..n-1 come in order.
-func consumeTieredFrom(t *testing.T, seed string, from, n int) {
+func consumeTieredFrom(t *testing.T, seed string, from, n int) { consumeTieredPart(t, seed, 0, from, n) }
+
+// consumeTieredPart is consumeTieredFrom for partition part.
+func consumeTieredPart(t *testing.T, seed string, part int32, from, n int) {
 	t.Helper()
-	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tieredTopic: {0: kgo.NewOffset().AtStart()}}),
+	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tieredTopic: {part: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxBytes(8<<20))
 	ctx := ctxTimeout(t, 5*time.Minute)
 	next := from
@@ -120,7 +128,11 @@ func consumeTieredFrom(t *testing.T, seed string, from, n int) {
 				t.Fatalf("record at offset %d, want %d", r.Offset, next)
 			}
 			if !bytes.Equal(r.Value, tieredValue(next)) {
-				t.Fatalf("record %d: value differs", next)
+				var idx uint64
+				if len(r.Value) >= 8 {
+					idx = binary.BigEndian.Uint64(r.Value)
+				}
+				t.Fatalf("partition %d, record %d: value differs (%d bytes, record %d's?)", r.Partition, next, len(r.Value), idx)
 			}
 			next++
 		})
@@ -436,4 +448,90 @@ func startVersitygw(t *testing.T, root, access, secret string) string {
 		return nil
 	})
 	return endpoint
+}
+
+// Three brokers share a store: the leaders of a tiered topic's three
+// partitions (replication factor 3) copy their segments, the events of
+// those not led with the one __remote_log_metadata partition go to its
+// leader by Produce, every replica's local retention deletes what was
+// copied, and once a leader is gone the new one serves the whole log from
+// the store.
+func TestTieredStorageThreeBrokers(t *testing.T) {
+	storeDir := t.TempDir()
+	nodes := newClusterNodes(t, 3)
+	bs := make([]*broker.Broker, 3)
+	props := append(tieredBrokerProps(storeDir), "rlmm.config.remote.log.metadata.topic.num.partitions=1")
+	for i, n := range nodes {
+		bs[i] = startInProcessNode(t, n, nodes, props...)
+	}
+	closed := make([]bool, 3)
+	t.Cleanup(func() {
+		for i, b := range bs {
+			if !closed[i] {
+				b.Close()
+			}
+		}
+	})
+	waitReady(t, bs...)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.seed())
+	}
+	seed := strings.Join(seeds, ",")
+	adm := newAdmin(t, seed)
+	resp, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 3, 3, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"segment.bytes":         kadm.StringPtr(fmt.Sprint(tieredSegmentBytes)),
+		"local.retention.bytes": kadm.StringPtr(fmt.Sprint(tieredLocalBytes)),
+	}, tieredTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	cl := newClient(t, seed, kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	leaders := map[int32]bool{}
+	for p := range int32(3) {
+		produceTieredTo(t, cl, p, 0, n)
+		l, _ := partitionStateRetry(t, adm, tieredTopic, p)
+		leaders[l] = true
+	}
+	if len(leaders) < 2 {
+		// Then one broker leads everything and no event goes by Produce.
+		t.Fatalf("the partitions have %d leaders; the test needs two at least", len(leaders))
+	}
+	// Every replica keeps about local.retention.bytes of each partition.
+	eventually(t, 2*time.Minute, func() error {
+		for _, node := range nodes {
+			for p := range 3 {
+				if local, _ := dirBytes(t, filepath.Join(node.dir, fmt.Sprintf("%s-%d", tieredTopic, p)), ".log"); local > tieredLocalBytes+2*tieredSegmentBytes {
+					return fmt.Errorf("node %d holds %d bytes of partition %d", node.id, local, p)
+				}
+			}
+		}
+		return nil
+	})
+	for p := range int32(3) {
+		consumeTieredPart(t, seed, p, 0, n)
+	}
+
+	leader, _ := partitionStateRetry(t, adm, tieredTopic, 0)
+	bs[leader-1].Close()
+	closed[leader-1] = true
+	var rest []string
+	for _, node := range nodes {
+		if node.id != leader {
+			rest = append(rest, node.seed())
+		}
+	}
+	restAdm := newAdmin(t, strings.Join(rest, ","))
+	eventually(t, time.Minute, func() error {
+		if l, _ := partitionStateRetry(t, restAdm, tieredTopic, 0); l == leader {
+			return fmt.Errorf("still led by %d", leader)
+		}
+		return nil
+	})
+	consumeTieredPart(t, strings.Join(rest, ","), 0, 0, n)
 }
