@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -517,7 +518,34 @@ func TestTieredStorageThreeBrokers(t *testing.T) {
 		consumeTieredPart(t, seed, p, 0, n)
 	}
 
+	// A follower away while the leader's local retention passes its log
+	// end starts over at the leader's local log start when it returns
+	// (OFFSET_MOVED_TO_TIERED_STORAGE), and rejoins the ISR.
 	leader, _ := partitionStateRetry(t, adm, tieredTopic, 0)
+	f := leader%3 + 1
+	bs[f-1].Close()
+	closed[f-1] = true
+	produceTieredTo(t, cl, 0, n, 2*n)
+	eventually(t, time.Minute, func() error {
+		if local, err := listOffset(t, cl, -4); err != nil || local <= n {
+			return fmt.Errorf("leader's local log start %d, %v", local, err)
+		}
+		return nil
+	})
+	bs[f-1] = startInProcessNode(t, nodes[f-1], nodes, props...)
+	closed[f-1] = false
+	waitReady(t, bs[f-1])
+	eventually(t, time.Minute, func() error {
+		if first := firstSegment(t, filepath.Join(nodes[f-1].dir, tieredTopic+"-0")); first <= n {
+			return fmt.Errorf("the returned follower's first segment is at %d, below the leader's local start", first)
+		}
+		if _, isr := partitionStateRetry(t, adm, tieredTopic, 0); !slices.Contains(isr, f) {
+			return fmt.Errorf("ISR %v without the returned follower %d", isr, f)
+		}
+		return nil
+	})
+
+	leader, _ = partitionStateRetry(t, adm, tieredTopic, 0)
 	bs[leader-1].Close()
 	closed[leader-1] = true
 	var rest []string
@@ -533,5 +561,25 @@ func TestTieredStorageThreeBrokers(t *testing.T) {
 		}
 		return nil
 	})
-	consumeTieredPart(t, strings.Join(rest, ","), 0, 0, n)
+	consumeTieredPart(t, strings.Join(rest, ","), 0, 0, 2*n)
+}
+
+// firstSegment is the base offset of the first segment in a partition
+// dir.
+func firstSegment(t *testing.T, dir string) int64 {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := int64(-1)
+	for _, e := range entries {
+		var base int64
+		if strings.HasSuffix(e.Name(), ".log") {
+			if _, err := fmt.Sscanf(e.Name(), "%020d.log", &base); err == nil && (first < 0 || base < first) {
+				first = base
+			}
+		}
+	}
+	return first
 }
