@@ -172,18 +172,27 @@
 // kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
 // and remotedelete{requests,errors}_total, per topic.
 //
-// Not yet: more than one broker. The metadata manager appends only to
-// metadata partitions led here (a broker whose events go to a partition
-// led elsewhere fails its copies and retries; nothing is lost, local
-// retention deletes nothing not copied); a follower of a tiered partition
-// never learns the highest offset copied, so keeps every segment, and one
-// that falls below the leader's local start gets
-// OFFSET_MOVED_TO_TIERED_STORAGE and retries instead of rebuilding its
-// state from the store (Kafka's buildRemoteLogAuxState). Also not yet:
-// the copy and fetch quotas (remote.log.manager.*.max.bytes.per.second),
-// DelayedRemoteListOffsets (a ListOffsets by timestamp searches the store
-// on its handler goroutine), a retry of a deleted topic's remote deletion
-// after a restart, and the gauges (remote log size, copy lag).
+// On several brokers: an event for a metadata partition led elsewhere is
+// produced to its leader (acks=all over the inter-broker listener, see
+// the broker's wiring) and the write returns once the local follower has
+// applied it; followers of a tiered partition learn the highest offset
+// copied from the metadata, so their local retention deletes it too; a
+// follower whose log ends before the leader's local log start gets
+// OFFSET_MOVED_TO_TIERED_STORAGE and starts over at that local start
+// (fetcher.go). A broker must host a replica of the metadata partitions
+// its partitions' events go to: the metadata topic's replication factor
+// (3, capped to the brokers registered) must cover every broker, so
+// clusters of up to three brokers by default.
+//
+// Not yet: a consumer of __remote_log_metadata for brokers that host no
+// replica of a metadata partition; rebuilding a follower's leader epochs
+// and producer state before the local start from the store (the rest of
+// Kafka's buildRemoteLogAuxState: such a follower that becomes leader
+// knows no producer that wrote only below it); the copy and fetch quotas
+// (remote.log.manager.*.max.bytes.per.second); DelayedRemoteListOffsets
+// (a ListOffsets by timestamp searches the store on its handler
+// goroutine); a retry of a deleted topic's remote deletion after a
+// restart; and the gauges (remote log size, copy lag).
 //
 // # Shutdown
 //
