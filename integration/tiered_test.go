@@ -114,6 +114,13 @@ func consumeTieredFrom(t *testing.T, seed string, from, n int) { consumeTieredPa
 // consumeTieredPart is consumeTieredFrom for partition part.
 func consumeTieredPart(t *testing.T, seed string, part int32, from, n int) {
 	t.Helper()
+	consumeTieredShifted(t, seed, part, from, n, 0)
+}
+
+// consumeTieredShifted is consumeTieredPart where offset i holds record
+// i+shift.
+func consumeTieredShifted(t *testing.T, seed string, part int32, from, n, shift int) {
+	t.Helper()
 	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tieredTopic: {part: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxBytes(8<<20))
 	ctx := ctxTimeout(t, 5*time.Minute)
@@ -128,7 +135,7 @@ func consumeTieredPart(t *testing.T, seed string, part int32, from, n int) {
 			if r.Offset != int64(next) {
 				t.Fatalf("record at offset %d, want %d", r.Offset, next)
 			}
-			if !bytes.Equal(r.Value, tieredValue(next)) {
+			if !bytes.Equal(r.Value, tieredValue(next+shift)) {
 				var idx uint64
 				if len(r.Value) >= 8 {
 					idx = binary.BigEndian.Uint64(r.Value)
@@ -582,4 +589,57 @@ func firstSegment(t *testing.T, dir string) int64 {
 		}
 	}
 	return first
+}
+
+// A clean restart keeps a tiered topic whole, and a tiered topic deleted
+// and created again under the same name starts empty: the old one's
+// segments leave the store, the new one's are its own.
+func TestTieredStorageCleanRestartAndRecreate(t *testing.T) {
+	storeDir, logDir := t.TempDir(), t.TempDir()
+	port := freePort(t)
+	props := tieredBrokerProps(storeDir)
+	p := startProcess(t, logDir, port, props...)
+	createTieredTopic(t, newAdmin(t, p.Addr))
+	cl := newClient(t, p.Addr, kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const n = 1500
+	produceTiered(t, cl, 0, n)
+	waitTiered(t, cl, logDir, storeDir, int64(n*tieredValueBytes))
+	cl.Close()
+	p.stop(t)
+
+	p = startProcess(t, logDir, port, props...)
+	cl = newClient(t, p.Addr, kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if earliest, err := listOffset(t, cl, -2); err != nil || earliest != 0 {
+		t.Fatalf("after a clean restart: earliest offset %d, %v", earliest, err)
+	}
+	consumeTiered(t, p.Addr, n)
+
+	adm := newAdmin(t, p.Addr)
+	if _, err := adm.DeleteTopics(ctxTimeout(t, 30*time.Second), tieredTopic); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		if _, files := dirBytes(t, storeDir, ""); files > 0 {
+			return fmt.Errorf("the store holds %d files of the deleted topic", files)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		resp, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 1, 1, map[string]*string{
+			"remote.storage.enable": kadm.StringPtr("true"),
+			"segment.bytes":         kadm.StringPtr(fmt.Sprint(tieredSegmentBytes)),
+			"local.retention.bytes": kadm.StringPtr(fmt.Sprint(tieredLocalBytes)),
+		}, tieredTopic)
+		if err == nil {
+			err = resp.Err
+		}
+		return err
+	})
+	// The new topic's records differ from the old one's at each offset.
+	produceTiered(t, cl, n, n+n/2)
+	waitTiered(t, cl, logDir, storeDir, int64(n/2*tieredValueBytes))
+	cl.Close()
+	p.stop(t)
+	p = startProcess(t, logDir, port, props...)
+	consumeTieredShifted(t, p.Addr, 0, 0, n/2, n)
 }
