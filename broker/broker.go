@@ -28,6 +28,7 @@ import (
 	"github.com/moldau/moldau/coordinator/txn"
 	"github.com/moldau/moldau/kapi"
 	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/log/remote"
 	"github.com/moldau/moldau/replica"
 	sharepart "github.com/moldau/moldau/replica/share"
 )
@@ -102,6 +103,12 @@ type Broker struct {
 	requestMemory *memory.Pool
 	metrics       *network.Metrics
 	httpSrv       *MetricsServer
+	// remoteStorage is tiered storage's store, nil unless
+	// remote.log.storage.system.enable (tiered.go).
+	remoteStorage remote.RemoteStorageManager
+	// remoteLogChannel carries the metadata manager's Produce requests
+	// to the leaders of __remote_log_metadata partitions led elsewhere.
+	remoteLogChannel *network.InterBrokerChannel
 
 	// sslFactories are the SSL listeners' (served, or dialed by this
 	// node), by name; controllerDial and interBrokerDial dial the
@@ -217,6 +224,10 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	b.lifecycleRef.Store(b.lifecycle)
 	b.handler = b.newRequestHandler()
 	b.socket.SetHandler(b.handler)
+	// Tiered storage creates its metadata topic through the handler.
+	if err := b.newRemoteLog(); err != nil {
+		return nil, err
+	}
 	b.registerReconfigurables()
 	if cfg.MetricsListener != "" {
 		if b.httpSrv, err = ServeMetrics(cfg.MetricsListener, b.registry, b.log); err != nil {
@@ -702,7 +713,7 @@ func (b *Broker) Close() error {
 		if b.producerIDs != nil {
 			b.producerIDs.Close()
 		}
-		for _, c := range []*network.InterBrokerChannel{b.shareChannel, b.markerChannel, b.addPartitionsChannel} {
+		for _, c := range []*network.InterBrokerChannel{b.shareChannel, b.markerChannel, b.addPartitionsChannel, b.remoteLogChannel} {
 			if c != nil {
 				c.Close()
 			}
@@ -712,6 +723,9 @@ func (b *Broker) Close() error {
 		}
 		if b.replicas != nil {
 			b.replicas.Close()
+		}
+		if b.remoteStorage != nil {
+			errs = append(errs, b.remoteStorage.Close())
 		}
 		if b.logs != nil {
 			if b.lifecycle != nil {

@@ -478,17 +478,33 @@ func spliceRegions(enc *Response, flexible bool, slices []log.FileSlice) *Respon
 			panic("kapi: fetch response marker not found")
 		}
 		p += cursor
+		// Bytes in memory (read from remote storage) are copied into
+		// the response: there is no file to send them from. They
+		// cannot fail to read; if they did, the partition gets none.
+		var inline []byte
+		size := s.Size
+		if s.File == nil {
+			var err error
+			if inline, err = s.ReadInto(nil); err != nil {
+				inline = nil
+			}
+			size = int64(len(inline))
+		}
 		if flexible {
 			// compact bytes: uvarint(len+1); 17 fits in one byte.
 			out = append(out, buf[cursor:p-1]...)
-			out = binary.AppendUvarint(out, uint64(s.Size)+1)
+			out = binary.AppendUvarint(out, uint64(size)+1)
 		} else {
 			out = append(out, buf[cursor:p-4]...)
-			out = binary.BigEndian.AppendUint32(out, uint32(s.Size))
+			out = binary.BigEndian.AppendUint32(out, uint32(size))
+		}
+		cursor = p + markerLen
+		if s.File == nil {
+			out = append(out, inline...)
+			continue
 		}
 		regions = append(regions, FileRegion{At: len(out), File: s.File, Off: s.Pos, Len: s.Size})
 		total += s.Size
-		cursor = p + markerLen
 	}
 	out = append(out, buf[cursor:]...)
 	binary.BigEndian.PutUint32(out, uint32(int64(len(out)-4)+total))

@@ -93,8 +93,15 @@ type Log struct {
 	// (tiered.go); LogStartOffset is then remoteStart.
 	logStart    int64
 	remoteStart int64
-	hw          int64
-	size        int64
+	// loadedStart is the log start offset the checkpoint had at load
+	// (-1: none) and loadedLocal the local start then, kept so a log
+	// loaded before its config said tiered (the broker loads logs before
+	// it has the topics' configs) gets its start below the local one
+	// when SetConfig says so, unless its local start moved since (then
+	// the checkpoint's start is not a remote one). segMu.
+	loadedStart, loadedLocal int64
+	hw                       int64
+	size                     int64
 	// hwMeta caches the high watermark's position when it is below
 	// the log end (see FetchOffsetSnapshot); lsoMeta the last stable
 	// offset's when it is below the high watermark.
@@ -141,7 +148,14 @@ func (l *Log) SetConfig(cfg Config) {
 	l.mu.Lock()
 	l.cfg = cfg.withDefaults()
 	l.minISR.Store(l.cfg.MinInSyncReplicas)
-	l.tiered.Store(l.cfg.RemoteStorageEnable)
+	wasTiered := l.tiered.Swap(l.cfg.RemoteStorageEnable)
+	if !wasTiered && l.cfg.RemoteStorageEnable {
+		l.segMu.Lock()
+		if l.remoteStart < 0 && l.loadedStart >= 0 && l.loadedStart < l.logStart && l.logStart == l.loadedLocal {
+			l.remoteStart = l.loadedStart
+		}
+		l.segMu.Unlock()
+	}
 	l.mu.Unlock()
 }
 

@@ -90,7 +90,7 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 	ld.l.minISR.Store(p.cfg.MinInSyncReplicas)
 	ld.l.tiered.Store(p.cfg.RemoteStorageEnable)
 	ld.l.highestRemote.Store(-1)
-	ld.l.remoteStart = -1
+	ld.l.remoteStart, ld.l.loadedStart = -1, -1
 	if ld.l.pidExpirationMs == nil {
 		ld.l.pidExpirationMs = func() int64 { return defaultPidExpirationMs }
 	}
@@ -332,6 +332,7 @@ func (ld *logLoader) settleOffsets() error {
 	}
 	l.leo = l.active().nextOffset
 	l.logStart = logStart
+	l.loadedStart, l.loadedLocal = p.logStartOffset, logStart
 	if p.cfg.RemoteStorageEnable && p.logStartOffset >= 0 && p.logStartOffset < logStart {
 		// The records below the first local segment are in remote
 		// storage: the checkpointed log start is still the log's.

@@ -104,6 +104,28 @@ func (s *Segment) searchForTimestamp(ts, startPos, end, minOffset int64) (Timest
 	return TimestampOffset{}, false, nil
 }
 
+// TimestampInBatch answers a search by timestamp within one whole batch
+// whose max timestamp is at least ts and whose last offset is at least
+// minOffset: the first record there with timestamp >= ts and offset >=
+// minOffset, or, if the records cannot be decoded, the batch's first such
+// offset with its max timestamp (as the local search answers). Remote
+// storage's search uses it.
+func TimestampInBatch(batch []byte, ts, minOffset int64) (TimestampOffset, error) {
+	h, err := ParseBatchHeader(batch)
+	if err != nil {
+		return TimestampOffset{}, err
+	}
+	to := TimestampOffset{Timestamp: h.MaxTimestamp, Offset: max(h.BaseOffset, minOffset), LeaderEpoch: h.PartitionLeaderEpoch}
+	decodeRecordTimestamps(batch, func(off, rts int64) bool {
+		if rts >= ts && off >= minOffset {
+			to.Timestamp, to.Offset = rts, off
+			return false
+		}
+		return true
+	})
+	return to, nil
+}
+
 func (s *Segment) readBatch(pos int64, h BatchHeader) ([]byte, error) {
 	b := make([]byte, h.TotalSize())
 	if n, err := s.log.ReadAt(b, pos); n < len(b) {

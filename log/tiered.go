@@ -107,6 +107,24 @@ func (l *Log) UpdateLogStartOffsetFromRemoteTier(offset int64) (int64, error) {
 	return start, nil
 }
 
+// RestoreLogStartFromRemote lowers a tiered log's log start offset to
+// offset, below its local log start, where the remote metadata shows the
+// records from offset on are in remote storage and the log does not know
+// its start below the local one: after a restart whose
+// log-start-offset-checkpoint lacked it (a kill before the first
+// checkpoint, or a log loaded before its topic's config said tiered).
+// A log start known already is never moved. It returns the log start.
+func (l *Log) RestoreLogStartFromRemote(offset int64) int64 {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	if l.tiered.Load() && l.remoteStart < 0 && offset >= 0 && offset < l.logStart {
+		l.remoteStart = offset
+		l.logger.Info("log start offset restored from remote storage", "partition", l.tp.String(),
+			"log_start_offset", offset, "local_log_start_offset", l.logStart)
+	}
+	return l.logStartLocked()
+}
+
 // localRetention returns the retention.ms and retention.bytes that apply
 // to local segments: local.retention.* for a tiered log (-2: the total
 // retention's), retention.* otherwise.

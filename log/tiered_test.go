@@ -132,3 +132,62 @@ func tieredFileExists(p string) bool {
 	_, err := os.Stat(filepath.Clean(p))
 	return err == nil
 }
+
+// A tiered log loaded before its config said tiered (a broker loads its
+// logs before it has the topics' configs) gets its start below the local
+// one back when SetConfig says tiered; with no checkpoint, from what the
+// remote metadata says (RestoreLogStartFromRemote).
+func TestTieredLogStartAfterRestart(t *testing.T) {
+	clock := newLtClock()
+	dir := t.TempDir()
+	cfg := ltConfig()
+	cfg.RemoteStorageEnable = true
+	cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	cfg.LocalRetentionBytes = 20 << 10
+	l, _ := ltOpen(t, dir, cfg, clock, false, nil)
+	for i := 0; i < 100; i++ {
+		ltAppend(t, l, ltBatch(t, ltBatchSpec{n: 2, valueSize: 400, ts: clock.Now().UnixMilli()}))
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	cands := l.CopyableSegments()
+	l.UpdateHighestOffsetInRemoteStorage(cands[1].NextOffset - 1)
+	if _, err := l.DeleteOldSegments(); err != nil {
+		t.Fatal(err)
+	}
+	hw, local := l.HighWatermark(), l.LocalLogStartOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	untiered := cfg
+	untiered.RemoteStorageEnable = false
+	for _, ckpt := range []int64{0, -1} {
+		l, _, err := loadLog(logParams{
+			dir: dir, tp: TopicPartition{"t", 0}, cfg: untiered, fsys: OSFS{}, logger: ltLogger(t), now: clock.Now,
+			hadCleanShutdown: true, logStartOffset: ckpt, highWatermark: hw, recoveryPoint: hw,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.LogStartOffset() != local {
+			t.Fatalf("untiered: log start %d, want the local %d", l.LogStartOffset(), local)
+		}
+		l.SetConfig(cfg)
+		want := int64(0)
+		if ckpt < 0 {
+			want = local
+		}
+		if l.LogStartOffset() != want {
+			t.Fatalf("checkpoint %d, tiered: log start %d, want %d", ckpt, l.LogStartOffset(), want)
+		}
+		l.RestoreLogStartFromRemote(5)
+		if ckpt < 0 {
+			want = 5
+		}
+		if l.LogStartOffset() != want {
+			t.Fatalf("checkpoint %d, restored from remote: log start %d, want %d", ckpt, l.LogStartOffset(), want)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -133,9 +133,66 @@
 // and only then tells the log the highest offset copied, so local
 // retention never deletes what the store does not hold; it expires remote
 // segments by the total retention and the log start offset, cleaning up
-// copies that never finished; and it reads batches back from the store. It
-// is not yet run by the Manager: remote.storage.enable is still refused
-// (issue 24 lands in steps).
+// copies that never finished (wherever they are among the segments
+// retention keeps) and deletions cut short; and it reads batches back from
+// the store.
+//
+// remote_log_metadata.go is Kafka's TopicBasedRemoteLogMetadataManager:
+// events go to __remote_log_metadata (created on first use: 50 partitions,
+// replication factor 3 capped to the brokers registered, cleanup.policy
+// delete, retention.ms -1; the rlmm.config. properties
+// remote.log.metadata.topic.*), placed by remote.MetadataPartition. A
+// write is appended with acks=all and returns once the local replica's
+// events up to the high watermark are applied to the store; reads apply
+// what the log holds beyond that first, and after a restart the first
+// read replays the partition, rebuilding the store. A replica neither led
+// here nor fetched from its leader yet is not read (its high watermark may
+// predate a restart).
+//
+// remote_log_tasks.go runs it (StartRemoteLog, called by the broker with
+// remote.log.storage.system.enable): every
+// remote.log.manager.task.interval.ms, for each partition led here whose
+// topic has remote.storage.enable, at most remote.log.manager.thread.pool.size
+// at once, a new leader first sets the highest offset copied (and the log
+// start, if the checkpoint lacked it after a crash) from the remote
+// metadata, then copies and expires, stopping as soon as its leadership at
+// that epoch goes. A consumer fetch below the local log start is read from
+// the store on a goroutine (at most remote.log.reader.threads at once,
+// remote.log.reader.max.pending.tasks waiting; over that the partition
+// answers empty), one remote partition per fetch as Kafka's
+// DelayedRemoteFetch, the others empty; a read that outlasts
+// remote.fetch.max.wait.ms is given up and answers empty. Remote reads
+// keep the segments' offset and time indexes in an in-memory cache
+// (remote_index_cache.go, 64 MiB). ListOffsets -2 answers the log start
+// below the local one, -4 the local start, -5 the highest offset copied,
+// and a timestamp is searched in the remote segments below the local
+// start first (their time and offset indexes, then the batches). A
+// deleted topic's partitions led here are deleted from the store in the
+// background (DELETE_PARTITION_MARKED ... FINISHED). The meters are
+// kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
+// and remotedelete{requests,errors}_total, per topic.
+//
+// On several brokers: an event for a metadata partition led elsewhere is
+// produced to its leader (acks=all over the inter-broker listener, see
+// the broker's wiring) and the write returns once the local follower has
+// applied it; followers of a tiered partition learn the highest offset
+// copied from the metadata, so their local retention deletes it too; a
+// follower whose log ends before the leader's local log start gets
+// OFFSET_MOVED_TO_TIERED_STORAGE and starts over at that local start
+// (fetcher.go). A broker must host a replica of the metadata partitions
+// its partitions' events go to: the metadata topic's replication factor
+// (3, capped to the brokers registered) must cover every broker, so
+// clusters of up to three brokers by default.
+//
+// Not yet: a consumer of __remote_log_metadata for brokers that host no
+// replica of a metadata partition; rebuilding a follower's leader epochs
+// and producer state before the local start from the store (the rest of
+// Kafka's buildRemoteLogAuxState: such a follower that becomes leader
+// knows no producer that wrote only below it); the copy and fetch quotas
+// (remote.log.manager.*.max.bytes.per.second); DelayedRemoteListOffsets
+// (a ListOffsets by timestamp searches the store on its handler
+// goroutine); a retry of a deleted topic's remote deletion after a
+// restart; and the gauges (remote log size, copy lag).
 //
 // # Shutdown
 //

@@ -71,6 +71,8 @@ type FetchResult struct {
 	PreferredReadReplica int32
 
 	hwMoved bool // a follower's fetch moved the high watermark
+	// remote: the offset is in remote storage, to be read by readRemote.
+	remote *remoteRead
 }
 
 // EpochEndOffset is a leader epoch and the offset where it ends.
@@ -89,6 +91,10 @@ func (m *Manager) FetchMessages(params FetchParams, parts []FetchPartition, done
 	results, bytes, anyErr, start := m.readFromLocalLog(params, parts)
 	if params.ReplicaID >= 0 {
 		m.completeDelayed(m.takeMoved(results))
+	}
+	if slices.ContainsFunc(results, func(r FetchResult) bool { return r.remote != nil }) {
+		m.readRemote(params, results, done)
+		return
 	}
 	redirected := slices.ContainsFunc(results, func(r FetchResult) bool { return r.PreferredReadReplica >= 0 })
 	if params.MaxWait <= 0 || len(parts) == 0 || bytes >= int64(params.MinBytes) || anyErr || redirected || m.shuttingDown.Load() {
@@ -190,8 +196,14 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		default:
 			data, err = l.Read(fp.FetchOffset, int32(limit), hw, total == 0)
 		}
+		if m.movedToRemote(params, err) {
+			// Served from remote storage once the local reads are
+			// done (readRemote).
+			r.remote = &remoteRead{tp: remoteTopicIdPartition(p), offset: fp.FetchOffset, maxBytes: int32(limit), minOneMessage: total == 0}
+			continue
+		}
 		if err != nil {
-			if !errors.Is(err, kerr.OffsetOutOfRange) {
+			if !errors.Is(err, kerr.OffsetOutOfRange) && !errors.Is(err, kerr.OffsetMovedToTieredStorage) {
 				if ok, n := m.errLog.allow(time.Now()); ok {
 					m.log.Error("read failed", "topic", fp.Topic, "partition", fp.Partition, "offset", fp.FetchOffset, "err", err, "failures_not_logged", n)
 				}
@@ -297,7 +309,10 @@ func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int
 		}
 		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: l.EpochForOffset(off)}, nil
 	}
-	to, ok, err := l.FetchOffsetByTimestamp(ts)
+	to, ok, err := m.remoteOffsetByTimestamp(p, ts)
+	if err == nil && !ok {
+		to, ok, err = l.FetchOffsetByTimestamp(ts)
+	}
 	if err != nil {
 		return log.TimestampOffset{}, err
 	}

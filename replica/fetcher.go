@@ -344,6 +344,8 @@ func (t *ReplicaFetcherThread) processPartition(ctx context.Context, s sentParti
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		return t.handleOutOfRange(ctx, s)
+	case errors.Is(err, kerr.OffsetMovedToTieredStorage):
+		return t.handleMovedToTiered(ctx, s)
 	case err != nil:
 		return err
 	}
@@ -432,11 +434,42 @@ func (t *ReplicaFetcherThread) handleOutOfRange(ctx context.Context, s sentParti
 	return nil
 }
 
-// leaderOffset asks the leader for its latest (-1) or earliest (-2) offset
-// as a replica sees them.
+// handleMovedToTiered answers OFFSET_MOVED_TO_TIERED_STORAGE: the
+// follower's log ends before the leader's local log start, and what is
+// between is only in remote storage. It starts over at the leader's local
+// log start with the leader's log start below it (a part of Kafka's
+// buildRemoteLogAuxState: the leader epochs and producer state before the
+// local start are not rebuilt from the store here).
+func (t *ReplicaFetcherThread) handleMovedToTiered(ctx context.Context, s sentPartition) error {
+	tp, l := s.st.p.TopicPartition, s.st.p.Log
+	localStart, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -4)
+	if err != nil {
+		return err
+	}
+	earliest, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -2)
+	if err != nil {
+		return err
+	}
+	if localStart <= l.LogEndOffset() {
+		return nil // the leader's local start moved back: fetch again
+	}
+	t.m.log.Info("a follower's log ends before the leader's local log start: starting over there, the records below are in remote storage",
+		"partition", tp.String(), "log_end", l.LogEndOffset(), "leader_local_log_start", localStart, "leader_log_start", earliest)
+	if err := l.TruncateFullyAndStartAt(localStart); err != nil {
+		return err
+	}
+	l.RestoreLogStartFromRemote(earliest)
+	return nil
+}
+
+// leaderOffset asks the leader for its latest (-1), earliest (-2) or
+// earliest local (-4) offset as a replica sees them.
 func (t *ReplicaFetcherThread) leaderOffset(ctx context.Context, tp TopicPartition, leaderEpoch int32, ts int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 7
+	if ts == -4 {
+		req.Version = 8 // EARLIEST_LOCAL_TIMESTAMP (KIP-405)
+	}
 	req.ReplicaID = t.m.cfg.NodeID
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = tp.Topic

@@ -144,6 +144,10 @@ type Manager struct {
 	// (replication_quota.go).
 	leaderQuota, followerQuota *ReplicationQuota
 
+	// remote is tiered storage's state, nil unless StartRemoteLog ran
+	// (remote_log_tasks.go).
+	remote atomic.Pointer[remoteLog]
+
 	closed atomic.Bool
 	// shuttingDown: delayed fetches answer now and new fetches do not
 	// wait (see BeginShutdown).
@@ -235,6 +239,9 @@ func (m *Manager) Close() {
 	m.produceP.Close()
 	m.fetchP.Close()
 	m.metrics.unregister()
+	if rl := m.remote.Load(); rl != nil {
+		rl.metrics.unregister()
+	}
 	if m.offlineGauge != nil {
 		m.cfg.Registerer.Unregister(m.offlineGauge)
 	}

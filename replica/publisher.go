@@ -67,6 +67,9 @@ func (m *Manager) applyDelta(d *metadata.Delta, im *metadata.Image) {
 			if _, ok := m.offline.LoadAndDelete(tp); ok {
 				continue // its log was never created
 			}
+			if part := m.Partition(tp); part != nil && part.IsLeader() && part.Log.Tiered() {
+				m.deleteRemotePartition(part)
+			}
 			if m.stopReplica(tp, false) {
 				touched = append(touched, tp)
 				gone = append(gone, tp)

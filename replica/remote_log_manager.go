@@ -26,6 +26,9 @@ type RemoteLogMetadataManager interface {
 	// ListRemoteLogSegments returns the partition's remote segments in
 	// every state, by start offset.
 	ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*remote.RemoteLogSegmentMetadata, error)
+	// PutRemotePartitionDeleteMetadata records a partition's removal
+	// from remote storage; DELETE_PARTITION_FINISHED forgets it.
+	PutRemotePartitionDeleteMetadata(ctx context.Context, d remote.RemotePartitionDeleteMetadata) error
 }
 
 // RemoteLogManager is the leader side of tiered storage (Kafka's
@@ -46,6 +49,9 @@ type RemoteLogManager struct {
 	rlmm     RemoteLogMetadataManager
 	logger   *slog.Logger
 	now      func() time.Time
+	indexes  *remoteIndexCache
+	// metrics, once the ReplicaManager runs it (nil: none).
+	metrics *remoteLogMetrics
 }
 
 // NewRemoteLogManager returns a RemoteLogManager on a store and a metadata
@@ -54,17 +60,23 @@ func NewRemoteLogManager(brokerID int32, rsm remote.RemoteStorageManager, rlmm R
 	if now == nil {
 		now = time.Now
 	}
-	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now}
+	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now,
+		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes)}
 }
 
 // SyncCopiedOffset sets the log's highest offset in remote storage from
 // the remote metadata, as a new leader does before it copies (Kafka's
 // findHighestRemoteOffset): the end of the last finished segment whose
-// epochs the log's own history has.
+// epochs the log's own history has. A log that does not know its start
+// below the local one (after a restart) gets it back from the finished
+// segments that reach the local log start without a gap.
 func (r *RemoteLogManager) SyncCopiedOffset(tp remote.TopicIdPartition, l *log.Log) error {
 	segs, err := r.rlmm.ListRemoteLogSegments(tp)
 	if err != nil {
 		return err
+	}
+	if start := remoteRunStart(segs, l.LocalLogStartOffset()); start < l.LocalLogStartOffset() {
+		l.RestoreLogStartFromRemote(start)
 	}
 	for _, s := range slices.Backward(segs) {
 		if s.State != remote.CopySegmentFinished {
@@ -78,6 +90,21 @@ func (r *RemoteLogManager) SyncCopiedOffset(tp remote.TopicIdPartition, l *log.L
 		}
 	}
 	return nil
+}
+
+// remoteRunStart is the first offset of the finished remote segments
+// that run without a gap up to localStart (localStart if none).
+func remoteRunStart(segs []*remote.RemoteLogSegmentMetadata, localStart int64) int64 {
+	start := localStart
+	for moved := true; moved; {
+		moved = false
+		for _, s := range segs {
+			if s.State == remote.CopySegmentFinished && s.StartOffset < start && s.EndOffset >= start-1 {
+				start, moved = s.StartOffset, true
+			}
+		}
+	}
+	return start
 }
 
 // CopyLogSegments copies the log's copyable segments in order, stopping at
@@ -112,6 +139,7 @@ func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPar
 		LogSegment: c.LogPath, OffsetIndex: c.OffsetIndex, TimeIndex: c.TimeIndex,
 		TransactionIndex: c.TxnIndex, ProducerSnapshot: c.ProducerSnapshot, LeaderEpochIndex: c.LeaderEpochCheckpoint,
 	})
+	r.metrics.copied(tp.Topic, c.Size, err)
 	if err != nil {
 		r.abandonCopy(m)
 		return fmt.Errorf("copying segment %d of %s: %w", c.BaseOffset, tp, err)
@@ -149,7 +177,10 @@ func (r *RemoteLogManager) deleteRemoteSegment(ctx context.Context, m *remote.Re
 			return err
 		}
 	}
-	if err := r.rsm.DeleteLogSegmentData(ctx, m); err != nil {
+	r.indexes.remove(m.ID.ID)
+	err := r.rsm.DeleteLogSegmentData(ctx, m)
+	r.metrics.deleted(m.ID.TopicIdPartition.Topic, err)
+	if err != nil {
 		return err
 	}
 	return r.rlmm.UpdateRemoteLogSegmentMetadata(ctx, remote.RemoteLogSegmentMetadataUpdate{
@@ -180,6 +211,10 @@ func (r *RemoteLogManager) ExpireRemoteSegments(ctx context.Context, tp remote.T
 	}
 	now := r.now().UnixMilli()
 	n, newStart := 0, int64(-1)
+	// kept: retention keeps a finished segment, and so every later one
+	// (it deletes the oldest first); copies that never finished and
+	// deletions cut short are cleaned up past it all the same.
+	kept := false
 	for _, s := range segs {
 		var why string
 		switch {
@@ -193,14 +228,13 @@ func (r *RemoteLogManager) ExpireRemoteSegments(ctx context.Context, tp remote.T
 			continue
 		case s.EndOffset < logStart:
 			why = "log start offset"
-		case retentionMs >= 0 && now-s.MaxTimestampMs > retentionMs:
+		case !kept && retentionMs >= 0 && now-s.MaxTimestampMs > retentionMs:
 			why = "retention.ms"
-		case retentionBytes >= 0 && size > retentionBytes && s.EndOffset < localStart:
+		case !kept && retentionBytes >= 0 && size > retentionBytes && s.EndOffset < localStart:
 			why = "retention.bytes"
 		default:
-			// Retention deletes the oldest first: stop at the first
-			// segment it keeps.
-			return n, r.moveLogStart(l, newStart)
+			kept = true
+			continue
 		}
 		if err := r.deleteRemoteSegment(ctx, s); err != nil {
 			return n, errors.Join(fmt.Errorf("deleting remote segment %s: %w", s.ID, err), r.moveLogStart(l, newStart))
@@ -229,7 +263,12 @@ func (r *RemoteLogManager) moveLogStart(l *log.Log, start int64) error {
 // in maxBytes, never past the segment (Kafka's RemoteLogManager.read). A
 // read_committed fetch also gets the segment's aborted transactions that
 // overlap what was read.
-func (r *RemoteLogManager) Read(ctx context.Context, tp remote.TopicIdPartition, offset int64, maxBytes int32, minOneMessage, readCommitted bool) (log.FetchData, error) {
+func (r *RemoteLogManager) Read(ctx context.Context, tp remote.TopicIdPartition, offset int64, maxBytes int32, minOneMessage, readCommitted bool) (d log.FetchData, err error) {
+	defer func() { r.metrics.fetched(tp.Topic, d.Records.Size, err) }()
+	return r.read(ctx, tp, offset, maxBytes, minOneMessage, readCommitted)
+}
+
+func (r *RemoteLogManager) read(ctx context.Context, tp remote.TopicIdPartition, offset int64, maxBytes int32, minOneMessage, readCommitted bool) (log.FetchData, error) {
 	none := log.FetchData{FirstBatchOffset: -1, NextOffset: -1, FetchOffsetMetadata: log.UnknownOffsetMetadata}
 	m, err := r.segmentFor(tp, offset)
 	if err != nil {
@@ -283,12 +322,7 @@ func (r *RemoteLogManager) segmentFor(tp remote.TopicIdPartition, offset int64) 
 // positionOf finds the position to scan from in the segment's remote
 // offset index: the last entry at or below offset.
 func (r *RemoteLogManager) positionOf(ctx context.Context, m *remote.RemoteLogSegmentMetadata, offset int64) (int64, error) {
-	rc, err := r.rsm.FetchIndex(ctx, m, remote.IndexOffset)
-	if err != nil {
-		return 0, fmt.Errorf("fetching the offset index of %s: %w", m.ID, err)
-	}
-	defer rc.Close()
-	idx, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	idx, err := r.indexes.get(ctx, r.rsm, m, remote.IndexOffset)
 	if err != nil {
 		return 0, err
 	}
@@ -374,4 +408,121 @@ func (r *RemoteLogManager) abortedIn(ctx context.Context, m *remote.RemoteLogSeg
 		}
 	}
 	return out, nil
+}
+
+// FindOffsetByTimestamp searches the finished remote segments for the
+// first record at or after minOffset with a timestamp at or after ts
+// (Kafka's RemoteLogManager.findOffsetByTimestamp): the first segment
+// whose max timestamp reaches ts, from the last entry of its time index
+// below ts. false: no remote record qualifies.
+func (r *RemoteLogManager) FindOffsetByTimestamp(ctx context.Context, tp remote.TopicIdPartition, ts, minOffset int64) (log.TimestampOffset, bool, error) {
+	segs, err := r.rlmm.ListRemoteLogSegments(tp)
+	if err != nil {
+		return log.TimestampOffset{}, false, err
+	}
+	var prevEnd int64 = -1
+	for _, s := range segs {
+		// A segment copied twice counts once: the first finished copy.
+		if s.State != remote.CopySegmentFinished || s.EndOffset < minOffset || s.MaxTimestampMs < ts || s.EndOffset <= prevEnd {
+			continue
+		}
+		prevEnd = s.EndOffset
+		to, ok, err := r.searchSegment(ctx, s, ts, max(minOffset, s.StartOffset))
+		if err != nil || ok {
+			return to, ok, err
+		}
+	}
+	return log.TimestampOffset{}, false, nil
+}
+
+// searchSegment scans one remote segment for ts.
+func (r *RemoteLogManager) searchSegment(ctx context.Context, m *remote.RemoteLogSegmentMetadata, ts, minOffset int64) (log.TimestampOffset, bool, error) {
+	from := minOffset
+	if idx, err := r.indexes.get(ctx, r.rsm, m, remote.IndexTimestamp); err == nil {
+		for i := 0; i+log.TimeIndexEntrySize <= len(idx); i += log.TimeIndexEntrySize {
+			if int64(binary.BigEndian.Uint64(idx[i:])) >= ts {
+				break
+			}
+			from = max(from, m.StartOffset+int64(binary.BigEndian.Uint32(idx[i+8:])))
+		}
+	}
+	pos, err := r.positionOf(ctx, m, from)
+	if err != nil {
+		return log.TimestampOffset{}, false, err
+	}
+	rc, err := r.rsm.FetchLogSegment(ctx, m, pos, -1)
+	if err != nil {
+		return log.TimestampOffset{}, false, fmt.Errorf("fetching remote segment %s: %w", m.ID, err)
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 64<<10)
+	remaining := int64(m.SegmentSizeInBytes) - pos
+	hdr := make([]byte, log.BatchHeaderSize)
+	for {
+		if _, err := io.ReadFull(br, hdr); err != nil {
+			if errors.Is(err, io.EOF) {
+				return log.TimestampOffset{}, false, nil
+			}
+			return log.TimestampOffset{}, false, err
+		}
+		h, err := log.ParseBatchHeader(hdr)
+		if err != nil {
+			return log.TimestampOffset{}, false, err
+		}
+		size := int64(h.TotalSize())
+		if size > remaining {
+			return log.TimestampOffset{}, false, fmt.Errorf("batch at offset %d of %s claims %d bytes, past the segment's end", h.BaseOffset, m.ID, size)
+		}
+		remaining -= size
+		if h.MaxTimestamp < ts || h.LastOffset() < minOffset {
+			if _, err := io.CopyN(io.Discard, br, size-log.BatchHeaderSize); err != nil {
+				return log.TimestampOffset{}, false, err
+			}
+			continue
+		}
+		batch := append(make([]byte, 0, size), hdr...)
+		batch = batch[:size]
+		if _, err := io.ReadFull(br, batch[log.BatchHeaderSize:]); err != nil {
+			return log.TimestampOffset{}, false, err
+		}
+		to, err := log.TimestampInBatch(batch, ts, minOffset)
+		return to, err == nil, err
+	}
+}
+
+// DeletePartition removes a deleted topic's partition from remote storage
+// (Kafka's RemoteLogManager.stopPartitions with deleteRemoteLog):
+// DELETE_PARTITION_MARKED, then DELETE_PARTITION_STARTED, every segment
+// deleted as expiration deletes one, then DELETE_PARTITION_FINISHED,
+// which drops the partition's metadata. It returns the segments deleted.
+func (r *RemoteLogManager) DeletePartition(ctx context.Context, tp remote.TopicIdPartition) (int, error) {
+	put := func(st remote.RemotePartitionDeleteState) error {
+		return r.rlmm.PutRemotePartitionDeleteMetadata(ctx, remote.RemotePartitionDeleteMetadata{
+			TopicIdPartition: tp, State: st, EventTimestampMs: r.now().UnixMilli(), BrokerID: r.brokerID})
+	}
+	segs, err := r.rlmm.ListRemoteLogSegments(tp)
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	if err := put(remote.DeletePartitionMarked); err != nil {
+		return 0, err
+	}
+	if err := put(remote.DeletePartitionStarted); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range segs {
+		if s.State == remote.DeleteSegmentFinished {
+			continue
+		}
+		if err := r.deleteRemoteSegment(ctx, s); err != nil {
+			return n, fmt.Errorf("deleting remote segment %s: %w", s.ID, err)
+		}
+		n++
+	}
+	if err := put(remote.DeletePartitionFinished); err != nil {
+		return n, err
+	}
+	r.logger.Info("deleted the partition from remote storage", "partition", tp.String(), "segments", n)
+	return n, nil
 }

@@ -46,6 +46,12 @@ func (m *rlmTestMetadata) ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*
 	return c.ListRemoteLogSegments(), nil
 }
 
+func (m *rlmTestMetadata) PutRemotePartitionDeleteMetadata(_ context.Context, d remote.RemotePartitionDeleteMetadata) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.store.Apply(&d)
+}
+
 func rlmTestLog(t *testing.T) (*log.Log, remote.TopicIdPartition) {
 	t.Helper()
 	logs, err := log.NewManager(log.ManagerConfig{Dirs: []string{t.TempDir()}})
@@ -231,18 +237,19 @@ func TestRemoteLogManagerFailedAndAbandonedCopies(t *testing.T) {
 	}
 
 	// A crash after registering a copy: COPY_SEGMENT_STARTED, files
-	// partly written, never finished.
+	// partly written, never finished. It is the second segment: the
+	// cleanup must look past the first, which retention keeps.
 	cands := l.CopyableSegments()
 	crashed := &remote.RemoteLogSegmentMetadata{
 		ID:          remote.RemoteLogSegmentId{TopicIdPartition: tp, ID: uuid.Random()},
-		StartOffset: cands[0].BaseOffset, EndOffset: cands[0].NextOffset - 1,
-		SegmentLeaderEpochs: cands[0].LeaderEpochs, SegmentSizeInBytes: int32(cands[0].Size), State: remote.CopySegmentStarted,
+		StartOffset: cands[1].BaseOffset, EndOffset: cands[1].NextOffset - 1,
+		SegmentLeaderEpochs: cands[1].LeaderEpochs, SegmentSizeInBytes: int32(cands[1].Size), State: remote.CopySegmentStarted,
 	}
 	if err := md.AddRemoteLogSegmentMetadata(ctx, crashed); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := local.CopyLogSegmentData(ctx, crashed, remote.LogSegmentData{LogSegment: cands[0].LogPath, OffsetIndex: cands[0].OffsetIndex,
-		TimeIndex: cands[0].TimeIndex, ProducerSnapshot: cands[0].ProducerSnapshot, LeaderEpochIndex: cands[0].LeaderEpochCheckpoint}); err != nil {
+	if _, err := local.CopyLogSegmentData(ctx, crashed, remote.LogSegmentData{LogSegment: cands[1].LogPath, OffsetIndex: cands[1].OffsetIndex,
+		TimeIndex: cands[1].TimeIndex, ProducerSnapshot: cands[1].ProducerSnapshot, LeaderEpochIndex: cands[1].LeaderEpochCheckpoint}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := rlm.CopyLogSegments(ctx, tp, l, func() bool { return true })

@@ -155,6 +155,18 @@ var brokerDefs = []*Def{
 	def("log.message.timestamp.after.max.ms", TypeLong, 3600000, Medium, "The maximum difference allowed between the timestamp specified in the message and the time the broker receives it, for timestamps in the future (CreateTime only).", atLeast(0), ClusterWide),
 	def("log.local.retention.ms", TypeLong, -2, Medium, "The number of milliseconds to keep the local log segments before they get eligible for deletion (tiered storage); -2 means log.retention.ms.", atLeast(-2), ClusterWide),
 	def("log.local.retention.bytes", TypeLong, -2, Medium, "The maximum size of local log segments before they are eligible for deletion (tiered storage); -2 means log.retention.bytes.", atLeast(-2), ClusterWide),
+	// Tiered storage (KIP-405): what the broker acts on; the other
+	// remote.log.* keys are stored only (kafka_broker_defs.go).
+	def("remote.log.storage.system.enable", TypeBoolean, false, Medium, "Whether to enable tiered storage functionality in a broker. Valid values are `true` or `false` and the default value is false. When it is true, broker starts all the services required for the tiered storage functionality."),
+	def("remote.log.storage.manager.class.name", TypeString, nil, Medium, "The remote storage manager: unset, LocalTieredStorage or org.apache.kafka.server.log.remote.storage.LocalTieredStorage for a directory (rsm.config.dir); S3Storage or io.aiven.kafka.tieredstorage.RemoteStorageManager for S3 and S3-compatible stores (the Aiven plugin's rsm.config.storage.s3.* properties). Moldau's own implementations, not loaded classes."),
+	def("remote.log.storage.manager.impl.prefix", TypeString, "rsm.config.", Medium, "Prefix used for properties to be passed to the RemoteStorageManager implementation."),
+	def("remote.log.metadata.manager.impl.prefix", TypeString, "rlmm.config.", Medium, "Prefix used for properties to be passed to the RemoteLogMetadataManager implementation (remote.log.metadata.topic.num.partitions, .replication.factor, .retention.ms)."),
+	def("remote.log.manager.task.interval.ms", TypeLong, 30000, Low, "Interval at which the remote log manager runs the scheduled tasks like copy segments and clean up remote log segments.", atLeast(1)),
+	def("remote.log.manager.thread.pool.size", TypeInt, 10, Medium, "How many partitions' copy and expiration tasks run at once.", atLeast(1)),
+	def("remote.log.reader.threads", TypeInt, 10, Medium, "How many remote reads run at once.", atLeast(1)),
+	def("remote.fetch.max.wait.ms", TypeInt, 500, Medium, "The maximum amount of time the server will wait before answering the remote fetch request (read at start-up).", atLeast(1), ClusterWide),
+	def("remote.list.offsets.request.timeout.ms", TypeLong, 30000, Medium, "The maximum amount of time the server will wait for the remote list offsets request to complete (read at start-up).", atLeast(1), ClusterWide),
+	def("remote.log.reader.max.pending.tasks", TypeInt, 100, Medium, "How many remote reads may wait or run; a fetch over that gets no remote data and asks again.", atLeast(1)),
 	def("num.recovery.threads.per.data.dir", TypeInt, 2, High, "The number of threads per data directory to be used for log recovery at startup and flushing at shutdown.", atLeast(1), ClusterWide),
 
 	// Log cleaner (compaction).

@@ -210,6 +210,9 @@ func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		d := brokerDefFor(k) // listener.name.<listener>.<key> too
+		if d == nil && pluginProperty(static, k) {
+			continue // the remote storage and metadata managers' own
+		}
 		if d == nil {
 			warnings = append(warnings, fmt.Sprintf("unknown configuration %q (%s) is ignored", k, where[k]))
 			continue
@@ -225,6 +228,23 @@ func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
 		return nil, warnings, err
 	}
 	return c, warnings, nil
+}
+
+// pluginProperty reports whether k is for tiered storage's managers: it
+// starts with remote.log.storage.manager.impl.prefix (rsm.config.) or
+// remote.log.metadata.manager.impl.prefix (rlmm.config.), as configured
+// in static. Kafka hands these to the plugins, not checking them itself.
+func pluginProperty(static map[string]string, k string) bool {
+	for name, def := range map[string]string{"remote.log.storage.manager.impl.prefix": "rsm.config.", "remote.log.metadata.manager.impl.prefix": "rlmm.config."} {
+		prefix := def
+		if v, ok := static[name]; ok {
+			prefix = v
+		}
+		if prefix != "" && strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Default returns the configuration with every default, as Load("", nil).
@@ -660,6 +680,35 @@ func (c *KafkaConfig) LogConfig(topicOverrides map[string]string) log.Config {
 		MinCleanableDirtyRatio:      v("min.cleanable.dirty.ratio").(float64),
 		MinCompactionLagMs:          v("min.compaction.lag.ms").(int64),
 		MaxCompactionLagMs:          v("max.compaction.lag.ms").(int64),
+		// Tiered storage acts only where the broker runs it: a topic
+		// created elsewhere with remote.storage.enable (validated by a
+		// controller whose system is enabled) is a local log here.
+		RemoteStorageEnable:  v("remote.storage.enable").(bool) && c.remoteStorageSystemEnabledLocked(),
+		LocalRetentionMs:     v("local.retention.ms").(int64),
+		LocalRetentionBytes:  v("local.retention.bytes").(int64),
+		RemoteLogCopyDisable: v("remote.log.copy.disable").(bool),
 	}
 	return lc
+}
+
+// remoteStorageSystemEnabledLocked is remote.log.storage.system.enable
+// (read-only: the static value). mu held.
+func (c *KafkaConfig) remoteStorageSystemEnabledLocked() bool {
+	v, _ := c.staticValue("remote.log.storage.system.enable").(bool)
+	return v
+}
+
+// Originals returns the properties whose names start with prefix, with
+// the prefix removed, as given in the file and overrides (unknown names
+// included): Kafka's originalsWithPrefix, with which the remote storage
+// and metadata managers get their rsm.config. and rlmm.config.
+// properties.
+func (c *KafkaConfig) Originals(prefix string) map[string]string {
+	out := map[string]string{}
+	for k, v := range c.static {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" {
+			out[rest] = v
+		}
+	}
+	return out
 }

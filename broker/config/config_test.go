@@ -290,6 +290,46 @@ func TestValidateTopicConfigs(t *testing.T) {
 	}
 }
 
+// With remote.log.storage.system.enable, a topic may be tiered, as Kafka's
+// LogConfig.validate allows it, and its log config says so.
+func TestValidateTieredTopicConfigs(t *testing.T) {
+	c, warnings, err := Load("", []string{"remote.log.storage.system.enable=true", "rsm.config.dir=/x", "rlmm.config.remote.log.metadata.topic.num.partitions=7"})
+	if err != nil || len(warnings) > 0 {
+		t.Fatal(err, warnings)
+	}
+	if got := c.Originals("rlmm.config."); got["remote.log.metadata.topic.num.partitions"] != "7" || len(got) != 1 {
+		t.Fatalf("originals %v", got)
+	}
+	for _, tc := range []struct {
+		configs map[string]string
+		want    string
+	}{
+		{map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1048576"}, ""},
+		{map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}, "cleanup.policy=delete"},
+		{map[string]string{"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "2000"}, "more than retention.ms"},
+		{map[string]string{"remote.storage.enable": "true", "retention.bytes": "1000", "local.retention.bytes": "-1"}, "must not be -1"},
+		{map[string]string{"remote.storage.enable": "false", "cleanup.policy": "compact"}, ""},
+	} {
+		err := c.ValidateTopicConfigs(tc.configs)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.configs, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, kerr.InvalidConfig) {
+			t.Errorf("%v: got %v, want %q", tc.configs, err, tc.want)
+		}
+	}
+	lc := c.LogConfig(map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1048576"})
+	if !lc.RemoteStorageEnable || lc.LocalRetentionBytes != 1<<20 || lc.LocalRetentionMs != -2 {
+		t.Fatalf("log config %+v", lc)
+	}
+	if Default().LogConfig(map[string]string{"remote.storage.enable": "true"}).RemoteStorageEnable {
+		t.Fatal("a broker without the system enabled made a tiered log")
+	}
+}
+
 func TestDefinitionsParse(t *testing.T) {
 	for _, d := range BrokerDefs() { // Kafka's generated keys included
 		if d.Default != nil {

@@ -439,7 +439,8 @@ func (c *KafkaConfig) Dynamic(resource string) map[string]string {
 
 // ValidateTopicConfigs checks a topic's complete set of overrides, as
 // Kafka's LogConfig.validate: unknown names, bad values, tiered storage
-// (not supported: remote.storage.enable=true is refused) and
+// (remote.storage.enable=true only where the broker's
+// remote.log.storage.system.enable is, see validateRemoteStorageLocked) and
 // min.compaction.lag.ms <= max.compaction.lag.ms. Errors wrap
 // kerr.InvalidConfig.
 func (c *KafkaConfig) ValidateTopicConfigs(configs map[string]string) error {
@@ -456,8 +457,8 @@ func (c *KafkaConfig) ValidateTopicConfigs(configs map[string]string) error {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if v, _, _ := c.topicValueLocked("remote.storage.enable", configs); v == true {
-		return invalidConfig("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+	if err := c.validateRemoteStorageLocked(configs); err != nil {
+		return err
 	}
 	minLag, _, _ := c.topicValueLocked("min.compaction.lag.ms", configs)
 	maxLag, _, _ := c.topicValueLocked("max.compaction.lag.ms", configs)
@@ -525,4 +526,31 @@ func (c *KafkaConfig) MaxBrokerPartitions() (int, string) {
 		n = 100
 	}
 	return n, fmt.Sprintf("max.broker.partitions, derived from the open-file limit (ulimit -n %d)", limit)
+}
+
+// validateRemoteStorageLocked checks a topic's tiered storage configs as
+// Kafka's LogConfig.validate does: remote.storage.enable=true only when
+// remote.log.storage.system.enable is, never with compaction, and the
+// local retention within the total retention. mu held.
+func (c *KafkaConfig) validateRemoteStorageLocked(configs map[string]string) error {
+	val := func(name string) any { v, _, _ := c.topicValueLocked(name, configs); return v }
+	if val("remote.storage.enable") != true {
+		return nil
+	}
+	if !c.remoteStorageSystemEnabledLocked() {
+		return invalidConfig("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+	}
+	if slices.Contains(val("cleanup.policy").([]string), "compact") {
+		return invalidConfig("Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list.")
+	}
+	for _, k := range []string{"ms", "bytes"} {
+		local, total := val("local.retention."+k).(int64), val("retention."+k).(int64)
+		switch {
+		case total == -1 && local < -2 || total != -1 && local == -1:
+			return invalidConfig("Value must not be -1 as retention.%s value is set as %d.", k, total)
+		case total != -1 && local > total:
+			return invalidConfig("Value must not be more than retention.%s property value: %d", k, total)
+		}
+	}
+	return nil
 }

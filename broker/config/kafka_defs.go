@@ -31,8 +31,9 @@ func kdef(name string, t Type, dflt any, imp Importance, mode DynamicMode, group
 // and says in DescribeConfigs that it does not act on it.
 var storedOnlyBrokerKeys = []string{
 	"listeners", "advertised.listeners", "listener.security.protocol.map", // no run-time listener changes yet
-	"background.threads",   // Moldau has no KafkaScheduler pool
-	"num.replica.fetchers", // replication registers a Reconfigurable when it exists
+	"background.threads",                                                 // Moldau has no KafkaScheduler pool
+	"num.replica.fetchers",                                               // replication registers a Reconfigurable when it exists
+	"remote.fetch.max.wait.ms", "remote.list.offsets.request.timeout.ms", // read when tiered storage starts
 }
 
 // storedOnlyNote ends the documentation of a StoredOnly key.

@@ -17,7 +17,10 @@
 // (metadata_partitioner.go), and the per-partition cache they build
 // (metadata_cache.go, metadata_store.go).
 //
-// Not yet: the topic-based manager that writes and consumes
-// __remote_log_metadata, and the wiring that runs it all; topics still
-// refuse remote.storage.enable.
+// The topic-based metadata manager that writes and applies
+// __remote_log_metadata is replica.TopicBasedRemoteLogMetadataManager (it
+// appends through the ReplicaManager and reads the metadata partitions'
+// local replicas), and the broker wires it all when
+// remote.log.storage.system.enable is set (broker/tiered.go): see package
+// replica's "Tiered storage" for what runs and what does not yet.
 package remote

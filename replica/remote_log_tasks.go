@@ -1,0 +1,330 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/moldau/moldau/broker/routine"
+	"github.com/moldau/moldau/log"
+	"github.com/moldau/moldau/log/remote"
+)
+
+// RemoteLogConfig runs tiered storage on a Manager (Kafka's
+// RemoteLogManager with its task schedulers and reader pool).
+type RemoteLogConfig struct {
+	Manager *RemoteLogManager
+	// Metadata, when set, is caught up in the background every
+	// TaskInterval (the topic-based manager's consumer).
+	Metadata *TopicBasedRemoteLogMetadataManager
+	// TaskInterval is remote.log.manager.task.interval.ms (30 s).
+	TaskInterval time.Duration
+	// TaskThreads is remote.log.manager.thread.pool.size (10): how many
+	// partitions' copy and expiration tasks run at once.
+	TaskThreads int
+	// ReaderThreads is remote.log.reader.threads (10) and
+	// MaxPendingReads remote.log.reader.max.pending.tasks (100): remote
+	// reads run on at most ReaderThreads goroutines, and a fetch that
+	// would make more than MaxPendingReads wait is answered with no
+	// remote data.
+	ReaderThreads   int
+	MaxPendingReads int
+	// FetchMaxWait is remote.fetch.max.wait.ms (500 ms): how long a
+	// fetch waits for its remote read (Kafka's DelayedRemoteFetch); one
+	// that takes longer is given up and the partition answers empty, the
+	// consumer asking again. ListOffsetsTimeout bounds a search by
+	// timestamp in the store (remote.list.offsets.request.timeout.ms,
+	// 30 s).
+	FetchMaxWait       time.Duration
+	ListOffsetsTimeout time.Duration
+}
+
+// remoteLog is the Manager's tiered-storage state.
+type remoteLog struct {
+	cfg     RemoteLogConfig
+	metrics *remoteLogMetrics
+	readers chan struct{} // a token per running remote read
+	pending atomic.Int64  // remote reads waiting or running
+
+	mu sync.Mutex
+	// synced maps a partition led here to the leader epoch at which its
+	// highest offset in remote storage was set from the remote
+	// metadata (SyncCopiedOffset); a new epoch syncs again. mu.
+	synced map[TopicPartition]int32
+}
+
+// StartRemoteLog runs tiered storage: every TaskInterval, each partition
+// this broker leads whose log is tiered copies its closed segments and
+// expires remote ones (Kafka's RLMCopyTask and RLMExpirationTask), and
+// consumer fetches below a tiered log's local start are served from
+// remote storage. Call it once, before the first metadata update.
+func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
+	if cfg.TaskInterval <= 0 {
+		cfg.TaskInterval = 30 * time.Second
+	}
+	cfg.TaskThreads = max(cfg.TaskThreads, 1)
+	cfg.ReaderThreads = max(cfg.ReaderThreads, 1)
+	cfg.MaxPendingReads = max(cfg.MaxPendingReads, cfg.ReaderThreads)
+	if cfg.FetchMaxWait <= 0 {
+		cfg.FetchMaxWait = 500 * time.Millisecond
+	}
+	if cfg.ListOffsetsTimeout <= 0 {
+		cfg.ListOffsetsTimeout = 30 * time.Second
+	}
+	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}}
+	if metrics, err := newRemoteLogMetrics(m.cfg.Registerer); err != nil {
+		m.log.Warn("tiered storage runs without its metrics", "err", err)
+	} else {
+		cfg.Manager.metrics, rl.metrics = metrics, metrics
+	}
+	m.remote.Store(rl)
+	m.bg.Every(cfg.TaskInterval, func() { m.runRemoteLogTasks(rl) })
+}
+
+// remoteLogManager returns the RemoteLogManager, nil when tiered storage
+// does not run here.
+func (m *Manager) remoteLogManager() *RemoteLogManager {
+	if rl := m.remote.Load(); rl != nil {
+		return rl.cfg.Manager
+	}
+	return nil
+}
+
+// remoteTopicIdPartition names p for the remote metadata.
+func remoteTopicIdPartition(p *Partition) remote.TopicIdPartition {
+	return remote.TopicIdPartition{TopicID: p.TopicID, Topic: p.Topic, Partition: p.Partition}
+}
+
+// runRemoteLogTasks runs one round: the background metadata catch-up,
+// then the tasks of every tiered partition led here, TaskThreads at a
+// time. A partition's task stops as soon as its leadership (at the epoch
+// it started with) goes.
+func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
+	if rl.cfg.Metadata != nil {
+		rl.cfg.Metadata.CatchUpAll()
+	}
+	var parts []*Partition
+	m.partitions.Range(func(_, v any) bool {
+		p := v.(*Partition)
+		switch {
+		case !p.Log.Tiered():
+		case p.IsLeader():
+			parts = append(parts, p)
+		default:
+			// A follower learns what its leader copied, so its local
+			// retention deletes it too (Kafka's RLMFollowerTask).
+			if err := rl.cfg.Manager.SyncCopiedOffset(remoteTopicIdPartition(p), p.Log); err != nil {
+				m.log.Debug("reading the remote segments of a follower failed", "partition", p.TopicPartition.String(), "err", err)
+			}
+		}
+		return true
+	})
+	rl.forget(m)
+	if len(parts) == 0 {
+		return
+	}
+	ctx, cancel := routine.Context(m.bg.Stopping())
+	defer cancel()
+	sem := make(chan struct{}, rl.cfg.TaskThreads)
+	var wg sync.WaitGroup
+	for _, p := range parts {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := m.remoteLogTask(ctx, rl, p); err != nil && ctx.Err() == nil {
+				m.log.Warn("remote log task failed; retried at the next interval", "partition", p.TopicPartition.String(), "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// forget drops the sync state of partitions no longer hosted.
+func (rl *remoteLog) forget(m *Manager) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	for tp := range rl.synced {
+		if p := m.Partition(tp); p == nil || !p.IsLeader() {
+			delete(rl.synced, tp)
+		}
+	}
+}
+
+// remoteLogTask copies p's closed segments, then expires its remote ones
+// (Kafka's RLMCopyTask and RLMExpirationTask, one after the other).
+func (m *Manager) remoteLogTask(ctx context.Context, rl *remoteLog, p *Partition) error {
+	epoch := p.LeaderEpoch()
+	leading := func() bool { return p.IsLeader() && p.LeaderEpoch() == epoch && !m.closed.Load() }
+	tp, l, rlm := remoteTopicIdPartition(p), p.Log, rl.cfg.Manager
+	rl.mu.Lock()
+	synced, ok := rl.synced[p.TopicPartition]
+	rl.mu.Unlock()
+	if !ok || synced != epoch {
+		// A new leader learns what is copied already before it copies
+		// (Kafka's findHighestRemoteOffset).
+		if err := rlm.SyncCopiedOffset(tp, l); err != nil {
+			return fmt.Errorf("reading the remote segments: %w", err)
+		}
+		rl.mu.Lock()
+		rl.synced[p.TopicPartition] = epoch
+		rl.mu.Unlock()
+	}
+	if _, err := rlm.CopyLogSegments(ctx, tp, l, leading); err != nil {
+		return err
+	}
+	if !leading() {
+		return nil
+	}
+	cfg := l.Config()
+	_, err := rlm.ExpireRemoteSegments(ctx, tp, l, cfg.RetentionMs, cfg.RetentionBytes)
+	return err
+}
+
+// remoteRead is a consumer fetch's partition to read from remote storage.
+type remoteRead struct {
+	tp            remote.TopicIdPartition
+	offset        int64
+	maxBytes      int32
+	minOneMessage bool
+}
+
+// movedToRemote reports whether a consumer read failed only because its
+// offset is in remote storage, and tiered storage runs here to serve it.
+func (m *Manager) movedToRemote(params FetchParams, err error) bool {
+	return params.ReplicaID < 0 && m.remote.Load() != nil && errors.Is(err, kerr.OffsetMovedToTieredStorage)
+}
+
+// readRemote serves a fetch with partitions in remote storage (Kafka's
+// DelayedRemoteFetch, with a goroutine per read in place of its reader
+// thread pool): the first such partition is read from the store on a
+// reader goroutine, at most ReaderThreads at once, the others answer
+// empty (the consumer asks again), and done gets every result, local
+// ones as they were read. Over MaxPendingReads, the remote partitions
+// answer empty at once.
+func (m *Manager) readRemote(params FetchParams, results []FetchResult, done func([]FetchResult)) {
+	rl := m.remote.Load()
+	first := -1
+	for i := range results {
+		if results[i].remote != nil {
+			if first < 0 {
+				first = i
+			}
+			results[i].Records = log.FileSlice{}
+		}
+	}
+	finish := func() {
+		for i := range results {
+			results[i].remote = nil
+		}
+		done(results)
+	}
+	if rl.pending.Add(1) > int64(rl.cfg.MaxPendingReads) {
+		rl.pending.Add(-1)
+		finish()
+		return
+	}
+	started := m.bg.Go(func(stop <-chan struct{}) {
+		ctx, cancel := routine.Context(stop)
+		defer cancel()
+		ctx, cancelRead := context.WithTimeout(ctx, rl.cfg.FetchMaxWait)
+		defer cancelRead()
+		m.serveRemoteRead(ctx, rl, params, &results[first])
+		// Released before the answer, so that the client's next fetch
+		// finds the slot free.
+		rl.pending.Add(-1)
+		finish()
+	})
+	if !started {
+		rl.pending.Add(-1)
+		finish()
+	}
+}
+
+// serveRemoteRead reads r's remote partition into r, once a reader slot
+// is free, within ctx.
+func (m *Manager) serveRemoteRead(ctx context.Context, rl *remoteLog, params FetchParams, r *FetchResult) {
+	select {
+	case rl.readers <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-rl.readers }()
+	rr := r.remote
+	data, err := rl.cfg.Manager.Read(ctx, rr.tp, rr.offset, rr.maxBytes, rr.minOneMessage, params.ReadCommitted)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// remote.fetch.max.wait.ms passed (or shutdown): no data this
+		// time, as Kafka's expired DelayedRemoteFetch.
+		m.log.Debug("remote read gave up at remote.fetch.max.wait.ms", "partition", r.TopicPartition.String(), "offset", rr.offset, "err", err)
+	case errors.Is(err, remote.ErrResourceNotFound):
+		// Expired since the local read, or never there.
+		r.Err = fmt.Errorf("%w: %v", kerr.OffsetOutOfRange, err)
+	case err != nil:
+		if ok, n := m.errLog.allow(time.Now()); ok {
+			m.log.Error("remote read failed", "partition", r.TopicPartition.String(), "offset", rr.offset, "err", err, "failures_not_logged", n)
+		}
+		r.Err = err
+	default:
+		r.Records, r.AbortedTransactions = data.Records, data.AbortedTransactions
+		if p := m.Partition(r.TopicPartition); p != nil && data.Records.Size > 0 {
+			p.stats.bytesOut.Add(float64(data.Records.Size))
+		}
+	}
+}
+
+// remoteOffsetByTimestamp searches a tiered log's remote segments below
+// its local log start for a timestamp (ts >= 0), as Kafka's
+// fetchOffsetByTimestamp does before the local segments. It runs on the
+// caller's goroutine, bounded by ListOffsetsTimeout (Kafka 4 answers
+// such a ListOffsets from a DelayedRemoteListOffsets instead).
+func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.TimestampOffset, bool, error) {
+	rl := m.remote.Load()
+	l := p.Log
+	if rl == nil || ts < 0 || !l.Tiered() || l.LogStartOffset() >= l.LocalLogStartOffset() {
+		return log.TimestampOffset{}, false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rl.cfg.ListOffsetsTimeout)
+	defer cancel()
+	to, ok, err := rl.cfg.Manager.FindOffsetByTimestamp(ctx, remoteTopicIdPartition(p), ts, l.LogStartOffset())
+	if err != nil {
+		return log.TimestampOffset{}, false, fmt.Errorf("%w: searching remote storage: %v", kerr.KafkaStorageError, err)
+	}
+	if !ok || to.Offset >= l.LocalLogStartOffset() {
+		return log.TimestampOffset{}, false, nil
+	}
+	return to, true, nil
+}
+
+// deleteRemotePartition removes a deleted topic's partition led here from
+// remote storage, in the background (Kafka's leader does it when the
+// partition stops with deleteRemoteLog). A broker that stops first leaves
+// the segments in the store.
+func (m *Manager) deleteRemotePartition(p *Partition) {
+	rl := m.remote.Load()
+	if rl == nil {
+		return
+	}
+	tp := remoteTopicIdPartition(p)
+	m.bg.Go(func(done <-chan struct{}) {
+		ctx, cancel := routine.Context(done)
+		defer cancel()
+		for {
+			_, err := rl.cfg.Manager.DeletePartition(ctx, tp)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			m.log.Warn("deleting a deleted partition from remote storage failed; retrying", "partition", tp.String(), "err", err)
+			select {
+			case <-done:
+				return
+			case <-time.After(rl.cfg.TaskInterval):
+			}
+		}
+	})
+}

@@ -1,0 +1,89 @@
+package replica
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// remoteLogMetrics are Kafka's tiered-storage BrokerTopicMetrics
+// (RemoteCopyBytesPerSec, RemoteFetchBytesPerSec and the request and error
+// meters), per topic, named as the usual JMX exporter names them; only
+// while tiered storage runs.
+type remoteLogMetrics struct {
+	reg                                    prometheus.Registerer
+	copyBytes, copyRequests, copyErrors    *prometheus.CounterVec
+	fetchBytes, fetchRequests, fetchErrors *prometheus.CounterVec
+	deleteRequests, deleteErrors           *prometheus.CounterVec
+}
+
+func newRemoteLogMetrics(reg prometheus.Registerer) (*remoteLogMetrics, error) {
+	vec := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_server_brokertopicmetrics_" + name + "_total", Help: help}, []string{"topic"})
+	}
+	m := &remoteLogMetrics{
+		reg:            reg,
+		copyBytes:      vec("remotecopybytes", "Bytes of segments copied to remote storage, per topic."),
+		copyRequests:   vec("remotecopyrequests", "Segment copies to remote storage, per topic."),
+		copyErrors:     vec("remotecopyerrors", "Segment copies to remote storage that failed, per topic."),
+		fetchBytes:     vec("remotefetchbytes", "Bytes read from remote storage for consumers, per topic."),
+		fetchRequests:  vec("remotefetchrequests", "Reads from remote storage for consumers, per topic."),
+		fetchErrors:    vec("remotefetcherrors", "Reads from remote storage that failed, per topic."),
+		deleteRequests: vec("remotedeleterequests", "Remote segment deletions, per topic."),
+		deleteErrors:   vec("remotedeleteerrors", "Remote segment deletions that failed, per topic."),
+	}
+	if reg != nil {
+		for i, c := range m.collectors() {
+			if err := reg.Register(c); err != nil {
+				for _, done := range m.collectors()[:i] {
+					reg.Unregister(done)
+				}
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *remoteLogMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.copyBytes, m.copyRequests, m.copyErrors, m.fetchBytes, m.fetchRequests,
+		m.fetchErrors, m.deleteRequests, m.deleteErrors}
+}
+
+func (m *remoteLogMetrics) unregister() {
+	if m == nil || m.reg == nil {
+		return
+	}
+	for _, c := range m.collectors() {
+		m.reg.Unregister(c)
+	}
+}
+
+// count adds one request (and n bytes if bytes is set) or one error.
+func count(requests, errs, bytes *prometheus.CounterVec, topic string, n int64, err error) {
+	if requests == nil {
+		return
+	}
+	requests.WithLabelValues(topic).Inc()
+	if err != nil {
+		errs.WithLabelValues(topic).Inc()
+		return
+	}
+	if bytes != nil && n > 0 {
+		bytes.WithLabelValues(topic).Add(float64(n))
+	}
+}
+
+func (m *remoteLogMetrics) copied(topic string, n int64, err error) {
+	if m != nil {
+		count(m.copyRequests, m.copyErrors, m.copyBytes, topic, n, err)
+	}
+}
+
+func (m *remoteLogMetrics) fetched(topic string, n int64, err error) {
+	if m != nil {
+		count(m.fetchRequests, m.fetchErrors, m.fetchBytes, topic, n, err)
+	}
+}
+
+func (m *remoteLogMetrics) deleted(topic string, err error) {
+	if m != nil {
+		count(m.deleteRequests, m.deleteErrors, nil, topic, 0, err)
+	}
+}
