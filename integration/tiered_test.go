@@ -109,7 +109,9 @@ func consumeTiered(t *testing.T, seed string, n int) { consumeTieredFrom(t, seed
 
 // consumeTieredFrom reads the partition from the beginning, which must be
 // record from, and checks that records from..n-1 come in order.
-func consumeTieredFrom(t *testing.T, seed string, from, n int) { consumeTieredPart(t, seed, 0, from, n) }
+func consumeTieredFrom(t *testing.T, seed string, from, n int) {
+	consumeTieredPart(t, seed, 0, from, n)
+}
 
 // consumeTieredPart is consumeTieredFrom for partition part.
 func consumeTieredPart(t *testing.T, seed string, part int32, from, n int) {
