@@ -93,8 +93,21 @@ func (m *assignmentsManager) run(done <-chan struct{}) {
 			}
 		}
 		retry = m.reconcile(ctx)
+		// At most one scan of the logs per minScanInterval, however
+		// fast the metadata changes.
+		gap := time.NewTimer(minScanInterval)
+		select {
+		case <-done:
+			gap.Stop()
+			return
+		case <-gap.C:
+		}
 	}
 }
+
+// minScanInterval spaces the scans of every log (Kafka's AssignmentsManager
+// batches for its dispatch interval too).
+const minScanInterval = 100 * time.Millisecond
 
 // reconcile sends one batch of the differences; it reports whether it
 // should run again without a metadata update (something was sent, failed

@@ -29,7 +29,8 @@ import (
 // controller moves the leadership of node 3's replicas there to the other
 // nodes and takes node 3 out of their ISR, while node 3 keeps leading the
 // partitions in its first dir; every acknowledged record is read back
-// once.
+// once. Once the disk is replaced and node 3 restarts, its replicas there
+// rejoin the ISR.
 func TestFailedLogDirMovesLeadership(t *testing.T) {
 	nodes := newClusterNodes(t, 3)
 	good, bad := nodes[2].dir, t.TempDir()
@@ -234,4 +235,31 @@ func TestFailedLogDirMovesLeadership(t *testing.T) {
 	if b := bs[0].Metadata().Brokers[3]; len(b.LogDirs) != 1 {
 		t.Errorf("node 3's online log dirs in the image: %v", b.LogDirs)
 	}
+
+	// The disk is replaced and node 3 restarts: it registers both dirs
+	// again and its replicas there catch up and rejoin the ISR.
+	bs[2].Close()
+	ffs.Reset()
+	cfg, _, err := config.Load("", append(kraftOverrides(nodes[2], nodes), "moldau.metrics.listener=", "log.dirs="+good+","+bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(testWriter{t}), nil)).With("node", 3, "incarnation", 2)
+	if bs[2], err = broker.New(cfg, broker.Options{Logger: logger, LogFS: ffs}); err != nil {
+		t.Fatal(err)
+	}
+	bs[2].Start()
+	eventually(t, 30*time.Second, func() error {
+		im := bs[0].Metadata()
+		if b := im.Brokers[3]; b == nil || len(b.LogDirs) != 2 {
+			return fmt.Errorf("node 3's online log dirs: %v", b)
+		}
+		tp, _ := im.Topic(topic)
+		for _, p := range tp.Partitions {
+			if !slices.Contains(p.ISR, 3) {
+				return fmt.Errorf("partition %d: ISR %v", p.Index, p.ISR)
+			}
+		}
+		return nil
+	})
 }
