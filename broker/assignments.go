@@ -37,6 +37,8 @@ type assignmentsManager struct {
 	channel kapi.ControllerChannel
 	image   func() *metadata.Image
 	logs    func() []*log.Log
+	// offline are the logs in offline dirs, with their dir.
+	offline func() map[log.TopicPartition]string
 	// dirIDs maps each log dir to its directory.id; epoch is the broker
 	// epoch, -1 before registration. Set with channel before Start.
 	dirIDs map[string]uuid.UUID
@@ -50,10 +52,10 @@ type assignmentsManager struct {
 // maxAssignmentsPerRequest is Kafka's AssignmentsManager.MAX_ASSIGNMENTS_PER_REQUEST.
 const maxAssignmentsPerRequest = 2250
 
-func newAssignmentsManager(nodeID int32, logger *slog.Logger, image func() *metadata.Image, logs func() []*log.Log) *assignmentsManager {
+func newAssignmentsManager(nodeID int32, logger *slog.Logger, image func() *metadata.Image, logs *log.Manager) *assignmentsManager {
 	return &assignmentsManager{
 		nodeID: nodeID, log: logger.With("component", "assignments-manager"),
-		image: image, logs: logs, retryInterval: 500 * time.Millisecond, wake: make(chan struct{}, 1),
+		image: image, logs: logs.Logs, offline: logs.OfflineLogs, retryInterval: 500 * time.Millisecond, wake: make(chan struct{}, 1),
 	}
 }
 
@@ -176,27 +178,39 @@ func (m *assignmentsManager) reconcile(ctx context.Context) bool {
 }
 
 // pending returns, by dir and topic id, the partitions hosted here whose
-// directory in im is not the dir their log is in.
+// directory in im is not the dir their log is in. A log in a dir that
+// failed counts too: if the dir failed before its assignment reached the
+// controller, the assignment tells the controller the replica is offline.
 func (m *assignmentsManager) pending(im *metadata.Image) map[uuid.UUID]map[[16]byte][]int32 {
 	out := map[uuid.UUID]map[[16]byte][]int32{}
-	for _, l := range m.logs() {
-		tp := l.TopicPartition()
+	add := func(tp log.TopicPartition, topicID [16]byte, logDir string) {
 		t, ok := im.Topic(tp.Topic)
-		if !ok || int(tp.Partition) >= len(t.Partitions) || l.TopicID() != [16]byte(t.ID) {
-			continue
+		if !ok || int(tp.Partition) >= len(t.Partitions) || tp.Partition < 0 || topicID != [16]byte(t.ID) {
+			return
 		}
 		p := t.Partitions[tp.Partition]
 		if !slices.Contains(p.Replicas, m.nodeID) {
-			continue
+			return
 		}
-		dir, ok := m.dirIDs[filepath.Clean(filepath.Dir(l.Dir()))]
+		dir, ok := m.dirIDs[filepath.Clean(logDir)]
 		if !ok || p.Directory(m.nodeID) == dir {
-			continue
+			return
 		}
 		if out[dir] == nil {
 			out[dir] = map[[16]byte][]int32{}
 		}
 		out[dir][t.ID] = append(out[dir][t.ID], tp.Partition)
+	}
+	for _, l := range m.logs() {
+		add(l.TopicPartition(), l.TopicID(), filepath.Dir(l.Dir()))
+	}
+	for tp, dir := range m.offline() {
+		// A closed log's topic id is not at hand: the image's. A log
+		// of an older topic of the same name blocks the creation of
+		// the new one's here all the same (it may be in that dir).
+		if t, ok := im.Topic(tp.Topic); ok {
+			add(tp, t.ID, dir)
+		}
 	}
 	return out
 }

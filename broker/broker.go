@@ -210,7 +210,7 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	// after the replica manager, which hosts their partitions.
 	// The assignments manager after the replica manager, which creates
 	// the logs whose dirs it reports.
-	b.assignments = newAssignmentsManager(cfg.NodeID, b.log, b.loader.Image, b.logs.Logs)
+	b.assignments = newAssignmentsManager(cfg.NodeID, b.log, b.loader.Image, b.logs)
 	publishers := []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas, b.assignments}
 	publishers = append(publishers, b.groupCoordinatorPublishers()...)
 	publishers = append(publishers, b.txnCoordinatorPublisher())
