@@ -64,7 +64,7 @@ func TestDirectoryOfflineMovesLeadership(t *testing.T) {
 	e1 := registerWithDirs(t, c, 1, d1, d2)
 	registerWithDirs(t, c, 2, uuid.Random())
 	registerWithDirs(t, c, 3, uuid.Random())
-	cr := createAssigned(t, c, "t", [][]int32{{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}}, nil)
+	cr := createAssigned(t, c, "t", [][]int32{{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {2, 1, 3}}, nil)
 	if cr.ErrorCode != 0 {
 		t.Fatalf("create: %v", kerr.ErrorForCode(cr.ErrorCode))
 	}
@@ -74,7 +74,7 @@ func TestDirectoryOfflineMovesLeadership(t *testing.T) {
 	for _, a := range []struct {
 		dir   uuid.UUID
 		parts []int32
-	}{{d1, []int32{0, 1}}, {d2, []int32{2, 3}}} {
+	}{{d1, []int32{0, 1}}, {d2, []int32{2, 3, 4}}} {
 		resp := assignDirs(t, c, 1, e1, topicID, a.dir, a.parts...)
 		for _, p := range resp.Directories[0].Topics[0].Partitions {
 			if p.ErrorCode != 0 {
@@ -83,7 +83,7 @@ func TestDirectoryOfflineMovesLeadership(t *testing.T) {
 		}
 	}
 	tp, _ := image(t, c).Topic("t")
-	for _, p := range tp.Partitions {
+	for _, p := range tp.Partitions[:4] {
 		want := d1
 		if p.Index >= 2 {
 			want = d2
@@ -105,11 +105,16 @@ func TestDirectoryOfflineMovesLeadership(t *testing.T) {
 	})
 	im := image(t, c)
 	tp, _ = im.Topic("t")
-	for _, p := range tp.Partitions {
+	for _, p := range tp.Partitions[:4] {
 		inD2 := p.Index >= 2
 		if inD2 != (p.Leader != 1) || inD2 == slices.Contains(p.ISR, 1) {
 			t.Errorf("partition %d: leader %d ISR %v (in the offline dir: %v)", p.Index, p.Leader, p.ISR, inD2)
 		}
+	}
+	// A follower replica in the offline dir leaves the ISR; the leader
+	// stays.
+	if p := tp.Partitions[4]; p.Leader != 2 || slices.Contains(p.ISR, 1) || len(p.ISR) != 2 {
+		t.Errorf("partition 4 (broker 1 a follower in the offline dir): leader %d ISR %v", p.Leader, p.ISR)
 	}
 	if b := im.Brokers[1]; !slices.Equal(b.LogDirs, []uuid.UUID{d1}) {
 		t.Errorf("broker 1's online dirs: %v, want only %v", b.LogDirs, d1)
@@ -136,6 +141,15 @@ func TestDirectoryOfflineMovesLeadership(t *testing.T) {
 	tp, _ = image(t, c).Topic("t")
 	if p := tp.Partitions[2]; p.Leader == 1 {
 		t.Errorf("partition 2 led by broker 1 again, whose dir is offline")
+	}
+	// Its leader may not take it back into the ISR (KIP-841's
+	// INELIGIBLE_REPLICA).
+	p2 := tp.Partitions[2]
+	im = image(t, c)
+	rp, err := alterPartition(t, c, alterReq{version: 3, broker: p2.Leader, brokerEpoch: im.Brokers[p2.Leader].Epoch, topic: "t", partition: 2,
+		leaderEpoch: p2.LeaderEpoch, partEpoch: p2.PartitionEpoch, isr: append(slices.Clone(p2.ISR), 1)})
+	if err != nil || rp.ErrorCode != kerr.IneligibleReplica.Code {
+		t.Errorf("ISR expansion to the offline replica: %v %v", err, kerr.ErrorForCode(rp.ErrorCode))
 	}
 	// An assignment into the offline dir takes that replica out too.
 	assignDirs(t, c, 1, e1, topicID, d2, 0)
