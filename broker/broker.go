@@ -44,6 +44,9 @@ type Options struct {
 	// (__cluster_metadata-0, quorum-state, snapshots); nil: the OS. Tests
 	// inject faults with a log.FaultFS.
 	MetadataLogFS log.FS
+	// LogFS is the file system of the partitions' logs in log.dirs; nil:
+	// the OS. Tests fail a log dir with a log.FaultFS.
+	LogFS log.FS
 	// Dial dials the other nodes: the metadata quorum's peers, the
 	// active controller, and brokers (replica fetchers, transaction
 	// markers, AddPartitionsToTxn); nil: a net.Dialer. Tests cut links
@@ -139,6 +142,9 @@ type Broker struct {
 	// lifecycleRef is lifecycle for goroutines that may run before New
 	// has made it (the replica fetchers ask for the broker epoch).
 	lifecycleRef atomic.Pointer[lifecycleManager]
+	// assignments reports the log dir of each replica to the controller
+	// (KIP-858).
+	assignments *assignmentsManager
 }
 
 // New builds a node: it checks or writes meta.properties in every log dir,
@@ -202,7 +208,10 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	// Publishers, in Kafka's order: dynamic configs first, so that the
 	// replica manager sees the broker defaults they set; the coordinators
 	// after the replica manager, which hosts their partitions.
-	publishers := []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas}
+	// The assignments manager after the replica manager, which creates
+	// the logs whose dirs it reports.
+	b.assignments = newAssignmentsManager(cfg.NodeID, b.log, b.loader.Image, b.logs)
+	publishers := []metadata.Publisher{&dynamicConfigPublisher{cfg: cfg, log: b.log}, b.replicas, b.assignments}
 	publishers = append(publishers, b.groupCoordinatorPublishers()...)
 	publishers = append(publishers, b.txnCoordinatorPublisher())
 	for _, p := range append(publishers, b.shareCoordinatorPublishers()...) {
@@ -219,7 +228,10 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	}
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
 		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
-	b.lifecycle.offlineDirs = offlineLogDirIDs(cfg.LogDirs, b.logs.OfflineDirs, b.log)
+	dirIDs := logDirIDs(cfg.LogDirs, b.log)
+	b.lifecycle.offlineDirs = dirIDsOf(dirIDs, b.logs.OfflineDirs)
+	b.lifecycle.onlineDirs = dirIDsOf(dirIDs, b.logs.OnlineDirs)
+	b.assignments.channel, b.assignments.dirIDs, b.assignments.epoch = b.channel, dirIDs, b.lifecycle.Epoch
 	b.lifecycle.previousEpoch = b.logs.PreviousBrokerEpoch()
 	b.lifecycleRef.Store(b.lifecycle)
 	b.handler = b.newRequestHandler()
@@ -253,6 +265,7 @@ func (b *Broker) newLogManager() (func(*metadata.Topic) log.Config, error) {
 	var err error
 	b.logs, err = log.NewManager(log.ManagerConfig{
 		Dirs:   cfg.LogDirs,
+		FS:     b.opts.LogFS,
 		Logger: b.log,
 		ConfigFor: func(topic string) log.Config {
 			if t, ok := b.loader.Image().Topic(topic); ok {
@@ -529,6 +542,7 @@ func (b *Broker) Start() {
 	}
 	b.g.Go(b.watchQuorum)
 	b.lifecycle.Start()
+	b.assignments.Start()
 	b.g.Go(func(done <-chan struct{}) {
 		select {
 		case <-b.lifecycle.unfenced:
@@ -655,6 +669,9 @@ func (b *Broker) Close() error {
 		}
 		if b.socket != nil {
 			b.socket.StopAccepting()
+		}
+		if b.assignments != nil {
+			b.assignments.Close()
 		}
 		if b.halting.Load() {
 			// Halted: no controlled shutdown, and requests waiting for

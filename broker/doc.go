@@ -73,9 +73,15 @@
 //	                  request handler, so local and remote partitions take
 //	                  the same path; and each replica fetcher's
 //	                  connections to the leaders (replication.go)
-//	lifecycleManager  registers the broker (BrokerRegistration) and
-//	                  heartbeats (BrokerHeartbeat); the controller unfences
-//	                  it once its metadata has caught up
+//	lifecycleManager  registers the broker (BrokerRegistration, with the
+//	                  directory ids of its online log dirs) and heartbeats
+//	                  (BrokerHeartbeat, naming its offline log dirs, at
+//	                  once when one fails); the controller unfences it once
+//	                  its metadata has caught up
+//	assignmentsManager reports the log dir of each replica to the
+//	                  controller (AssignReplicasToDirs, KIP-858), from a
+//	                  reconciliation of the logs against the image after
+//	                  each metadata update (assignments.go)
 //	data plane        a SocketServer on the broker listeners serving
 //	                  kapi's Handler; it starts accepting only once the
 //	                  broker is unfenced (Ready), after stray logs are gone
@@ -93,7 +99,8 @@
 // # Failures
 //
 // A log dir that fails goes offline and the others serve (the log and
-// replica packages). Three storage failures are fatal, as Kafka halts its
+// replica packages); the controller moves the leadership of the replicas
+// in it to other brokers (broker/controller's directories.go). Three storage failures are fatal, as Kafka halts its
 // process on them (fatal.go): every log dir failed ("all log dirs in ...
 // have failed"), the log dir holding the metadata log (metadata.log.dir)
 // failed, or the metadata quorum stopped on an I/O error of its log,

@@ -75,6 +75,10 @@ func (b *Broker) halt(e *FatalError) {
 func (b *Broker) onLogDirOffline(dir string, online []string) {
 	if e := b.logDirsFatal(online, []string{dir}); e != nil {
 		b.halt(e)
+		return
+	}
+	if l := b.lifecycleRef.Load(); l != nil {
+		l.propagateDirectoryFailure()
 	}
 }
 

@@ -40,12 +40,17 @@ type lifecycleManager struct {
 	listeners   []kmsg.BrokerRegistrationRequestListener
 	rack        *string
 	// offlineDirs returns the directory ids of the log dirs that are
-	// offline; nil: none.
-	offlineDirs func() [][16]byte
+	// offline; nil: none. onlineDirs those that are online, registered
+	// as the broker's LogDirs (KIP-858).
+	offlineDirs, onlineDirs func() [][16]byte
 	// previousEpoch is the broker epoch of the last clean shutdown, -1
 	// after an unclean one (KIP-966: the controller keeps a cleanly
 	// restarted broker among its partitions' eligible leader replicas).
 	previousEpoch int64
+
+	// dirFailed wakes the heartbeat loop at once when a log dir fails
+	// (Kafka's propagateDirectoryFailure).
+	dirFailed chan struct{}
 
 	epoch    atomic.Int64 // -1 until registered
 	fenced   atomic.Bool
@@ -59,7 +64,7 @@ func newLifecycleManager(nodeID int32, clusterID string, logger *slog.Logger, ch
 	m := &lifecycleManager{
 		nodeID: nodeID, clusterID: clusterID, log: logger.With("component", "broker-lifecycle"),
 		channel: channel, offset: offset, interval: interval, incarnation: uuid.Random(), rack: rack,
-		unfenced: make(chan struct{}), previousEpoch: -1,
+		unfenced: make(chan struct{}), previousEpoch: -1, dirFailed: make(chan struct{}, 1),
 	}
 	for _, e := range endpoints {
 		l := kmsg.NewBrokerRegistrationRequestListener()
@@ -111,7 +116,22 @@ func (m *lifecycleManager) run(done <-chan struct{}) {
 		if m.fenced.Load() {
 			wait = min(wait, 50*time.Millisecond) // catch up and unfence fast at start
 		}
-		sleepCtx(ctx, wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-m.dirFailed:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+}
+
+// propagateDirectoryFailure heartbeats now, so that the controller hears
+// of a failed log dir (OfflineLogDirs) without waiting for the next beat.
+func (m *lifecycleManager) propagateDirectoryFailure() {
+	select {
+	case m.dirFailed <- struct{}{}:
+	default:
 	}
 }
 
@@ -129,6 +149,10 @@ func (m *lifecycleManager) register(ctx context.Context) error {
 	req.BrokerID, req.ClusterID, req.IncarnationID = m.nodeID, m.clusterID, m.incarnation
 	req.Listeners, req.Rack = m.listeners, m.rack
 	req.PreviousBrokerEpoch = m.previousEpoch
+	req.Version = 4 // LogDirs (v2+) and PreviousBrokerEpoch (v3+) reach a remote controller
+	if m.onlineDirs != nil {
+		req.LogDirs = m.onlineDirs()
+	}
 	for _, f := range metadata.SupportedFeatures {
 		rf := kmsg.NewBrokerRegistrationRequestFeature()
 		rf.Name, rf.MinSupportedVersion, rf.MaxSupportedVersion = f.Name, f.Min, f.Max
@@ -210,12 +234,12 @@ func (m *lifecycleManager) ControlledShutdown(ctx context.Context) {
 // Close stops heartbeating. Idempotent.
 func (m *lifecycleManager) Close() { m.g.StopAndWait() }
 
-// offlineLogDirIDs returns a function that maps the log Manager's offline
-// dirs to the directory.id their meta.properties had at start-up (read
-// then: a failed disk may not be readable any more). A dir without one
-// (meta.properties of an older version) is not reported.
-func offlineLogDirIDs(dirs []string, offline func() []string, logger *slog.Logger) func() [][16]byte {
-	ids := make(map[string][16]byte, len(dirs))
+// logDirIDs maps each log dir (filepath.Clean'd) to the directory.id of
+// its meta.properties, read at start-up (a failed disk may not be readable
+// later). A dir without one (meta.properties of an older version) is left
+// out, and cannot be named to the controller.
+func logDirIDs(dirs []string, logger *slog.Logger) map[string]uuid.UUID {
+	ids := make(map[string]uuid.UUID, len(dirs))
 	for _, d := range dirs {
 		props, err := readProperties(filepath.Join(d, metaPropertiesFile))
 		if err != nil {
@@ -228,9 +252,15 @@ func offlineLogDirIDs(dirs []string, offline func() []string, logger *slog.Logge
 		}
 		ids[filepath.Clean(d)] = id
 	}
+	return ids
+}
+
+// dirIDsOf returns a function that maps log dirs (as the log Manager's
+// OnlineDirs or OfflineDirs name them) to their directory ids.
+func dirIDsOf(ids map[string]uuid.UUID, dirs func() []string) func() [][16]byte {
 	return func() [][16]byte {
 		var out [][16]byte
-		for _, d := range offline() {
+		for _, d := range dirs() {
 			if id, ok := ids[filepath.Clean(d)]; ok {
 				out = append(out, id)
 			}

@@ -399,18 +399,33 @@ func TestFailingLogDir(t *testing.T) {
 		}
 	}
 	// Metadata lists the broker in the offline_replicas of the partitions
-	// in the failed dir; as in Kafka, their leader stays (alive) and their
-	// error NONE: produce and fetch say KAFKA_STORAGE_ERROR.
-	md, err := kadm.NewClient(newClient(t, p.Addr)).Metadata(ctx, "disk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pd := range md.Topics["disk"].Partitions.Sorted() {
-		wantOffline := slices.Contains(inA, pd.Partition)
-		if pd.Err != nil || pd.Leader != 1 || slices.Equal(pd.OfflineReplicas, []int32{1}) != wantOffline ||
-			!wantOffline && len(pd.OfflineReplicas) != 0 {
-			t.Errorf("Metadata disk-%d: err %v leader %d offline_replicas %v, want offline %v",
-				pd.Partition, pd.Err, pd.Leader, pd.OfflineReplicas, wantOffline)
+	// in the failed dir. As in Kafka, once the heartbeat has named the dir
+	// the controller takes their leadership away (KIP-858), and with no
+	// other replica they are LEADER_NOT_AVAILABLE; produce and fetch on
+	// this broker say KAFKA_STORAGE_ERROR all the same.
+	mdc := kadm.NewClient(newClient(t, p.Addr))
+	eventually(t, 10*time.Second, func() error {
+		md, err := mdc.Metadata(ctx, "disk")
+		if err != nil {
+			return err
+		}
+		for _, pd := range md.Topics["disk"].Partitions.Sorted() {
+			wantOffline := slices.Contains(inA, pd.Partition)
+			leader, perr := int32(1), error(nil)
+			if wantOffline {
+				leader, perr = -1, kerr.LeaderNotAvailable
+			}
+			if pd.Err != perr || pd.Leader != leader || slices.Equal(pd.OfflineReplicas, []int32{1}) != wantOffline ||
+				!wantOffline && len(pd.OfflineReplicas) != 0 {
+				return fmt.Errorf("Metadata disk-%d: err %v leader %d offline_replicas %v, want offline %v",
+					pd.Partition, pd.Err, pd.Leader, pd.OfflineReplicas, wantOffline)
+			}
+		}
+		return nil
+	})
+	for _, part := range inA {
+		if err := produceRaw(t, cl, "disk", id, part, 1, 100); err != kerr.KafkaStorageError {
+			t.Fatalf("produce to disk-%d in the failed dir, leaderless: %v", part, err)
 		}
 	}
 	// DescribeLogDirs, the metrics, the controller.

@@ -30,24 +30,17 @@ package kapi
 // (Kafka in KRaft mode names a random live broker, which forwards). A
 // partition without a leader is LEADER_NOT_AVAILABLE; one whose leader has
 // no endpoint on the listener LISTENER_NOT_FOUND (v6+). offline_replicas
-// are the replicas on fenced or unknown brokers, and this broker's own
+// are the replicas on fenced or unknown brokers, those whose assigned log
+// dir (PartitionRecord.Directories, KIP-858) their broker reports offline
+// (Kafka's KRaftMetadataCache.getOfflineReplicas), and this broker's own
 // replicas that are offline (their log dir failed, or their log could not
-// be created; Kafka's KRaftMetadataCache.getOfflineReplicas also counts a
-// replica whose assigned directory its broker reports offline). As in
-// Kafka, an offline replica does not change the partition's error: a
-// partition whose leader is alive answers NONE with its leader (clients
-// then get KAFKA_STORAGE_ERROR from it), one without a leader
-// LEADER_NOT_AVAILABLE.
-//
-// Differences from Kafka: Kafka's controller learns which directory holds
-// each replica (AssignReplicasToDirs, PartitionRecord.Directories, KIP-858)
-// and, when a broker's heartbeat reports that directory offline, removes
-// the broker from the ISR and the leadership of those partitions
-// (ReplicationControlManager.handleDirectoriesOffline): a single replica
-// is then LEADER_NOT_AVAILABLE with leader -1 on every broker. Moldau's
-// metadata has no directory assignments yet, so the leadership stays and
-// only the broker hosting an offline replica lists it in
-// offline_replicas.
+// be created), which it knows before the controller does. As in Kafka,
+// an offline replica does not change the partition's error: a partition
+// whose leader is alive answers NONE with its leader (clients then get
+// KAFKA_STORAGE_ERROR from it), one without a leader LEADER_NOT_AVAILABLE.
+// Once the broker's heartbeat has named the dir, the controller moves the
+// leadership of its replicas there (broker/controller's directories.go):
+// a single replica is then LEADER_NOT_AVAILABLE with leader -1.
 //
 // Auto-creation (auto.create.topics.enable and the request allowing it, not
 // for a request for all topics): a missing topic with a valid name is
@@ -220,7 +213,7 @@ func metadataTopic(v int16, im *metadata.Image, t *metadata.Topic, endpoints map
 		mp.ISR = append([]int32{}, p.ISR...)
 		mp.OfflineReplicas = []int32{}
 		for _, r := range p.Replicas {
-			if b := im.Brokers[r]; b == nil || b.Fenced || r == self && offlineHere(t.Name, p.Index) {
+			if b := im.Brokers[r]; b == nil || b.Fenced || !b.HasOnlineDir(p.Directory(r)) || r == self && offlineHere(t.Name, p.Index) {
 				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 			}
 		}

@@ -140,7 +140,7 @@ func (h *Handler) describedPartition(im *metadata.Image, t *metadata.Topic, p me
 	sp.OfflineReplicas = []int32{}
 	for _, r := range p.Replicas {
 		b := im.Brokers[r]
-		offline := b == nil || b.Fenced
+		offline := b == nil || b.Fenced || !b.HasOnlineDir(p.Directory(r))
 		if !offline {
 			_, onListener := b.Endpoint(listener)
 			offline = !onListener

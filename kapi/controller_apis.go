@@ -14,6 +14,8 @@ package kapi
 //     58_envelope.go) that names the client's principal.
 //   - DescribeQuorum (KIP-595).
 //   - AlterPartition, from partition leaders (see 56_alter_partition.go).
+//   - AssignReplicasToDirs (KIP-858), from every broker: the log dir of
+//     each of its replicas.
 //   - The metadata quorum's own messages, on a Moldau-private API key that
 //     ApiVersions does not list (see QuorumAPI).
 //
@@ -55,6 +57,7 @@ type ControllerAPI interface {
 	BrokerHeartbeat(context.Context, *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error)
 	AlterClientQuotas(context.Context, *kmsg.AlterClientQuotasRequest) (*kmsg.AlterClientQuotasResponse, error)
 	AlterPartition(context.Context, *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error)
+	AssignReplicasToDirs(context.Context, *kmsg.AssignReplicasToDirsRequest) (*kmsg.AssignReplicasToDirsResponse, error)
 	ElectLeaders(context.Context, *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
 	UnregisterBroker(context.Context, *kmsg.UnregisterBrokerRequest) (*kmsg.UnregisterBrokerResponse, error)
 	AlterPartitionReassignments(context.Context, *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error)
@@ -127,6 +130,7 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{63, 0, 1}, // BrokerHeartbeat
 	{64, 0, 0}, // UnregisterBroker
 	{67, 0, 0}, // AllocateProducerIds
+	{73, 0, 0}, // AssignReplicasToDirs
 }
 
 // NewControllerHandler returns the controller plane's handler.
@@ -241,6 +245,8 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.AlterClientQuotas(ctx, req)
 	case *kmsg.AlterPartitionRequest:
 		return c.AlterPartition(ctx, req)
+	case *kmsg.AssignReplicasToDirsRequest:
+		return c.AssignReplicasToDirs(ctx, req)
 	case *kmsg.ElectLeadersRequest:
 		return c.ElectLeaders(ctx, req)
 	case *kmsg.UnregisterBrokerRequest:

@@ -82,6 +82,10 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 		resp.ErrorCode, resp.IsFenced = code, true
 		return resp
+	case *kmsg.AssignReplicasToDirsRequest:
+		resp := req.ResponseKind().(*kmsg.AssignReplicasToDirsResponse)
+		resp.ErrorCode = code
+		return resp
 	case *kmsg.AlterClientQuotasRequest:
 		resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 		for _, e := range req.Entries {
@@ -242,6 +246,15 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.BrokerHeartbeatResponse:
 		codes = append(codes, r.ErrorCode)
+	case *kmsg.AssignReplicasToDirsResponse:
+		codes = append(codes, r.ErrorCode)
+		for _, d := range r.Directories {
+			for _, t := range d.Topics {
+				for _, p := range t.Partitions {
+					codes = append(codes, p.ErrorCode)
+				}
+			}
+		}
 	case *kmsg.DescribeQuorumResponse:
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.AlterClientQuotasResponse:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,6 +318,16 @@ func (m *Manager) OfflineDirs() []string {
 		}
 	}
 	return out
+}
+
+// OfflineLogs returns the partitions whose logs are in an offline dir,
+// with that dir (their logs are closed and no longer among Logs): the
+// broker still reports where they are (KIP-858's AssignReplicasToDirs),
+// so that the controller moves their leadership away.
+func (m *Manager) OfflineLogs() map[TopicPartition]string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return maps.Clone(m.offline)
 }
 
 // offlineErr returns why tp cannot be created or served here: its log is

@@ -114,6 +114,16 @@ func TestLogDirFailureTakesTheDirOffline(t *testing.T) {
 	if got := m.OfflineDirs(); len(got) != 1 || got[0] != dirs[0] {
 		t.Fatalf("OfflineDirs = %v", got)
 	}
+	// The broker still reports where the offline logs are (KIP-858).
+	offline := m.OfflineLogs()
+	for _, l := range bad {
+		if offline[l.tp] != dirs[0] {
+			t.Fatalf("OfflineLogs()[%s] = %q, want %s", l.tp, offline[l.tp], dirs[0])
+		}
+	}
+	if len(offline) != len(bad) {
+		t.Fatalf("OfflineLogs = %v", offline)
+	}
 	infos := m.DirInfos()
 	if !errors.Is(infos[0].Err, kerr.KafkaStorageError) || len(infos[0].Partitions) != 0 || infos[1].Err != nil || len(infos[1].Partitions) != 3 {
 		t.Fatalf("DirInfos: %+v", infos)

@@ -278,13 +278,18 @@ func (m *Manager) partitionsOf(topic string) []*Partition {
 // getPartition returns the partition led here, or an error wrapping Kafka's
 // code: KAFKA_STORAGE_ERROR if it is offline here (offline.go),
 // UNKNOWN_TOPIC_OR_PARTITION if the cluster does not have it,
-// NOT_LEADER_OR_FOLLOWER if it is led elsewhere or by no one.
+// NOT_LEADER_OR_FOLLOWER if it is led elsewhere or by no one. As Kafka's
+// getPartitionOrError, a replica in a failed log dir answers
+// KAFKA_STORAGE_ERROR whoever leads it (the controller moves its
+// leadership away once the heartbeat names the dir).
 func (m *Manager) getPartition(tp TopicPartition) (*Partition, error) {
-	if p := m.Partition(tp); p != nil && p.IsLeader() {
+	if p := m.Partition(tp); p != nil {
 		if err := m.storageError(tp, p); err != nil {
 			return nil, err
 		}
-		return p, nil
+		if p.IsLeader() {
+			return p, nil
+		}
 	}
 	if err := m.storageError(tp, nil); err != nil {
 		return nil, err

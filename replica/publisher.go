@@ -208,9 +208,13 @@ func (m *Manager) applyReplication(part *Partition, p metadata.Partition, leader
 	part.leaderEpoch.Store(p.LeaderEpoch)
 	part.makeFollowerLocked(p.Replicas, p.ISR, p.PartitionEpoch)
 	part.mu.Unlock()
-	if p.Leader >= 0 {
+	if p.Leader >= 0 && part.Log.Offline() == nil {
 		m.fetchers.follow(part, p.Leader, p.LeaderEpoch)
 	} else {
+		// No leader, or this replica's log dir failed (Kafka's
+		// HostedPartition.Offline fetches nothing): the controller has
+		// moved the leadership away (KIP-858) and it stays out of the
+		// ISR until the broker restarts.
 		m.fetchers.stop(part.TopicPartition)
 		part.followerLag.Store(-1)
 	}

@@ -205,6 +205,8 @@ func validateAlterPartition(im *metadata.Image, p metadata.Partition, broker int
 			why = "fenced"
 		case m.epoch != -1 && m.epoch != b.Epoch:
 			why = fmt.Sprintf("broker epoch mismatch: requested=%d VS expected=%d", m.epoch, b.Epoch)
+		case !b.HasOnlineDir(p.Directory(m.id)):
+			why = "its log dir is offline"
 		}
 		if why == "" {
 			continue

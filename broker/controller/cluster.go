@@ -65,6 +65,11 @@ func (c *QuorumController) RegisterBroker(ctx context.Context, req *kmsg.BrokerR
 		rec := &metadata.RegisterBrokerRecord{
 			BrokerID: req.BrokerID, IncarnationID: req.IncarnationID, Rack: req.Rack, Fenced: true,
 		}
+		if req.Version >= 2 && len(req.LogDirs) > 0 {
+			for _, d := range req.LogDirs {
+				rec.LogDirs = append(rec.LogDirs, uuid.UUID(d))
+			}
+		}
 		for _, l := range req.Listeners {
 			rec.EndPoints = append(rec.EndPoints, metadata.BrokerEndpoint{Name: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: l.SecurityProtocol})
 		}
@@ -153,6 +158,12 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 			recs = append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: -1})
 			recs = append(recs, c.electOnUnfence(im, b.ID)...)
 		}
+		if len(recs) == 0 && len(req.OfflineLogDirs) > 0 {
+			// Alone in its batch, so that its changes are built on
+			// the image they apply to; a heartbeat that fences or
+			// unfences leaves them to the next one.
+			recs = c.dirsOfflineRecords(im, b, req.OfflineLogDirs)
+		}
 		fenced := b.Fenced
 		switch {
 		case req.WantFence, req.WantShutdown:
@@ -170,13 +181,9 @@ func (c *QuorumController) BrokerHeartbeat(ctx context.Context, req *kmsg.Broker
 	return resp, nil
 }
 
-// noteOfflineDirs records the log dirs a broker reports offline and logs a
-// change once. Kafka's controller (handleDirectoriesOffline) moves the
-// leadership of the partitions in those dirs to other replicas, knowing
-// which dir holds each replica from PartitionRecord.Directories
-// (AssignReplicasToDirs). Moldau's metadata has no directory assignments,
-// so it cannot tell which partitions to move: the broker itself answers KAFKA_STORAGE_ERROR for those partitions
-// until it restarts with the dir repaired. On the loop.
+// noteOfflineDirs records the log dirs a broker reports offline (for
+// OfflineLogDirs) and logs a change once; dirsOfflineRecords moves the
+// leadership of the replicas in them (directories.go). On the loop.
 func (c *QuorumController) noteOfflineDirs(broker int32, s *brokerSession, dirs [][16]byte) {
 	if slices.Equal(s.offlineDirs, dirs) {
 		return
@@ -186,7 +193,7 @@ func (c *QuorumController) noteOfflineDirs(broker int32, s *brokerSession, dirs 
 		names[i] = uuid.UUID(d).String()
 	}
 	if len(dirs) > 0 {
-		c.log.Warn("broker reports offline log dirs: its partitions there answer KAFKA_STORAGE_ERROR until it restarts", "broker", broker, "offline_dirs", names)
+		c.log.Warn("broker reports offline log dirs", "broker", broker, "offline_dirs", names)
 	} else if len(s.offlineDirs) > 0 {
 		c.log.Info("broker reports no offline log dir any more", "broker", broker)
 	}

@@ -126,8 +126,14 @@
 // versions that changed the metadata, Kafka's messages; one
 // FeatureLevelRecord per feature, level 0 removing it.
 //
-// A heartbeat names the broker's offline log dirs (OfflineLogDirs,
-// KIP-858); the session records them and a change is logged.
+// Directory assignments (directories.go, KIP-858): a broker registers
+// the directory ids of its online log dirs (Broker.LogDirs) and reports
+// the dir of each replica (AssignReplicasToDirs, kept in the partition's
+// Directories). A heartbeat that names registered dirs offline
+// (OfflineLogDirs) takes the broker out of the ISR and leadership of its
+// replicas there, as when it is fenced, and registers only its online
+// dirs; a replica in a dir its broker does not have online may not lead
+// (newChange) nor rejoin the ISR (AlterPartition: INELIGIBLE_REPLICA).
 //
 // # Limits
 //

@@ -75,8 +75,11 @@ func newPartitionChange(topicID uuid.UUID, p metadata.Partition, acceptable func
 // newChange is newPartitionChange with the topic's election settings
 // resolved from the image: unclean election, eligible leader replicas and
 // min.insync.replicas.
+//
+// A replica in a log dir its broker reports offline may not lead (Kafka's
+// isAcceptableLeader checks isReplicaOnline; see directories.go).
 func (c *QuorumController) newChange(im *metadata.Image, t *metadata.Topic, p metadata.Partition, acceptable func(int32) bool) *partitionChange {
-	b := newPartitionChange(t.ID, p, acceptable)
+	b := newPartitionChange(t.ID, p, func(r int32) bool { return acceptable(r) && replicaOnline(im, p, r) })
 	b.unclean = c.uncleanElectionEnabled(im, t)
 	b.elr = im.ELREnabled()
 	if b.elr {

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -210,7 +211,7 @@ func (d *Delta) replayBroker(rec Record) error {
 		d.brokers[r.BrokerID] = &Broker{
 			ID: r.BrokerID, Epoch: r.BrokerEpoch, IncarnationID: r.IncarnationID,
 			Endpoints: slices.Clone(r.EndPoints), Features: slices.Clone(r.Features), Rack: r.Rack,
-			Fenced: r.Fenced, InControlledShutdown: r.InControlledShutdown,
+			Fenced: r.Fenced, InControlledShutdown: r.InControlledShutdown, LogDirs: sortedDirs(r.LogDirs),
 		}
 	case *UnregisterBrokerRecord:
 		if b := d.broker(r.BrokerID); b == nil || b.Epoch != r.BrokerEpoch {
@@ -243,8 +244,24 @@ func (d *Delta) replayBroker(rec Record) error {
 		if r.InControlledShutdown == 1 {
 			b.InControlledShutdown = true
 		}
+		if r.LogDirs != nil {
+			b.LogDirs = sortedDirs(r.LogDirs)
+			if b.LogDirs == nil {
+				b.LogDirs = []uuid.UUID{} // every dir offline, not "none named"
+			}
+		}
 	}
 	return nil
+}
+
+// sortedDirs is a sorted copy of dirs, nil when empty.
+func sortedDirs(dirs []uuid.UUID) []uuid.UUID {
+	if len(dirs) == 0 {
+		return nil
+	}
+	out := slices.Clone(dirs)
+	slices.SortFunc(out, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	return out
 }
 
 // replayTopic applies the topic and partition records.
@@ -271,6 +288,7 @@ func (d *Delta) replayTopic(rec Record) error {
 			Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR), LeaderRecoveryState: r.LeaderRecoveryState,
 			ELR: nonEmpty(r.EligibleLeaderReplicas), LastKnownELR: nonEmpty(r.LastKnownElr),
 			AddingReplicas: nonEmpty(r.AddingReplicas), RemovingReplicas: nonEmpty(r.RemovingReplicas),
+			Directories: directories(r.Directories, len(r.Replicas)),
 		}
 		switch n := int32(len(t.Partitions)); {
 		case r.PartitionID < n:
@@ -324,6 +342,21 @@ func (p Partition) Merge(r *PartitionChangeRecord) Partition {
 	if r.ISR != nil {
 		p.ISR = slices.Clone(r.ISR)
 	}
+	switch {
+	case r.Directories != nil:
+		n := len(p.Replicas)
+		if r.Replicas != nil {
+			n = len(r.Replicas)
+		}
+		p.Directories = directories(r.Directories, n)
+	case r.Replicas != nil && p.Directories != nil:
+		// Replicas that stay keep their dir; new ones are unassigned.
+		dirs := make([]uuid.UUID, len(r.Replicas))
+		for i, b := range r.Replicas {
+			dirs[i] = p.Directory(b)
+		}
+		p.Directories = directories(dirs, len(dirs))
+	}
 	if r.Replicas != nil {
 		p.Replicas = slices.Clone(r.Replicas)
 	}
@@ -348,6 +381,15 @@ func (p Partition) Merge(r *PartitionChangeRecord) Partition {
 	}
 	p.PartitionEpoch++
 	return p
+}
+
+// directories is a copy of dirs for n replicas, nil when it names no
+// directory or does not match the replicas.
+func directories(dirs []uuid.UUID, n int) []uuid.UUID {
+	if len(dirs) != n || !anyAssigned(dirs) {
+		return nil
+	}
+	return slices.Clone(dirs)
 }
 
 // nonEmpty is a copy of v, nil when it is empty (an image keeps no empty

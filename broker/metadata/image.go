@@ -73,6 +73,31 @@ type Partition struct {
 	// replicas followed by the removing ones. nil when none.
 	AddingReplicas   []int32
 	RemovingReplicas []int32
+	// Directories is the log dir of each replica, in the order of
+	// Replicas (KIP-858: PartitionRecord.Directories), the zero id
+	// (UNASSIGNED) where the broker has not said yet; nil when none is
+	// known.
+	Directories []uuid.UUID
+}
+
+// Directory returns the log dir the partition's replica on broker is in:
+// the zero id when it is not known or broker has no replica.
+func (p Partition) Directory(broker int32) uuid.UUID {
+	if i := slices.Index(p.Replicas, broker); i >= 0 && i < len(p.Directories) {
+		return p.Directories[i]
+	}
+	return uuid.UUID{}
+}
+
+// WithDirectory returns the partition's directories with broker's replica
+// in dir (a new slice, as long as Replicas).
+func (p Partition) WithDirectory(broker int32, dir uuid.UUID) []uuid.UUID {
+	dirs := make([]uuid.UUID, len(p.Replicas))
+	copy(dirs, p.Directories)
+	if i := slices.Index(p.Replicas, broker); i >= 0 {
+		dirs[i] = dir
+	}
+	return dirs
 }
 
 // Reassigning reports whether a reassignment of the partition is in
@@ -91,6 +116,20 @@ type Broker struct {
 	Rack                 *string
 	Fenced               bool
 	InControlledShutdown bool
+	// LogDirs are the directory ids of the broker's online log dirs
+	// (KIP-858), sorted; nil when it named none (then every replica of
+	// it counts as online).
+	LogDirs []uuid.UUID
+}
+
+// HasOnlineDir is Kafka's DirectoryId.isOnline for one of the broker's
+// replicas: an unassigned directory (the zero id) counts as online, as
+// does any when the broker named no log dirs.
+func (b *Broker) HasOnlineDir(dir uuid.UUID) bool {
+	if dir == (uuid.UUID{}) || len(b.LogDirs) == 0 {
+		return true
+	}
+	return slices.Contains(b.LogDirs, dir)
 }
 
 // Endpoint returns the broker's endpoint on a listener.
@@ -186,7 +225,7 @@ func (im *Image) Records() []Record {
 		recs = append(recs, &RegisterBrokerRecord{
 			BrokerID: b.ID, IncarnationID: b.IncarnationID, BrokerEpoch: b.Epoch,
 			EndPoints: b.Endpoints, Features: b.Features, Rack: b.Rack,
-			Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown,
+			Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown, LogDirs: b.LogDirs,
 		})
 	}
 	for _, t := range im.Topics() {
@@ -198,6 +237,7 @@ func (im *Image) Records() []Record {
 				LeaderRecoveryState:    p.LeaderRecoveryState,
 				EligibleLeaderReplicas: p.ELR, LastKnownElr: p.LastKnownELR,
 				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
+				Directories: p.Directories,
 			})
 		}
 	}

@@ -160,9 +160,10 @@ func (x *TopicRecord) decode(r *reader, _ int16) {
 }
 
 // PartitionRecord (key 3, v0-2) creates a partition, or replaces one.
-// Moldau writes v0 (no directories), or v2 when the partition has eligible
-// leader replicas or a last known leader (KIP-966), with every replica's
-// directory unassigned (Kafka's DirectoryId.UNASSIGNED, the zero id).
+// Moldau writes v0 while no replica's directory is known (Kafka's
+// DirectoryId.UNASSIGNED, the zero id, for each), v1 with the directories
+// (KIP-858), or v2 when the partition has eligible leader replicas or a
+// last known leader (KIP-966).
 type PartitionRecord struct {
 	PartitionID         int32
 	TopicID             uuid.UUID
@@ -187,7 +188,20 @@ func (x *PartitionRecord) writeVersion() int16 {
 	if len(x.EligibleLeaderReplicas) > 0 || len(x.LastKnownElr) > 0 {
 		return 2
 	}
+	if anyAssigned(x.Directories) {
+		return 1
+	}
 	return 0
+}
+
+// anyAssigned reports whether a directory list names any directory.
+func anyAssigned(dirs []uuid.UUID) bool {
+	for _, d := range dirs {
+		if d != (uuid.UUID{}) {
+			return true
+		}
+	}
+	return false
 }
 func (*PartitionRecord) maxVersion() int16 { return 2 }
 func (x *PartitionRecord) encode(w *writer, v int16) {
@@ -297,6 +311,9 @@ type PartitionChangeRecord struct {
 	// one is set.
 	EligibleLeaderReplicas []int32
 	LastKnownElr           []int32
+	// Directories (tag 8, v1+, KIP-858): the log dir of each replica,
+	// in the order of the replicas; nil unchanged.
+	Directories []uuid.UUID
 }
 
 // Leader values of PartitionChangeRecord and Partition.
@@ -314,6 +331,9 @@ func (*PartitionChangeRecord) Type() RecordType { return PartitionChangeRecordTy
 func (x *PartitionChangeRecord) writeVersion() int16 {
 	if x.EligibleLeaderReplicas != nil || x.LastKnownElr != nil {
 		return 2
+	}
+	if x.Directories != nil {
+		return 1
 	}
 	return 0
 }
@@ -346,6 +366,9 @@ func (x *PartitionChangeRecord) encode(w *writer, v int16) {
 	if v >= 2 && x.LastKnownElr != nil {
 		fs = append(fs, field(7, func(w *writer) { w.ni32s(x.LastKnownElr) }))
 	}
+	if v >= 1 && x.Directories != nil {
+		fs = append(fs, field(8, func(w *writer) { w.uuids(x.Directories) }))
+	}
 	w.tags(fs...)
 }
 func (x *PartitionChangeRecord) decode(r *reader, v int16) {
@@ -373,6 +396,10 @@ func (x *PartitionChangeRecord) decode(r *reader, v int16) {
 		case 7:
 			if v >= 2 {
 				x.LastKnownElr = fr.i32s()
+			}
+		case 8:
+			if v >= 1 {
+				x.Directories = fr.uuids()
 			}
 		}
 	})
@@ -435,7 +462,8 @@ type BrokerFeature struct {
 }
 
 // RegisterBrokerRecord (key 0, v0-3) registers a broker; the broker epoch
-// is the offset of this record. Moldau writes v1.
+// is the offset of this record. Moldau writes v1, or v3 when the broker
+// names its log dirs (KIP-858).
 type RegisterBrokerRecord struct {
 	BrokerID             int32
 	IsMigratingZkBroker  bool // v2+
@@ -449,9 +477,14 @@ type RegisterBrokerRecord struct {
 	LogDirs              []uuid.UUID // v3+, tag 0
 }
 
-func (*RegisterBrokerRecord) Type() RecordType    { return RegisterBrokerRecordType }
-func (*RegisterBrokerRecord) writeVersion() int16 { return 1 }
-func (*RegisterBrokerRecord) maxVersion() int16   { return 3 }
+func (*RegisterBrokerRecord) Type() RecordType { return RegisterBrokerRecordType }
+func (x *RegisterBrokerRecord) writeVersion() int16 {
+	if len(x.LogDirs) > 0 {
+		return 3
+	}
+	return 1
+}
+func (*RegisterBrokerRecord) maxVersion() int16 { return 3 }
 func (x *RegisterBrokerRecord) encode(w *writer, v int16) {
 	w.i32(x.BrokerID)
 	if v >= 2 {
@@ -578,7 +611,8 @@ func (x *UnfenceBrokerRecord) decode(r *reader, _ int16) {
 
 // BrokerRegistrationChangeRecord (key 17, v0-2) changes a registration.
 // Fenced: -1 unfenced, 0 unchanged, 1 fenced. InControlledShutdown: 0
-// unchanged, 1 in controlled shutdown. Moldau writes v1.
+// unchanged, 1 in controlled shutdown. LogDirs: the broker's online log
+// dirs, nil unchanged. Moldau writes v1, or v2 with LogDirs.
 type BrokerRegistrationChangeRecord struct {
 	BrokerID             int32
 	BrokerEpoch          int64
@@ -590,8 +624,13 @@ type BrokerRegistrationChangeRecord struct {
 func (*BrokerRegistrationChangeRecord) Type() RecordType {
 	return BrokerRegistrationChangeRecordType
 }
-func (*BrokerRegistrationChangeRecord) writeVersion() int16 { return 1 }
-func (*BrokerRegistrationChangeRecord) maxVersion() int16   { return 2 }
+func (x *BrokerRegistrationChangeRecord) writeVersion() int16 {
+	if x.LogDirs != nil {
+		return 2
+	}
+	return 1
+}
+func (*BrokerRegistrationChangeRecord) maxVersion() int16 { return 2 }
 func (x *BrokerRegistrationChangeRecord) encode(w *writer, v int16) {
 	w.i32(x.BrokerID)
 	w.i64(x.BrokerEpoch)
