@@ -1,6 +1,7 @@
 package share
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -108,6 +109,69 @@ func TestCombineStateBatchesNoOverlap(t *testing.T) {
 			}
 			if i > 0 && got[i-1].LastOffset >= x.FirstOffset {
 				t.Fatalf("%v + %v from %d: overlap in %v", soFar, news, start, got)
+			}
+		}
+	}
+}
+
+// TestCombineStateBatchesAgainstModel checks the combiner against its
+// meaning on random batches, overlapping or not: every offset at or past
+// the start offset takes the highest-ranked delivery information of the
+// batches covering it, and the result is ordered and free of overlaps.
+func TestCombineStateBatchesAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := 0; iter < 20000; iter++ {
+		gen := func() []StateBatch {
+			var out []StateBatch
+			n := rng.IntN(5)
+			o := int64(rng.IntN(5))
+			for i := 0; i < n; i++ {
+				f := o + int64(rng.IntN(4))
+				l := f + int64(rng.IntN(6))
+				out = append(out, StateBatch{f, l, int8([]int{0, 2, 4}[rng.IntN(3)]), int16(rng.IntN(3))})
+				if rng.IntN(2) == 0 {
+					o = l + 1
+				} else {
+					o = f
+				}
+			}
+			return out
+		}
+		x, y := gen(), gen()
+		start := int64(rng.IntN(8)) - 1
+		got := combineStateBatches(append([]StateBatch(nil), x...), append([]StateBatch(nil), y...), start)
+		want := map[int64]StateBatch{}
+		for _, in := range append(append([]StateBatch(nil), x...), y...) {
+			for o := in.FirstOffset; o <= in.LastOffset; o++ {
+				if start != -1 && o < start {
+					continue
+				}
+				w, ok := want[o]
+				if !ok || compareDeliveryInfo(in, w) > 0 {
+					want[o] = in
+				}
+			}
+		}
+		have := map[int64]StateBatch{}
+		prevLast := int64(-10)
+		for _, g := range got {
+			if g.FirstOffset <= prevLast {
+				t.Fatalf("out of order or overlapping: %v + %v start %d = %v", x, y, start, got)
+			}
+			prevLast = g.LastOffset
+			for o := g.FirstOffset; o <= g.LastOffset; o++ {
+				have[o] = g
+			}
+		}
+		for o, w := range want {
+			h, ok := have[o]
+			if !ok || compareDeliveryInfo(h, w) != 0 {
+				t.Fatalf("offset %d: want %v have %v (%v): %v + %v start %d = %v", o, w, h, ok, x, y, start, got)
+			}
+		}
+		for o := range have {
+			if _, ok := want[o]; !ok {
+				t.Fatalf("offset %d extra: %v + %v start %d = %v", o, x, y, start, got)
 			}
 		}
 	}

@@ -45,7 +45,17 @@
 // records are available again with the delivery count last persisted,
 // and offsets past the last persisted batch are read again as new. So a
 // record is delivered at least once, and an accepted record whose
-// acknowledgement was answered is never delivered again.
+// acknowledgement was answered is never delivered again. An
+// acknowledgement of records done with already is answered only after a
+// write too (the write that made them done may still be in flight), and
+// the changes of a write that failed go again with the next one, so the
+// durable state never stays behind the one served.
+//
+// An acknowledgement names offsets, not a delivery: after a crash, a
+// member that acks records of a delivery made before it acks the new
+// broker's acquisition of the same offsets if it holds one (Kafka's
+// share fetch protocol has nothing to tell them apart). Clients drop
+// acks of a share session that ended.
 //
 // A partition loaded from persisted state treats offsets between persisted
 // batches as never delivered (Kafka's gap window): available with a

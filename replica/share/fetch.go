@@ -151,11 +151,14 @@ func (m *Manager) acknowledgeAll(ctx context.Context, group, member string, acks
 			var changes []StateBatch
 			if changes, err = sp.Acknowledge(member, batches, now); err == nil {
 				m.armTimer(e)
+				// Even with nothing new to persist (records done with
+				// already, an acknowledgement sent again after a
+				// failed answer), the answer waits for a write: the
+				// state that made them done may still be in flight, or
+				// its write may have failed and be pending again.
+				m.persist(e, changes, func(err error) { wait <- err })
 				if len(changes) > 0 {
-					m.persist(e, changes, func(err error) { wait <- err })
 					m.wake()
-				} else {
-					wait <- nil
 				}
 			}
 		}

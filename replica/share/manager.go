@@ -302,7 +302,10 @@ func (e *partitionEntry) ready(ctx context.Context) (*SharePartition, error) {
 // before it (a share partition's writes never overtake each other, so the
 // coordinator's state only moves forward), and calls done once the write
 // that carries them is answered. Changes queued while a write is in flight
-// go together in the next one.
+// go together in the next one, and so do those of a write that failed
+// (the share partition serves them already; the failure is the waiters'
+// answer). With no changes, done still waits for a write: a barrier
+// behind the writes in flight.
 func (m *Manager) persist(e *partitionEntry, changes []StateBatch, done func(error)) {
 	e.wmu.Lock()
 	e.pending = overlay(e.pending, changes)
@@ -350,6 +353,14 @@ func (m *Manager) writeLoop(stop <-chan struct{}, e *partitionEntry) {
 				// altered or deleted): load it again.
 				m.forget(e)
 				e.stopTimer()
+			} else {
+				// The changes hold in memory all the same: they go
+				// again with the next write, under whatever changed
+				// since, so that the durable state catches up with
+				// the one served.
+				e.wmu.Lock()
+				e.pending = overlay(batches, e.pending)
+				e.wmu.Unlock()
 			}
 		}
 		for _, w := range waiters {

@@ -20,6 +20,8 @@ type memPersister struct {
 	states map[Key]PersistedState
 	writes int
 	fail   error
+	// block, when set, holds every write until it is closed.
+	block chan struct{}
 }
 
 func (p *memPersister) ReadState(_ context.Context, k Key, _ int32) (PersistedState, error) {
@@ -34,6 +36,12 @@ func (p *memPersister) ReadState(_ context.Context, k Key, _ int32) (PersistedSt
 }
 
 func (p *memPersister) WriteState(_ context.Context, k Key, st PersistedState) error {
+	p.mu.Lock()
+	block := p.block
+	p.mu.Unlock()
+	if block != nil {
+		<-block
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fail != nil {
@@ -217,6 +225,70 @@ func TestManagerAcknowledgeFailsWhenStateCannotBeWritten(t *testing.T) {
 	if len(r.Partitions) == 0 || !errors.Is(r.Partitions[0].AckErr, kerr.CoordinatorNotAvailable) {
 		t.Fatalf("acknowledgement with the coordinator down: %+v", r.Partitions)
 	}
+	// The coordinator is back and the member sends its acknowledgement
+	// again. The records are done with in memory already, so it changes
+	// nothing there; its answer still comes from a write, and that write
+	// carries the failed one's changes.
+	f.p.mu.Lock()
+	f.p.fail = nil
+	f.p.mu.Unlock()
+	r = f.fetch(t, "m1", 2, []AcknowledgementBatch{accept(0, 4)}, 0)
+	if len(r.Partitions) == 0 || r.Partitions[0].AckErr != nil {
+		t.Fatalf("acknowledgement sent again: %+v", r.Partitions)
+	}
+	if st, _ := f.p.ReadState(context.Background(), f.key(), 0); st.StartOffset != 5 {
+		t.Fatalf("persisted start offset %d after the acknowledgement was answered, want 5", st.StartOffset)
+	}
+}
+
+// An acknowledgement of records done with already waits for the write in
+// flight that makes them so: answering it at once would confirm a state
+// that a crash could still lose.
+func TestManagerAcknowledgementWaitsForTheWriteInFlight(t *testing.T) {
+	f := newManagerFixture(t, 1, 5)
+	f.fetch(t, "m1", 0, nil, 100)
+	block := make(chan struct{})
+	var release sync.Once
+	unblock := func() {
+		release.Do(func() {
+			f.p.mu.Lock()
+			f.p.block = nil
+			f.p.mu.Unlock()
+			close(block)
+		})
+	}
+	t.Cleanup(unblock) // before the manager's Close, which waits for writes
+	f.p.mu.Lock()
+	f.p.block = block
+	f.p.mu.Unlock()
+	first := make(chan FetchResponse, 1)
+	f.m.Fetch(FetchRequest{Group: "g", Member: "m1", SessionEpoch: 1, MaxBytes: 1 << 20, TopicName: f.names,
+		Acks: map[TopicIDPartition][]AcknowledgementBatch{f.tip: {accept(0, 4)}}}, func(r FetchResponse) { first <- r })
+	// The first acknowledgement is applied (the start offset moves) and
+	// its write is held.
+	eventually(t, func() bool { return f.startOffset() == 5 })
+	second := make(chan FetchResponse, 1)
+	f.m.Fetch(FetchRequest{Group: "g", Member: "m1", SessionEpoch: 2, MaxBytes: 1 << 20, TopicName: f.names,
+		Acks: map[TopicIDPartition][]AcknowledgementBatch{f.tip: {accept(0, 4)}}}, func(r FetchResponse) { second <- r })
+	select {
+	case r := <-second:
+		t.Fatalf("the acknowledgement sent again was answered before the write in flight: %+v", r.Partitions)
+	case <-time.After(200 * time.Millisecond):
+	}
+	unblock()
+	for _, ch := range []chan FetchResponse{first, second} {
+		select {
+		case r := <-ch:
+			if len(r.Partitions) == 0 || r.Partitions[0].AckErr != nil {
+				t.Fatalf("acknowledgement: %+v", r.Partitions)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("an acknowledgement was not answered")
+		}
+	}
+	if st, _ := f.p.ReadState(context.Background(), f.key(), 0); st.StartOffset != 5 {
+		t.Fatalf("persisted start offset %d, want 5", st.StartOffset)
+	}
 }
 
 func TestManagerLongPollWakesOnRelease(t *testing.T) {
@@ -292,5 +364,40 @@ func TestSessionCacheEvictsIdleSessions(t *testing.T) {
 	}
 	if _, err := c.Update(SessionUpdate{Group: "a", Member: "m1", Epoch: 1}); !errors.Is(err, kerr.ShareSessionNotFound) {
 		t.Fatalf("the evicted session: %v", err)
+	}
+}
+
+func (f *managerFixture) key() Key {
+	return Key{GroupID: "g", TopicID: f.tip.TopicID, Partition: f.tip.Partition}
+}
+
+// startOffset is the loaded share partition's start offset, -1 before it
+// is loaded.
+func (f *managerFixture) startOffset() int64 {
+	f.m.mu.Lock()
+	e := f.m.parts[f.key()]
+	f.m.mu.Unlock()
+	if e == nil {
+		return -1
+	}
+	select {
+	case <-e.loaded:
+	default:
+		return -1
+	}
+	if e.sp == nil {
+		return -1
+	}
+	return e.sp.StartOffset()
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
