@@ -55,11 +55,7 @@ func allowTokenRequests(c caller) bool {
 
 // callerOf is the caller of a client request on this broker.
 func callerOf(rc *RequestContext) caller {
-	p := rc.Principal
-	if p == "" {
-		p = anonymousPrincipal
-	}
-	return caller{principal: p, tokenAuth: rc.TokenAuthenticated, protocol: rc.SecurityProtocol}
+	return caller{principal: rc.principal(), tokenAuth: rc.TokenAuthenticated, protocol: rc.SecurityProtocol}
 }
 
 // tokenWait bounds how long a token request waits for this broker's

@@ -57,6 +57,15 @@ func callerFrom(ctx context.Context) caller {
 
 const anonymousPrincipal = "User:ANONYMOUS"
 
+// principal is the request's principal: User:ANONYMOUS when the listener
+// authenticates nobody.
+func (r *Request) principal() string {
+	if r.Principal == "" {
+		return anonymousPrincipal
+	}
+	return r.Principal
+}
+
 // joinPrincipal is "Type:name"; an empty type is User, as clients mean
 // it (kadm leaves it empty).
 func joinPrincipal(typ, name string) string {
@@ -78,12 +87,8 @@ func splitPrincipal(p string) (typ, name string) {
 // sealEnvelope wraps req, sent by the client of rc, for the controller.
 func sealEnvelope(rc *RequestContext, req kmsg.Request) *kmsg.EnvelopeRequest {
 	env := kmsg.NewPtrEnvelopeRequest()
-	p := rc.Principal
-	if p == "" {
-		p = anonymousPrincipal
-	}
 	pd := kmsg.NewDefaultPrincipalData()
-	pd.Type, pd.Name = splitPrincipal(p)
+	pd.Type, pd.Name = splitPrincipal(rc.principal())
 	pd.TokenAuthenticated = rc.TokenAuthenticated
 	env.RequestPrincipal = pd.AppendTo(nil)
 	if a, ok := rc.ClientAddr.(*net.TCPAddr); ok {

@@ -28,10 +28,7 @@ func (rc *RequestContext) session() az.Session {
 }
 
 func sessionOf(r *Request) az.Session {
-	s := az.Session{Principal: r.Principal, API: r.APIKey}
-	if s.Principal == "" {
-		s.Principal = "User:ANONYMOUS"
-	}
+	s := az.Session{Principal: r.principal(), API: r.APIKey}
 	switch a := r.ClientAddr.(type) {
 	case *net.TCPAddr:
 		s.Host = a.IP.String()

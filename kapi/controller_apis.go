@@ -187,11 +187,7 @@ func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func
 	}
 	var resp kmsg.Response
 	if h.clusterAction(r) {
-		principal := r.Principal
-		if principal == "" {
-			principal = anonymousPrincipal
-		}
-		ctx = withCaller(ctx, caller{principal: principal, tokenAuth: r.TokenAuthenticated, protocol: r.SecurityProtocol})
+		ctx = withCaller(ctx, caller{principal: r.principal(), tokenAuth: r.TokenAuthenticated, protocol: r.SecurityProtocol})
 		resp, err = h.Dispatch(ctx, kreq)
 	} else {
 		err = apierr.Errorf(kerr.ClusterAuthorizationFailed, "Request %s on the controller listener is not authorized.", kmsg.NameForKey(r.APIKey))
