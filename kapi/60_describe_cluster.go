@@ -83,3 +83,37 @@ func (h *Handler) handleDescribeCluster(rc *RequestContext, kreq kmsg.Request) k
 	}
 	return resp
 }
+
+// describeCluster answers DescribeCluster on the controller plane (Kafka's
+// ControllerApis.handleDescribeCluster): the registered controllers with an
+// endpoint on listener, and the active controller.
+func (h *ControllerHandler) describeCluster(req *kmsg.DescribeClusterRequest, listener string) *kmsg.DescribeClusterResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = endpointTypeController
+	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
+	if req.EndpointType != endpointTypeController {
+		code, msg := kerr.UnsupportedEndpointType.Code, "Unsupported endpoint type "+strconv.Itoa(int(req.EndpointType))
+		if req.EndpointType == endpointTypeBroker {
+			code, msg = kerr.MismatchedEndpointType.Code, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"
+		}
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return resp
+	}
+	resp.ClusterID = h.cluster.clusterID
+	resp.ControllerID = h.cluster.leader()
+	listed := false
+	for _, c := range h.cluster.image().SortedControllers() {
+		ep, ok := c.Endpoint(listener)
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = c.ID, ep.Host, int32(ep.Port)
+		resp.Brokers = append(resp.Brokers, rb)
+		listed = listed || c.ID == resp.ControllerID
+	}
+	if !listed {
+		resp.ControllerID = -1
+	}
+	return resp
+}
