@@ -79,10 +79,10 @@ type KafkaConfig struct {
 	// controller registers them (ControllerRegistration): their entries
 	// in advertised.listeners, else the listeners themselves.
 	AdvertisedControllerListeners []Listener
-	BrokerSessionTimeout    time.Duration    // broker.session.timeout.ms, 9000
-	BrokerHeartbeatInterval time.Duration    // broker.heartbeat.interval.ms, 2000
-	QuorumElectionTimeout   time.Duration    // controller.quorum.election.timeout.ms, 1000
-	MetadataLogSegmentBytes int32            // metadata.log.segment.bytes
+	BrokerSessionTimeout          time.Duration // broker.session.timeout.ms, 9000
+	BrokerHeartbeatInterval       time.Duration // broker.heartbeat.interval.ms, 2000
+	QuorumElectionTimeout         time.Duration // controller.quorum.election.timeout.ms, 1000
+	MetadataLogSegmentBytes       int32         // metadata.log.segment.bytes
 	// metadata.log.max.record.bytes.between.snapshots
 	MetadataSnapshotMaxNewRecordBytes int64
 	MetadataSnapshotMaxInterval       time.Duration // metadata.log.max.snapshot.interval.ms, 1h
