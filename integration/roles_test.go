@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -291,4 +292,23 @@ func TestSeparateRoles(t *testing.T) {
 			t.Fatalf("record v-%d missing", i)
 		}
 	}
+}
+
+// TestKgoConformanceSeparateRoles runs kgo's must-pass list against the
+// three brokers of a cluster of three controller-only and three
+// broker-only processes with KGO_TEST_RF=3. It takes several minutes, more
+// than CI affords on top of TestKgoConformanceThreeNodes, so it runs only
+// with MOLDAU_ROLES_KGO=1:
+//
+//	MOLDAU_ROLES_KGO=1 go test -count=1 -run 'TestKgoConformanceSeparateRoles$' -timeout 30m ./integration/
+func TestKgoConformanceSeparateRoles(t *testing.T) {
+	if os.Getenv("MOLDAU_ROLES_KGO") == "" {
+		t.Skip("set MOLDAU_ROLES_KGO=1: kgo's suite against separate roles runs by hand (several minutes)")
+	}
+	mustPass := withoutSASLTests(readList(t, "testdata/kgo-must-pass.txt"))
+	c := startRolesCluster(t)
+	enableShareGroups(t, c.seeds()...)
+	seeds := strings.Join(c.seeds(), ",")
+	run := "^(" + strings.Join(mustPass, "|") + ")$"
+	requireKgoPass(t, rerunRacy(t, runKgo(t, seeds, run, "KGO_TEST_RF=3"), seeds, "KGO_TEST_RF=3"), mustPass)
 }

@@ -12,6 +12,13 @@ package kapi
 //   - v2: include_fenced_brokers; brokers carry is_fenced (KIP-1073). This
 //     node is never fenced.
 //
+// On the controller plane (ControllerHandler.describeCluster, KIP-919) it
+// is the other way round: the controller endpoint type lists the
+// registered controllers (ControllerRegistration) with an endpoint on the
+// request's listener and the active controller; the broker type is
+// MISMATCHED_ENDPOINT_TYPE. Kafka's controllers refuse v0 and v1 there;
+// Moldau serves v1 and v2.
+//
 // As Kafka's AuthHelper.computeDescribeClusterResponse: the brokers are
 // this node's endpoint on the request's listener; the controller id is
 // this node (KRaft reports a live broker); authorized operations are
