@@ -207,7 +207,9 @@ func (q *quorum) WriteSnapshot(w *raft.SnapshotWriter) error {
 
 // Fetch implements kapi.QuorumAPI: an observer's Fetch of
 // __cluster_metadata-0.
-func (q *quorum) Fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse { return q.node.HandleFetch(req) }
+func (q *quorum) Fetch(req *kmsg.FetchRequest, done func(*kmsg.FetchResponse)) {
+	q.node.HandleFetchAsync(req, done)
+}
 
 // FetchSnapshot implements kapi.QuorumAPI.
 func (q *quorum) FetchSnapshot(req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse {

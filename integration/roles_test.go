@@ -140,7 +140,7 @@ func describeQuorum(cl *kgo.Client) (kmsg.DescribeQuorumResponseTopicPartition, 
 // controller listener the controllers; RF-3 topics are produced and
 // consumed with kgo and kcat through a kill -9 of a broker (restarted, it
 // catches up across metadata snapshots) and of the active controller (the
-// brokers follow the new one).
+// brokers follow the new one); a retired broker is unregistered.
 func TestSeparateRoles(t *testing.T) {
 	c := startRolesCluster(t)
 	adm := newAdmin(t, strings.Join(c.seeds(), ","))
@@ -270,6 +270,33 @@ func TestSeparateRoles(t *testing.T) {
 		}
 		if q.LeaderID == active || q.LeaderID < 1 {
 			return fmt.Errorf("leader %d", q.LeaderID)
+		}
+		return nil
+	})
+
+	// A retired broker: stopped, then unregistered (UnregisterBroker,
+	// forwarded by another broker to the active controller).
+	c.procs[6].stop(t)
+	eventually(t, 30*time.Second, func() error {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = 6
+		resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), qcl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		return err
+	})
+	eventually(t, 30*time.Second, func() error {
+		// A new client each time: kgo answers a Metadata request from
+		// its own recent metadata.
+		md, err := newAdmin(t, strings.Join(c.seeds()[:2], ",")).BrokerMetadata(context.Background())
+		if err != nil {
+			return err
+		}
+		ids := md.Brokers.NodeIDs()
+		slices.Sort(ids)
+		if !slices.Equal(ids, []int32{4, 5}) {
+			return fmt.Errorf("Metadata lists brokers %v after unregistering 6", ids)
 		}
 		return nil
 	})

@@ -92,9 +92,10 @@ type QuorumAPI interface {
 	// the response body.
 	HandleTransport(body []byte) ([]byte, error)
 	// Fetch and FetchSnapshot serve the metadata observers (broker-only
-	// nodes) __cluster_metadata-0; they may wait up to the fetch's
-	// max wait (at most 500 ms) for a commit.
-	Fetch(*kmsg.FetchRequest) *kmsg.FetchResponse
+	// nodes) __cluster_metadata-0. Fetch calls done once, possibly
+	// later from another goroutine: a long poll waits up to the fetch's
+	// max wait (at most 500 ms) for a commit without holding a handler.
+	Fetch(req *kmsg.FetchRequest, done func(*kmsg.FetchResponse))
 	FetchSnapshot(*kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse
 }
 
@@ -224,6 +225,10 @@ func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func
 		respond(encodeResponse(r, h.describeCluster(dc, r.Listener)))
 		return
 	}
+	if f, ok := kreq.(*kmsg.FetchRequest); ok && h.quorum != nil && h.clusterAction(r) {
+		h.quorum.Fetch(f, func(resp *kmsg.FetchResponse) { respond(encodeResponse(r, resp)) })
+		return
+	}
 	var resp kmsg.Response
 	if h.clusterAction(r) {
 		principal := r.Principal
@@ -321,7 +326,9 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotLeaderForPartition)
 		}
-		return h.quorum.Fetch(req), nil
+		ch := make(chan *kmsg.FetchResponse, 1)
+		h.quorum.Fetch(req, func(resp *kmsg.FetchResponse) { ch <- resp })
+		return <-ch, nil
 	case *kmsg.FetchSnapshotRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotLeaderForPartition)

@@ -86,9 +86,9 @@ type Node struct {
 	st      status
 	waiters []*commitWaiter
 	err     error
-	// hwWait is closed (and cleared) when the high watermark moves: the
-	// observers' fetches wait on it (observer_serve.go).
-	hwWait chan struct{}
+	// fetchWaiters answer the observers' fetches waiting for the high
+	// watermark to move (observer_serve.go).
+	fetchWaiters []func()
 	// served caches the snapshot observers fetch.
 	served snapshotCache
 	// observer: this node is a metadata observer (OpenObserver), not a
@@ -220,6 +220,7 @@ func (n *Node) Close() error {
 		if n.err == nil {
 			n.err = ErrClosed
 		}
+		n.notifyHighWatermark()
 		n.mu.Unlock()
 		n.cancel()
 		n.g.StopAndWait()
@@ -255,6 +256,7 @@ func (n *Node) fail(err error) {
 	if first {
 		n.err = err
 	}
+	n.notifyHighWatermark()
 	n.mu.Unlock()
 	if first {
 		n.logger.Error("metadata quorum node stopped on an error", "err", err)

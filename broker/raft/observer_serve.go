@@ -62,16 +62,50 @@ func isMetadataTopic(version int16, name string, id [16]byte) bool {
 }
 
 // HandleFetch answers an observer's Fetch of __cluster_metadata-0 (see
-// the file comment). It waits up to MaxWaitMillis (at most 500 ms) for a
-// commit past the fetch offset. Any other partition is
-// UNKNOWN_TOPIC_OR_PARTITION.
+// the file comment), waiting up to MaxWaitMillis (at most 500 ms) for a
+// commit past the fetch offset: HandleFetchAsync, waited for.
 func (n *Node) HandleFetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	ch := make(chan *kmsg.FetchResponse, 1)
+	n.HandleFetchAsync(req, func(r *kmsg.FetchResponse) { ch <- r })
+	return <-ch
+}
+
+// HandleFetchAsync answers an observer's Fetch through done, called
+// exactly once: at once when there is something to say (batches, a
+// snapshot id, an error), else when the high watermark moves, the leader
+// changes, the node stops or the fetch's max wait (at most 500 ms)
+// passes, from a goroutine of its own (a runtime timer's), so a long
+// poll holds no request handler of the controller plane. Any partition
+// but __cluster_metadata-0 is UNKNOWN_TOPIC_OR_PARTITION.
+func (n *Node) HandleFetchAsync(req *kmsg.FetchRequest, done func(*kmsg.FetchResponse)) {
+	resp, waitable := n.fetchNow(req)
+	wait := min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxObserverWait)
+	if !waitable || wait <= 0 {
+		done(resp)
+		return
+	}
+	var once sync.Once
+	finish := func() { once.Do(func() { r, _ := n.fetchNow(req); done(r) }) }
+	n.mu.Lock()
+	if n.err != nil {
+		n.mu.Unlock()
+		done(resp)
+		return
+	}
+	n.fetchWaiters = append(n.fetchWaiters, finish)
+	n.mu.Unlock()
+	time.AfterFunc(wait, finish)
+}
+
+// fetchNow answers a Fetch from the current state; waitable: it has
+// nothing for the observer yet.
+func (n *Node) fetchNow(req *kmsg.FetchRequest) (*kmsg.FetchResponse, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	replica := req.ReplicaID
 	if req.Version >= 15 {
 		replica = req.ReplicaState.ID
 	}
-	leaderKnown := false
+	leaderKnown, waitable := false, false
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -82,8 +116,9 @@ func (n *Node) HandleFetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 				rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
 				rp.HighWatermark, rp.LogStartOffset, rp.LastStableOffset = -1, -1, -1
 			} else {
-				rp = n.fetchMetadata(replica, p.FetchOffset, min(time.Duration(req.MaxWaitMillis)*time.Millisecond, maxObserverWait), min(req.MaxBytes, p.PartitionMaxBytes))
+				rp = n.fetchMetadata(replica, p.FetchOffset, min(req.MaxBytes, p.PartitionMaxBytes))
 				leaderKnown = rp.CurrentLeader.LeaderID >= 0
+				waitable = rp.ErrorCode == 0 && rp.SnapshotID.EndOffset <= 0 && len(rp.RecordBatches) == 0
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -101,24 +136,18 @@ func (n *Node) HandleFetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 			}
 		}
 	}
-	return resp
+	return resp, waitable
 }
 
-func (n *Node) fetchMetadata(replica int32, offset int64, wait time.Duration, maxBytes int32) kmsg.FetchResponseTopicPartition {
+func (n *Node) fetchMetadata(replica int32, offset int64, maxBytes int32) kmsg.FetchResponseTopicPartition {
 	rp := kmsg.NewFetchResponseTopicPartition()
 	rp.LastStableOffset = -1
 	if maxBytes <= 0 || maxBytes > maxObserverFetchSize {
 		maxBytes = maxObserverFetchSize
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	for range 2 {
 		n.mu.Lock()
 		leader, epoch, hw, snap, stopped := n.st.leader, n.st.epoch, n.st.hw, n.st.snap, n.err != nil
-		ch := n.hwWait
-		if ch == nil {
-			ch = make(chan struct{})
-			n.hwWait = ch
-		}
 		isLeader := leader == n.cfg.NodeID && n.st.hwKnown
 		if isLeader && replica >= 0 {
 			n.st.observers[replica] = observerProgress{leo: offset, lastFetch: n.cfg.Now()}
@@ -136,47 +165,38 @@ func (n *Node) fetchMetadata(replica int32, offset int64, wait time.Duration, ma
 		case offset < rp.LogStartOffset:
 			rp.SnapshotID.EndOffset, rp.SnapshotID.Epoch = snap.Offset, snap.Epoch
 			return rp
-		case offset > hw:
-			// Past what this leader knows committed: a new leader learns
-			// the quorum's commit with its first commit. Nothing yet.
+		case offset >= hw:
+			// Nothing committed past it yet (or, past the high
+			// watermark, a new leader has yet to learn the quorum's
+			// commit with its first).
 			return rp
-		case offset < hw:
-			fd, err := n.ml.l.Read(offset, maxBytes, hw, true)
-			var chunk []byte
-			if err == nil {
-				chunk, err = fd.Records.ReadInto(nil)
-			}
-			if err != nil {
-				if offset < n.ml.l.LogStartOffset() {
-					continue // the log was cleaned under us: answer with the snapshot
-				}
-				rp.ErrorCode = kerr.UnknownServerError.Code
-				return rp
-			}
+		}
+		fd, err := n.ml.l.Read(offset, maxBytes, hw, true)
+		var chunk []byte
+		if err == nil {
+			chunk, err = fd.Records.ReadInto(nil)
+		}
+		if err == nil {
 			rp.RecordBatches = chunk
 			return rp
 		}
-		t := time.Until(deadline)
-		if t <= 0 {
+		if offset >= n.ml.l.LogStartOffset() {
+			rp.ErrorCode = kerr.UnknownServerError.Code
 			return rp
 		}
-		timer := time.NewTimer(t)
-		select {
-		case <-ch:
-		case <-timer.C:
-		case <-n.g.Stopping():
-		}
-		timer.Stop()
+		// The log was cleaned under us: answer with the snapshot.
 	}
+	return rp
 }
 
-// notifyHighWatermark wakes the observers' fetches waiting for a commit
-// (called with n.mu held).
+// notifyHighWatermark answers the observers' fetches waiting for a
+// commit or a new leader (called with n.mu held): each on a goroutine of
+// its own, never on the caller's (the raft goroutine).
 func (n *Node) notifyHighWatermark() {
-	if n.hwWait != nil {
-		close(n.hwWait)
-		n.hwWait = nil
+	for _, f := range n.fetchWaiters {
+		time.AfterFunc(0, f)
 	}
+	n.fetchWaiters = nil
 }
 
 // HandleFetchSnapshot answers an observer's FetchSnapshot (API 59): a
