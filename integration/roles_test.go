@@ -263,6 +263,7 @@ func TestSeparateRoles(t *testing.T) {
 		return err
 	})
 	produce(300)
+	var leader int32
 	eventually(t, 30*time.Second, func() error {
 		q, err := describeQuorum(qcl)
 		if err != nil {
@@ -271,6 +272,7 @@ func TestSeparateRoles(t *testing.T) {
 		if q.LeaderID == active || q.LeaderID < 1 {
 			return fmt.Errorf("leader %d", q.LeaderID)
 		}
+		leader = q.LeaderID
 		return nil
 	})
 
@@ -317,6 +319,12 @@ func TestSeparateRoles(t *testing.T) {
 	for i := range produced {
 		if !seen[fmt.Sprintf("v-%d", i)] {
 			t.Fatalf("record v-%d missing", i)
+		}
+	}
+	// A controller-only node stops cleanly on SIGTERM (exit 0).
+	for id := int32(1); id <= 3; id++ {
+		if id != active && id != leader {
+			c.procs[id].stop(t)
 		}
 	}
 }

@@ -30,6 +30,9 @@ var MetadataTopicID = [16]byte{15: 1}
 const (
 	maxObserverWait      = 500 * time.Millisecond
 	maxObserverFetchSize = 8 << 20
+	// maxObservers bounds the observers DescribeQuorum lists (a Fetch
+	// may name any replica id).
+	maxObservers = 4096
 )
 
 // observerProgress is what the leader knows of an observer (DescribeQuorum).
@@ -149,7 +152,7 @@ func (n *Node) fetchMetadata(replica int32, offset int64, maxBytes int32) kmsg.F
 		n.mu.Lock()
 		leader, epoch, hw, snap, stopped := n.st.leader, n.st.epoch, n.st.hw, n.st.snap, n.err != nil
 		isLeader := leader == n.cfg.NodeID && n.st.hwKnown
-		if isLeader && replica >= 0 {
+		if _, known := n.st.observers[replica]; isLeader && replica >= 0 && (known || len(n.st.observers) < maxObservers) {
 			n.st.observers[replica] = observerProgress{leo: offset, lastFetch: n.cfg.Now()}
 		}
 		n.mu.Unlock()

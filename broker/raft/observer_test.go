@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startObserver opens an observer (node id 100) on dir following c.
@@ -146,4 +149,64 @@ func TestObserverFollowsLeaderChange(t *testing.T) {
 	appendAndCommit(t, c.nodes[newLid], newEpoch, "c")
 	want = append(want, "c")
 	waitSM(t, sm, want)
+}
+
+// A Fetch with nothing to return does not hold its caller: the leader
+// answers it later, with the batch once one commits (or empty after its
+// max wait), and at once when the node closes.
+func TestLeaderAnswersWaitingFetchLater(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	lid, epoch := c.leader(10 * time.Second)
+	n := c.nodes[lid]
+	appendAndCommit(t, n, epoch, "a")
+	fetchAt := func(offset int64) *kmsg.FetchRequest {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MaxBytes = 17, 500, 1<<20
+		req.ReplicaState.ID = 100
+		tp := kmsg.NewFetchRequestTopic()
+		tp.TopicID = MetadataTopicID
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.FetchOffset, p.PartitionMaxBytes = offset, 1<<20
+		tp.Partitions = append(tp.Partitions, p)
+		req.Topics = append(req.Topics, tp)
+		return req
+	}
+	answers := make(chan *kmsg.FetchResponse, 2)
+	n.HandleFetchAsync(fetchAt(n.HighWatermark()), func(r *kmsg.FetchResponse) { answers <- r })
+	select {
+	case <-answers:
+		t.Fatal("a fetch at the high watermark was answered at once")
+	default:
+	}
+	appendAndCommit(t, n, epoch, "b")
+	select {
+	case r := <-answers:
+		if p := r.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			t.Fatalf("answered %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting fetch was never answered")
+	}
+	// From the start: everything, at once.
+	r := n.HandleFetch(fetchAt(0))
+	if p := r.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != n.HighWatermark() {
+		t.Fatalf("fetch from 0: %+v", p)
+	}
+	// Another topic is unknown.
+	bad := fetchAt(0)
+	bad.Topics[0].TopicID = [16]byte{1}
+	if p := n.HandleFetch(bad).Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic answered %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	n.HandleFetchAsync(fetchAt(n.HighWatermark()), func(r *kmsg.FetchResponse) { answers <- r })
+	c.stop(lid)
+	select {
+	case r := <-answers:
+		// BROKER_NOT_AVAILABLE, or empty if its max wait ran out first.
+		if p := r.Topics[0].Partitions[0]; p.ErrorCode != kerr.BrokerNotAvailable.Code && (p.ErrorCode != 0 || len(p.RecordBatches) > 0) {
+			t.Fatalf("after close: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting fetch outlived the node")
+	}
 }
