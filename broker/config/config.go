@@ -600,6 +600,8 @@ func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
 		return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: strings.Join(c.QuorumBootstrapServers, ","), Expected: "unset on a controller: dynamic quorums (KIP-853) are not supported yet; use controller.quorum.voters"}
 	case len(voters) == 0 && !c.IsBroker():
 		return &ValueError{Name: "controller.quorum.voters", Value: "", Expected: "the voters of the metadata quorum, id@host:port,..., including this node, when process.roles=controller"}
+	case len(voters) == 0 && !controllerRole && len(c.ControllerListenerNames) == 0:
+		return &ValueError{Name: "controller.listener.names", Value: "", Expected: "the name of the controllers' listener (e.g. CONTROLLER), with its protocol in listener.security.protocol.map, when process.roles=broker"}
 	case len(voters) == 0 && !controllerRole:
 		return nil // a broker that finds the quorum through the bootstrap servers
 	case len(voters) == 0:

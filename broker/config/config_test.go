@@ -98,6 +98,7 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"process.roles=broker", "node.id=1", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.voters=1@h:9093"}, `the node id must not be included in the set of voters`},
 		{[]string{"process.roles=broker", "listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.bootstrap.servers=h:9093"}, `no KRaft controller listeners from controller.listener.names when process.roles=broker`},
 		{[]string{"process.roles=broker", "controller.quorum.bootstrap.servers=nohost"}, `host:port entries`},
+		{[]string{"process.roles=broker", "controller.quorum.bootstrap.servers=h:9093"}, `controller.listener.names`},
 		{[]string{"process.roles=broker,controller", "listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.bootstrap.servers=h:9093"}, `dynamic quorums (KIP-853) are not supported yet`},
 		{[]string{"moldau.metrics.listener=nope"}, `moldau.metrics.listener`},
 		{[]string{"novalue"}, `expected key=value`},
