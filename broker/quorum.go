@@ -225,7 +225,9 @@ func (q *quorum) HandleTransport(body []byte) ([]byte, error) {
 }
 
 // DescribeQuorum implements kapi.QuorumAPI: __cluster_metadata-0 as the
-// leader sees it (elsewhere NOT_LEADER_OR_FOLLOWER, as Kafka answers).
+// leader sees it (elsewhere NOT_LEADER_OR_FOLLOWER, as Kafka answers):
+// the voters, the observers (broker-only nodes) that fetch from it, and
+// from v2 the registered voters' endpoints.
 func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	info, err := q.node.DescribeQuorum()
@@ -264,6 +266,25 @@ func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Version >= 2 && err == nil {
+		// The voters' endpoints, as the controllers registered them
+		// (ControllerRegistration), as Kafka lists its voter set's.
+		im := q.loader.Image()
+		for _, v := range info.Voters {
+			c := im.Controllers[v.ReplicaID]
+			if c == nil {
+				continue
+			}
+			n := kmsg.NewDescribeQuorumResponseNode()
+			n.NodeID = c.ID
+			for _, e := range c.Endpoints {
+				l := kmsg.NewDescribeQuorumResponseNodeListener()
+				l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
+				n.Listeners = append(n.Listeners, l)
+			}
+			resp.Nodes = append(resp.Nodes, n)
+		}
 	}
 	return resp
 }

@@ -196,6 +196,30 @@ func TestSeparateRoles(t *testing.T) {
 		}
 		return nil
 	})
+	// DescribeQuorum v2's nodes: the controllers' registered endpoints.
+	eventually(t, 30*time.Second, func() error {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		req.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
+		resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), qcl)
+		if err != nil {
+			return err
+		}
+		var nodes []string
+		for _, n := range resp.Nodes {
+			for _, l := range n.Listeners {
+				nodes = append(nodes, fmt.Sprintf("%d:%s:%d", n.NodeID, l.Name, l.Port))
+			}
+		}
+		var want []string
+		for _, n := range c.ctrls {
+			want = append(want, fmt.Sprintf("%d:CONTROLLER:%d", n.id, n.ctrl))
+		}
+		slices.Sort(nodes)
+		if !slices.Equal(nodes, want) {
+			return fmt.Errorf("DescribeQuorum v%d nodes %v, want %v", resp.Version, nodes, want)
+		}
+		return nil
+	})
 
 	topic := "roles"
 	if _, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 3, 3, nil, topic); err != nil {
