@@ -32,8 +32,8 @@ type rolesCluster struct {
 // KiB and segments deleted behind them, so that a restarted broker
 // catches up across snapshots.
 var rolesMetadataSettings = []string{
-	"metadata.log.max.record.bytes.between.snapshots=4096",
-	"metadata.log.segment.bytes=8192",
+	"metadata.log.max.record.bytes.between.snapshots=2048",
+	"metadata.log.segment.bytes=2048",
 	"metadata.max.retention.bytes=1",
 }
 
