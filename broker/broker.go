@@ -164,12 +164,20 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		}
 	}()
 
-	if b.clusterID, err = ensureMetaProperties(cfg.LogDirs, cfg.NodeID, defaultClusterID(cfg.QuorumVoters)); err != nil {
-		return nil, err
-	}
 	// The SSL listeners' stores first: a key store that does not load
 	// stops start-up before anything is opened.
 	if err := b.newSecurity(); err != nil {
+		return nil, err
+	}
+	newClusterID := defaultClusterID(cfg.QuorumVoters)
+	if newClusterID == "" && !cfg.IsController() && !hasMetaProperties(cfg.LogDirs) {
+		// A new broker-only node that knows the quorum by its bootstrap
+		// servers only: the controllers tell the cluster id.
+		if newClusterID, err = b.discoverClusterID(); err != nil {
+			return nil, err
+		}
+	}
+	if b.clusterID, err = ensureMetaProperties(cfg.LogDirs, cfg.NodeID, newClusterID); err != nil {
 		return nil, err
 	}
 	b.loader = metadata.NewLoader(b.log)
@@ -226,8 +234,12 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	if err := b.newSocketServers(); err != nil {
 		return nil, err
 	}
+	var endpoints []metadata.BrokerEndpoint
+	if cfg.IsBroker() {
+		endpoints = b.registrationEndpoints()
+	}
 	b.lifecycle = newLifecycleManager(cfg.NodeID, b.clusterID, b.log, b.channel, func() int64 { return b.loader.Image().Offset },
-		cfg.BrokerHeartbeatInterval, b.registrationEndpoints(), rack(cfg.RackID))
+		cfg.BrokerHeartbeatInterval, endpoints, rack(cfg.RackID))
 	dirIDs := logDirIDs(cfg.LogDirs, b.log)
 	b.lifecycle.offlineDirs = dirIDsOf(dirIDs, b.logs.OfflineDirs)
 	b.lifecycle.onlineDirs = dirIDsOf(dirIDs, b.logs.OnlineDirs)
@@ -235,7 +247,9 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 	b.lifecycle.previousEpoch = b.logs.PreviousBrokerEpoch()
 	b.lifecycleRef.Store(b.lifecycle)
 	b.handler = b.newRequestHandler()
-	b.socket.SetHandler(b.handler)
+	if b.socket != nil {
+		b.socket.SetHandler(b.handler)
+	}
 	// Tiered storage creates its metadata topic through the handler.
 	if err := b.newRemoteLog(); err != nil {
 		return nil, err
@@ -354,6 +368,9 @@ func (b *Broker) newMetadataQuorum() error {
 	cfg := b.cfg
 	metaDir := cfg.MetadataLogDir
 	var err error
+	if !cfg.IsController() {
+		return b.newMetadataObserver()
+	}
 	b.controller = controller.New(controller.Config{
 		NodeID:         cfg.NodeID,
 		ClusterID:      b.clusterID,
@@ -383,9 +400,37 @@ func (b *Broker) newMetadataQuorum() error {
 	b.controller.SetRaft(b.quorum)
 	ctrlHandler := kapi.NewControllerHandler(cfg.NodeID, b.log, b.controller, b.quorum)
 	ctrlHandler.SetAuthorizer(b.authorizer)
+	ctrlHandler.SetCluster(b.clusterID, b.loader.Image, b.quorum.Leader)
 	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
 	b.channel.SetDialer(b.controllerDial)
 	b.ctrlHandler = ctrlHandler
+	return nil
+}
+
+// newMetadataObserver opens the metadata log of a broker-only node: a
+// metadata observer that follows the quorum (broker/raft's observer),
+// with the channel to the active controller over the network.
+func (b *Broker) newMetadataObserver() error {
+	cfg := b.cfg
+	var err error
+	b.quorum, err = openQuorum(quorumConfig{
+		NodeID:    cfg.NodeID,
+		Voters:    cfg.QuorumVoters,
+		Observer:  true,
+		Bootstrap: cfg.QuorumBootstrapServers,
+		Dir:       cfg.MetadataLogDir,
+		Logger:    b.log,
+		Registry:  b.registry,
+		Config:    cfg,
+		FS:        b.opts.MetadataLogFS,
+		Dial:      b.controllerDial,
+	}, b.loader, nil)
+	if err != nil {
+		return fmt.Errorf("opening the metadata log: %w", err)
+	}
+	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, nil)
+	b.channel.SetDialer(b.controllerDial)
+	b.channel.SetAddresses(b.quorum.node.ControllerAddress)
 	return nil
 }
 
@@ -428,6 +473,9 @@ func (b *Broker) newSocketServers() error {
 			return err
 		}
 	}
+	if len(cfg.Listeners) == 0 {
+		return nil // a controller-only node: no data plane
+	}
 	// The handler is set once kapi exists; nothing is served before Start.
 	data := common(cfg.Listeners, placeholderHandler{})
 	data.MemoryPool = b.requestMemory
@@ -446,6 +494,9 @@ func (b *Broker) registerReconfigurables() {
 	b.unregister = append(b.unregister, b.cfg.AddReconfigurable(config.ReconfigurableFunc{
 		Keys: []string{"num.io.threads", "num.network.threads"},
 		Apply: func(old, new map[string]any) {
+			if b.socket == nil {
+				return
+			}
 			if n, _ := new["num.io.threads"].(int32); n != old["num.io.threads"] {
 				b.socket.ResizeHandlers(int(n))
 			}
@@ -486,6 +537,9 @@ func (b *Broker) socketLimitsReconfigurable() config.Reconfigurable {
 			return err
 		},
 		Apply: func(old, values map[string]any) {
+			if b.socket == nil {
+				return
+			}
 			oq, _ := config.ConnectionQuotasFrom(old, names)
 			if q, err := config.ConnectionQuotasFrom(values, names); err == nil && !reflect.DeepEqual(q, oq) {
 				b.socket.SetConnectionQuotas(q)
@@ -535,12 +589,26 @@ func (b *Broker) Start() {
 			b.log.Info("listening (controller)", "listener", l.Name, "addr", b.ctrlSocket.Addr(l.Name).String())
 		}
 	}
-	b.controller.Start()
+	if b.controller != nil {
+		b.controller.Start()
+	}
 	if err := b.quorum.Start(); err != nil {
 		b.failStart(fmt.Errorf("starting the metadata quorum: %w", err))
 		return
 	}
 	b.g.Go(b.watchQuorum)
+	if b.cfg.IsController() {
+		b.g.Go(b.registerController)
+	}
+	if !b.cfg.IsBroker() {
+		// A controller-only node: no broker registration, no data
+		// plane; it serves once the controller plane listens.
+		if b.httpSrv != nil {
+			b.log.Info("serving /metrics and /debug/pprof", "addr", b.httpSrv.Addr().String())
+		}
+		close(b.ready)
+		return
+	}
 	b.lifecycle.Start()
 	b.assignments.Start()
 	b.g.Go(func(done <-chan struct{}) {
@@ -597,11 +665,15 @@ func (b *Broker) WaitReady(ctx context.Context) error {
 // Addr returns the bound address of a listener ("" means the first broker
 // listener); controller listeners too.
 func (b *Broker) Addr(listener string) net.Addr {
-	if listener == "" {
+	if listener == "" && len(b.cfg.Listeners) > 0 {
 		listener = b.cfg.Listeners[0].Name
+	} else if listener == "" {
+		listener = b.cfg.ControllerListeners[0].Name
 	}
-	if a := b.socket.Addr(listener); a != nil {
-		return a
+	if b.socket != nil {
+		if a := b.socket.Addr(listener); a != nil {
+			return a
+		}
 	}
 	if b.ctrlSocket != nil {
 		return b.ctrlSocket.Addr(listener)
@@ -620,8 +692,18 @@ func (b *Broker) MetricsAddr() net.Addr {
 // NumIOThreads and NumNetworkThreads are the handler pool's and each
 // broker listener's current sizes (they follow num.io.threads and
 // num.network.threads at run time).
-func (b *Broker) NumIOThreads() int      { return b.socket.NumIOThreads() }
-func (b *Broker) NumNetworkThreads() int { return b.socket.NumNetworkThreads() }
+func (b *Broker) NumIOThreads() int {
+	if b.socket == nil {
+		return b.ctrlSocket.NumIOThreads()
+	}
+	return b.socket.NumIOThreads()
+}
+func (b *Broker) NumNetworkThreads() int {
+	if b.socket == nil {
+		return b.ctrlSocket.NumNetworkThreads()
+	}
+	return b.socket.NumNetworkThreads()
+}
 
 // ClusterID returns the cluster ID from meta.properties.
 func (b *Broker) ClusterID() string { return b.clusterID }

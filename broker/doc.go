@@ -90,6 +90,26 @@
 // controller listener needed): `moldau serve` with no configuration. Three
 // nodes naming each other in controller.quorum.voters are one cluster.
 //
+// Separate roles (roles.go), Kafka's production layout:
+//
+//   - process.roles=controller: the quorum, the controller and the
+//     controller plane only. No data plane is built and the
+//     lifecycleManager never registers, so the node is no broker: no
+//     partitions, no coordinators (their parts exist but stay idle),
+//     never in Metadata or DescribeCluster's broker list. Ready once the
+//     controller plane listens. Like every controller it sends
+//     ControllerRegistration to the active controller until the image
+//     holds its registration, and its controller plane answers
+//     DescribeCluster with the controller endpoint type from the
+//     registered controllers.
+//   - process.roles=broker: the quorum is a metadata observer
+//     (broker/raft's OpenObserver) with no controller and no controller
+//     plane; the controller channel reaches the active controller over
+//     the network only, at the voter's address or the one the leader
+//     advertised in a fetch response. A new node that knows the quorum
+//     by controller.quorum.bootstrap.servers only asks them for the
+//     cluster id (DescribeCluster) before writing meta.properties.
+//
 // Close runs in reverse: a controlled shutdown (the broker asks to shut
 // down; the controller moves its leaderships away and fences it), the data
 // plane drains, the share persister, the share coordinator, the

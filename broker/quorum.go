@@ -44,6 +44,11 @@ type quorumConfig struct {
 	Registry prometheus.Registerer
 	Config   *config.KafkaConfig
 	FS       log.FS // nil: the OS
+	// Observer: this node is broker-only, a metadata observer that
+	// follows the voters (or finds them through Bootstrap) and votes
+	// not; ctrl is nil.
+	Observer  bool
+	Bootstrap []string
 	// Dial dials the quorum's peers; nil: raft's default.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -62,9 +67,14 @@ func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.Quorum
 	// The loader publishes nothing until it has replayed what was
 	// committed before this start (see maybeCaughtUp).
 	loader.HoldUntilCaughtUp()
-	node, err := raft.Open(raft.Config{
+	open := raft.Open
+	if c.Observer {
+		open, voters = raft.OpenObserver, c.Voters
+	}
+	node, err := open(raft.Config{
 		NodeID:                      c.NodeID,
 		Voters:                      voters,
+		Bootstrap:                   c.Bootstrap,
 		Dir:                         c.Dir,
 		Logger:                      c.Logger,
 		Registerer:                  c.Registry,
@@ -129,6 +139,9 @@ func (q *quorum) HandleCommit(batches []raft.Batch) {
 		if err := q.loader.HandleCommit(b.LastOffset, b.Epoch, b.Records); err != nil {
 			return // logged by the loader, which stops applying
 		}
+		if q.ctrl == nil {
+			continue
+		}
 		q.ctrl.HandleCommit(controller.Batch{BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Epoch: b.Epoch, AppendTimeMs: b.AppendTimestamp, Records: b.Records})
 	}
 	q.maybeCaughtUp()
@@ -152,14 +165,18 @@ func (q *quorum) HandleLoadSnapshot(r *raft.SnapshotReader) {
 	if err := q.loader.HandleSnapshot(offset, epoch, records); err != nil {
 		return
 	}
-	q.ctrl.HandleSnapshot(offset, epoch, records)
+	if q.ctrl != nil {
+		q.ctrl.HandleSnapshot(offset, epoch, records)
+	}
 	q.maybeCaughtUp()
 }
 
 // HandleLeaderChange implements raft.Listener.
 func (q *quorum) HandleLeaderChange(l raft.LeaderAndEpoch) {
 	q.leader.Store(l.LeaderID)
-	q.ctrl.HandleLeaderChange(l.LeaderID, l.Epoch)
+	if q.ctrl != nil {
+		q.ctrl.HandleLeaderChange(l.LeaderID, l.Epoch)
+	}
 	q.maybeCaughtUp()
 }
 
@@ -188,6 +205,17 @@ func (q *quorum) WriteSnapshot(w *raft.SnapshotWriter) error {
 	return nil
 }
 
+// Fetch implements kapi.QuorumAPI: an observer's Fetch of
+// __cluster_metadata-0.
+func (q *quorum) Fetch(req *kmsg.FetchRequest, done func(*kmsg.FetchResponse)) {
+	q.node.HandleFetchAsync(req, done)
+}
+
+// FetchSnapshot implements kapi.QuorumAPI.
+func (q *quorum) FetchSnapshot(req *kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse {
+	return q.node.HandleFetchSnapshot(req)
+}
+
 // TransportKey implements kapi.QuorumAPI.
 func (q *quorum) TransportKey() int16 { return raft.APIKey }
 
@@ -197,7 +225,9 @@ func (q *quorum) HandleTransport(body []byte) ([]byte, error) {
 }
 
 // DescribeQuorum implements kapi.QuorumAPI: __cluster_metadata-0 as the
-// leader sees it (elsewhere NOT_LEADER_OR_FOLLOWER, as Kafka answers).
+// leader sees it (elsewhere NOT_LEADER_OR_FOLLOWER, as Kafka answers):
+// the voters, the observers (broker-only nodes) that fetch from it, and
+// from v2 the registered voters' endpoints.
 func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	info, err := q.node.DescribeQuorum()
@@ -226,10 +256,35 @@ func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 					rp.CurrentVoters = append(rp.CurrentVoters, rs)
 				}
 				rp.Observers = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+				for _, v := range info.Observers {
+					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+					rs.ReplicaID, rs.LogEndOffset = v.ReplicaID, v.LogEndOffset
+					rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.LastFetchTimestamp, v.LastCaughtUpTimestamp
+					rp.Observers = append(rp.Observers, rs)
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Version >= 2 && err == nil {
+		// The voters' endpoints, as the controllers registered them
+		// (ControllerRegistration), as Kafka lists its voter set's.
+		im := q.loader.Image()
+		for _, v := range info.Voters {
+			c := im.Controllers[v.ReplicaID]
+			if c == nil {
+				continue
+			}
+			n := kmsg.NewDescribeQuorumResponseNode()
+			n.NodeID = c.ID
+			for _, e := range c.Endpoints {
+				l := kmsg.NewDescribeQuorumResponseNodeListener()
+				l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
+				n.Listeners = append(n.Listeners, l)
+			}
+			resp.Nodes = append(resp.Nodes, n)
+		}
 	}
 	return resp
 }

@@ -12,6 +12,13 @@ package kapi
 //   - v2: include_fenced_brokers; brokers carry is_fenced (KIP-1073). This
 //     node is never fenced.
 //
+// On the controller plane (ControllerHandler.describeCluster, KIP-919) it
+// is the other way round: the controller endpoint type lists the
+// registered controllers (ControllerRegistration) with an endpoint on the
+// request's listener and the active controller; the broker type is
+// MISMATCHED_ENDPOINT_TYPE. Kafka's controllers refuse v0 and v1 there;
+// Moldau serves v1 and v2.
+//
 // As Kafka's AuthHelper.computeDescribeClusterResponse: the brokers are
 // this node's endpoint on the request's listener; the controller id is
 // this node (KRaft reports a live broker); authorized operations are
@@ -80,6 +87,40 @@ func (h *Handler) handleDescribeCluster(rc *RequestContext, kreq kmsg.Request) k
 	resp.ControllerID = h.controllerIDFor(endpoints)
 	if _, ok := endpoints[resp.ControllerID]; !ok {
 		resp.ControllerID = -1 // not among the listed nodes, as Kafka
+	}
+	return resp
+}
+
+// describeCluster answers DescribeCluster on the controller plane (Kafka's
+// ControllerApis.handleDescribeCluster): the registered controllers with an
+// endpoint on listener, and the active controller.
+func (h *ControllerHandler) describeCluster(req *kmsg.DescribeClusterRequest, listener string) *kmsg.DescribeClusterResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = endpointTypeController
+	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
+	if req.EndpointType != endpointTypeController {
+		code, msg := kerr.UnsupportedEndpointType.Code, "Unsupported endpoint type "+strconv.Itoa(int(req.EndpointType))
+		if req.EndpointType == endpointTypeBroker {
+			code, msg = kerr.MismatchedEndpointType.Code, "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"
+		}
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return resp
+	}
+	resp.ClusterID = h.cluster.clusterID
+	resp.ControllerID = h.cluster.leader()
+	listed := false
+	for _, c := range h.cluster.image().SortedControllers() {
+		ep, ok := c.Endpoint(listener)
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = c.ID, ep.Host, int32(ep.Port)
+		resp.Brokers = append(resp.Brokers, rb)
+		listed = listed || c.ID == resp.ControllerID
+	}
+	if !listed {
+		resp.ControllerID = -1
 	}
 	return resp
 }

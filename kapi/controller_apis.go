@@ -13,6 +13,14 @@ package kapi
 //     ExpireDelegationToken, forwarded by brokers in an Envelope (see
 //     58_envelope.go) that names the client's principal.
 //   - DescribeQuorum (KIP-595).
+//   - ControllerRegistration (KIP-919) from every controller, and
+//     DescribeCluster v1-2 with the controller endpoint type: the
+//     registered controllers' endpoints on the request's listener (Kafka
+//     requires v2 here; Moldau also answers v1, the first with the
+//     endpoint type). Any node of the quorum answers it.
+//   - Fetch (v12-17, of __cluster_metadata-0 only) and FetchSnapshot, from
+//     metadata observers: broker-only nodes following the log (see
+//     broker/raft's observer).
 //   - AlterPartition, from partition leaders (see 56_alter_partition.go).
 //   - AssignReplicasToDirs (KIP-858), from every broker: the log dir of
 //     each of its replicas.
@@ -60,6 +68,7 @@ type ControllerAPI interface {
 	AssignReplicasToDirs(context.Context, *kmsg.AssignReplicasToDirsRequest) (*kmsg.AssignReplicasToDirsResponse, error)
 	ElectLeaders(context.Context, *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error)
 	UnregisterBroker(context.Context, *kmsg.UnregisterBrokerRequest) (*kmsg.UnregisterBrokerResponse, error)
+	RegisterController(context.Context, *kmsg.ControllerRegistrationRequest) (*kmsg.ControllerRegistrationResponse, error)
 	AlterPartitionReassignments(context.Context, *kmsg.AlterPartitionAssignmentsRequest) (*kmsg.AlterPartitionAssignmentsResponse, error)
 	ListPartitionReassignments(context.Context, *kmsg.ListPartitionReassignmentsRequest) (*kmsg.ListPartitionReassignmentsResponse, error)
 	UpdateFeatures(context.Context, *kmsg.UpdateFeaturesRequest) (*kmsg.UpdateFeaturesResponse, error)
@@ -82,6 +91,12 @@ type QuorumAPI interface {
 	// HandleTransport takes one request body on that key and returns
 	// the response body.
 	HandleTransport(body []byte) ([]byte, error)
+	// Fetch and FetchSnapshot serve the metadata observers (broker-only
+	// nodes) __cluster_metadata-0. Fetch calls done once, possibly
+	// later from another goroutine: a long poll waits up to the fetch's
+	// max wait (at most 500 ms) for a commit without holding a handler.
+	Fetch(req *kmsg.FetchRequest, done func(*kmsg.FetchResponse))
+	FetchSnapshot(*kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse
 }
 
 // ControllerHandler serves the controller plane. Safe for concurrent use.
@@ -92,6 +107,23 @@ type ControllerHandler struct {
 	quorum     QuorumAPI
 	apis       map[int16]api
 	authorizer *authorizer.StandardAuthorizer
+	// cluster answers DescribeCluster (SetCluster); nil: not served.
+	cluster *controllerCluster
+}
+
+// controllerCluster is what DescribeCluster on the controller plane
+// reads: the cluster id, the registered controllers and the active one.
+type controllerCluster struct {
+	clusterID string
+	image     func() *metadata.Image
+	leader    func() int32
+}
+
+// SetCluster makes the controller plane answer DescribeCluster with the
+// controller endpoint type (KIP-919) from the registered controllers of
+// image, leader being the active controller. Call before serving.
+func (h *ControllerHandler) SetCluster(clusterID string, image func() *metadata.Image, leader func() int32) {
+	h.cluster = &controllerCluster{clusterID: clusterID, image: image, leader: leader}
 }
 
 // SetAuthorizer makes the controller plane require CLUSTER_ACTION (see
@@ -106,31 +138,35 @@ func (h *ControllerHandler) clusterAction(r *Request) bool {
 
 // controllerAPIVersions are the versions the controller plane serves.
 var controllerAPIVersions = []struct{ key, min, max int16 }{
-	{18, 0, 4}, // ApiVersions
-	{19, 0, 7}, // CreateTopics
-	{20, 0, 6}, // DeleteTopics
-	{30, 0, 3}, // CreateAcls
-	{31, 0, 3}, // DeleteAcls
-	{33, 0, 2}, // AlterConfigs
-	{37, 0, 3}, // CreatePartitions
-	{38, 0, 3}, // CreateDelegationToken
-	{39, 0, 2}, // RenewDelegationToken
-	{40, 0, 2}, // ExpireDelegationToken
-	{43, 0, 2}, // ElectLeaders
-	{44, 0, 1}, // IncrementalAlterConfigs
-	{45, 0, 1}, // AlterPartitionReassignments
-	{46, 0, 0}, // ListPartitionReassignments
-	{49, 0, 1}, // AlterClientQuotas
-	{51, 0, 0}, // AlterUserScramCredentials
-	{55, 0, 2}, // DescribeQuorum
-	{56, 0, 3}, // AlterPartition
-	{57, 0, 2}, // UpdateFeatures
-	{58, 0, 0}, // Envelope
-	{62, 0, 4}, // BrokerRegistration
-	{63, 0, 1}, // BrokerHeartbeat
-	{64, 0, 0}, // UnregisterBroker
-	{67, 0, 0}, // AllocateProducerIds
-	{73, 0, 0}, // AssignReplicasToDirs
+	{1, 12, 17}, // Fetch, of __cluster_metadata-0 by observers
+	{18, 0, 4},  // ApiVersions
+	{19, 0, 7},  // CreateTopics
+	{20, 0, 6},  // DeleteTopics
+	{30, 0, 3},  // CreateAcls
+	{31, 0, 3},  // DeleteAcls
+	{33, 0, 2},  // AlterConfigs
+	{37, 0, 3},  // CreatePartitions
+	{38, 0, 3},  // CreateDelegationToken
+	{39, 0, 2},  // RenewDelegationToken
+	{40, 0, 2},  // ExpireDelegationToken
+	{43, 0, 2},  // ElectLeaders
+	{44, 0, 1},  // IncrementalAlterConfigs
+	{45, 0, 1},  // AlterPartitionReassignments
+	{46, 0, 0},  // ListPartitionReassignments
+	{49, 0, 1},  // AlterClientQuotas
+	{51, 0, 0},  // AlterUserScramCredentials
+	{55, 0, 2},  // DescribeQuorum
+	{56, 0, 3},  // AlterPartition
+	{57, 0, 2},  // UpdateFeatures
+	{58, 0, 0},  // Envelope
+	{59, 0, 1},  // FetchSnapshot
+	{60, 1, 2},  // DescribeCluster, controller endpoints
+	{62, 0, 4},  // BrokerRegistration
+	{63, 0, 1},  // BrokerHeartbeat
+	{64, 0, 0},  // UnregisterBroker
+	{67, 0, 0},  // AllocateProducerIds
+	{70, 0, 0},  // ControllerRegistration
+	{73, 0, 0},  // AssignReplicasToDirs
 }
 
 // NewControllerHandler returns the controller plane's handler.
@@ -185,6 +221,14 @@ func (h *ControllerHandler) Handle(ctx context.Context, r *Request, respond func
 		respond(encodeResponse(r, h.apiVersions(av, false)))
 		return
 	}
+	if dc, ok := kreq.(*kmsg.DescribeClusterRequest); ok && h.cluster != nil && h.clusterAction(r) {
+		respond(encodeResponse(r, h.describeCluster(dc, r.Listener)))
+		return
+	}
+	if f, ok := kreq.(*kmsg.FetchRequest); ok && h.quorum != nil && h.clusterAction(r) {
+		h.quorum.Fetch(f, func(resp *kmsg.FetchResponse) { respond(encodeResponse(r, resp)) })
+		return
+	}
 	var resp kmsg.Response
 	if h.clusterAction(r) {
 		ctx = withCaller(ctx, caller{principal: r.principal(), tokenAuth: r.TokenAuthenticated, protocol: r.SecurityProtocol})
@@ -237,6 +281,8 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 		return c.RegisterBroker(ctx, req)
 	case *kmsg.BrokerHeartbeatRequest:
 		return c.BrokerHeartbeat(ctx, req)
+	case *kmsg.ControllerRegistrationRequest:
+		return c.RegisterController(ctx, req)
 	case *kmsg.AlterClientQuotasRequest:
 		return c.AlterClientQuotas(ctx, req)
 	case *kmsg.AlterPartitionRequest:
@@ -272,6 +318,18 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)
 		}
 		return h.quorum.DescribeQuorum(req), nil
+	case *kmsg.FetchRequest:
+		if h.quorum == nil {
+			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotLeaderForPartition)
+		}
+		ch := make(chan *kmsg.FetchResponse, 1)
+		h.quorum.Fetch(req, func(resp *kmsg.FetchResponse) { ch <- resp })
+		return <-ch, nil
+	case *kmsg.FetchSnapshotRequest:
+		if h.quorum == nil {
+			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotLeaderForPartition)
+		}
+		return h.quorum.FetchSnapshot(req), nil
 	}
 	return nil, fmt.Errorf("%w: %s is not a controller request", kerr.InvalidRequest, kmsg.NameForKey(req.Key()))
 }

@@ -15,6 +15,22 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 		return resp
 	}
 	switch req := req.(type) {
+	case *kmsg.FetchRequest:
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.FetchSnapshotRequest:
+		resp := req.ResponseKind().(*kmsg.FetchSnapshotResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.DescribeClusterRequest:
+		resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
+	case *kmsg.ControllerRegistrationRequest:
+		resp := req.ResponseKind().(*kmsg.ControllerRegistrationResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
 	case *kmsg.CreateTopicsRequest:
 		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 		for _, rt := range req.Topics {
@@ -220,6 +236,14 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 func ResponseErrorCodes(resp kmsg.Response) []int16 {
 	var codes []int16
 	switch r := resp.(type) {
+	case *kmsg.FetchResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.FetchSnapshotResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.DescribeClusterResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.ControllerRegistrationResponse:
+		codes = append(codes, r.ErrorCode)
 	case *kmsg.CreateTopicsResponse:
 		for _, t := range r.Topics {
 			codes = append(codes, t.ErrorCode)

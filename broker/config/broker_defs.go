@@ -51,7 +51,7 @@ var compressionTypes = []string{"uncompressed", "zstd", "lz4", "snappy", "gzip",
 // DynamicBrokerConfig for the keys Moldau applies at run time.
 var brokerDefs = []*Def{
 	// Node, roles and listeners.
-	def("process.roles", TypeList, "broker,controller", High, "The roles this process plays: 'broker,controller' (combined mode: a voter of the metadata quorum that also serves clients) or 'broker'. Kafka requires it; Moldau defaults to a combined node. A controller-only node is not supported yet.", oneOf("broker", "controller")),
+	def("process.roles", TypeList, "broker,controller", High, "The roles this process plays: 'broker,controller' (combined mode: a voter of the metadata quorum that also serves clients), 'broker' (serves clients and follows the metadata log as an observer) or 'controller' (a voter of the metadata quorum that serves only the controller listener). Kafka requires it; Moldau defaults to a combined node.", oneOf("broker", "controller")),
 	def("node.id", TypeInt, 1, High, "The node ID associated with the roles this process is playing. Kafka requires it; Moldau defaults to 1 so that a broker starts without a config.", atLeast(0)),
 	def("broker.id", TypeInt, -1, High, "The broker id. If unset (-1), node.id is used; if both are set they must be equal.", atLeast(-1)),
 	def("broker.rack", TypeString, nil, Medium, "Rack of the broker, returned in Metadata and DescribeCluster and used for rack-aware replica placement."),
@@ -62,7 +62,7 @@ var brokerDefs = []*Def{
 	def("security.inter.broker.protocol", TypeString, "PLAINTEXT", Medium, "Security protocol used to communicate between brokers: the inter-broker listener is then the one named after it. It is an error to set this and inter.broker.listener.name at the same time.", oneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
 	def("controller.listener.names", TypeString, nil, High, "Comma-separated list of the names of the listeners used by the controller: the metadata quorum's messages, broker registrations and heartbeats, and forwarded admin requests. The first is the one brokers use to reach the controllers."),
 	def("controller.quorum.voters", TypeList, "", High, "Map of id/endpoint of the voters of the metadata quorum, id@host:port,... (the controller listener of each voter). Empty: this node alone is the quorum (a single-node cluster; Kafka requires the setting)."),
-	def("controller.quorum.bootstrap.servers", TypeList, "", High, "Endpoints used to discover the metadata quorum (KIP-853 dynamic quorums). Not supported yet: use controller.quorum.voters."),
+	def("controller.quorum.bootstrap.servers", TypeList, "", High, "Endpoints (host:port) a broker-only node uses to find the metadata quorum's leader. Controllers use controller.quorum.voters (KIP-853 dynamic quorums are not supported)."),
 	def("controller.quorum.election.timeout.ms", TypeInt, 1000, High, "Maximum time without a heartbeat from the leader before a voter starts an election.", atLeast(0)),
 	def("controller.quorum.fetch.timeout.ms", TypeInt, 2000, High, "Maximum time without a successful fetch from the leader before a voter starts an election.", atLeast(0)),
 	def("controller.quorum.request.timeout.ms", TypeInt, 2000, Medium, "Timeout of a request of the metadata quorum.", atLeast(0)),

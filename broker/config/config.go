@@ -71,10 +71,18 @@ type KafkaConfig struct {
 	ControllerListenerNames []string         // controller.listener.names
 	ControllerListeners     []Listener       // listeners named in controller.listener.names (served by the controller plane)
 	QuorumVoters            map[int32]string // controller.quorum.voters: id -> host:port; empty: this node alone
-	BrokerSessionTimeout    time.Duration    // broker.session.timeout.ms, 9000
-	BrokerHeartbeatInterval time.Duration    // broker.heartbeat.interval.ms, 2000
-	QuorumElectionTimeout   time.Duration    // controller.quorum.election.timeout.ms, 1000
-	MetadataLogSegmentBytes int32            // metadata.log.segment.bytes
+	// QuorumBootstrapServers is controller.quorum.bootstrap.servers
+	// (host:port, KIP-853): where a broker-only node looks for the
+	// quorum when controller.quorum.voters is not set.
+	QuorumBootstrapServers []string
+	// AdvertisedControllerListeners are the controller listeners as a
+	// controller registers them (ControllerRegistration): their entries
+	// in advertised.listeners, else the listeners themselves.
+	AdvertisedControllerListeners []Listener
+	BrokerSessionTimeout          time.Duration // broker.session.timeout.ms, 9000
+	BrokerHeartbeatInterval       time.Duration // broker.heartbeat.interval.ms, 2000
+	QuorumElectionTimeout         time.Duration // controller.quorum.election.timeout.ms, 1000
+	MetadataLogSegmentBytes       int32         // metadata.log.segment.bytes
 	// metadata.log.max.record.bytes.between.snapshots
 	MetadataSnapshotMaxNewRecordBytes int64
 	MetadataSnapshotMaxInterval       time.Duration // metadata.log.max.snapshot.interval.ms, 1h
@@ -289,6 +297,9 @@ func (c *KafkaConfig) fill() (warnings []string, err error) {
 	if err := c.fillAdvertised(); err != nil {
 		return nil, err
 	}
+	if err := c.fillRoleListeners(); err != nil {
+		return nil, err
+	}
 	if err := c.fillLogDirs(); err != nil {
 		return nil, err
 	}
@@ -359,8 +370,8 @@ func (c *KafkaConfig) fillRoles() (controller bool, err error) {
 		}
 		seen[r] = true
 	}
-	if !seen["broker"] {
-		return false, &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker or broker,controller (a controller-only node is not supported yet)"}
+	if len(c.ProcessRoles) == 0 {
+		return false, &ValueError{Name: "process.roles", Value: "", Expected: "broker, controller or broker,controller"}
 	}
 	c.NodeID = c.staticInt32("node.id")
 	if brokerID := c.staticInt32("broker.id"); brokerID >= 0 {
@@ -404,8 +415,43 @@ func (c *KafkaConfig) fillListeners() error {
 		}
 		c.Listeners = append(c.Listeners, l)
 	}
-	if len(c.Listeners) == 0 {
-		return c.badStatic("listeners", "at least one listener that is not a controller listener")
+	switch {
+	case c.IsBroker() && len(c.Listeners) == 0:
+		return c.badStatic("listeners", "at least one listener that is not a controller listener, since process.roles contains the broker role")
+	case !c.IsBroker() && len(c.Listeners) > 0:
+		return c.badStatic("listeners", "only KRaft controller listeners from controller.listener.names when process.roles=controller")
+	case !c.IsBroker() && len(c.ControllerListeners) == 0:
+		return &ValueError{Name: "controller.listener.names", Value: strings.Join(c.ControllerListenerNames, ","), Expected: "at least one value appearing in the 'listeners' configuration when running the KRaft controller role"}
+	case c.IsBroker() && !c.IsController() && len(c.ControllerListeners) > 0:
+		return c.badStatic("listeners", "no KRaft controller listeners from controller.listener.names when process.roles=broker")
+	}
+	return nil
+}
+
+// IsBroker reports whether process.roles contains broker.
+func (c *KafkaConfig) IsBroker() bool { return slices.Contains(c.ProcessRoles, "broker") }
+
+// IsController reports whether process.roles contains controller.
+func (c *KafkaConfig) IsController() bool { return slices.Contains(c.ProcessRoles, "controller") }
+
+// fillRoleListeners sets the controller listeners as a controller
+// advertises them.
+func (c *KafkaConfig) fillRoleListeners() error {
+	if !c.IsController() {
+		return nil
+	}
+	c.AdvertisedControllerListeners = slices.Clone(c.ControllerListeners)
+	if !c.isSet("advertised.listeners") {
+		return nil
+	}
+	adv, err := parseListeners("advertised.listeners", c.staticString("advertised.listeners"))
+	if err != nil {
+		return err
+	}
+	for _, a := range adv {
+		if i := slices.IndexFunc(c.AdvertisedControllerListeners, func(l Listener) bool { return l.Name == a.Name }); i >= 0 {
+			c.AdvertisedControllerListeners[i] = a
+		}
 	}
 	return nil
 }
@@ -414,11 +460,22 @@ func (c *KafkaConfig) fillListeners() error {
 // the inter-broker listener.
 func (c *KafkaConfig) fillAdvertised() error {
 	str := c.staticString
+	if !c.IsBroker() {
+		// A controller-only node has no broker listeners: its
+		// advertised.listeners name controller listeners (KIP-853).
+		c.InterBrokerListenerName = strings.ToUpper(strings.TrimSpace(str("inter.broker.listener.name")))
+		return nil
+	}
 	if c.isSet("advertised.listeners") && strings.TrimSpace(str("advertised.listeners")) != "" {
 		adv, err := parseListeners("advertised.listeners", str("advertised.listeners"))
 		if err != nil {
 			return err
 		}
+		adv = slices.DeleteFunc(adv, func(a Listener) bool {
+			// A combined node may advertise its controller listener
+			// (KIP-853); it is not a broker endpoint.
+			return c.IsController() && slices.Contains(c.ControllerListenerNames, a.Name)
+		})
 		for _, a := range adv {
 			if !slices.ContainsFunc(c.Listeners, func(l Listener) bool { return l.Name == a.Name }) {
 				return c.badStatic("advertised.listeners", "listener names that are among the (broker) listeners: "+a.Name+" is not")
@@ -520,8 +577,15 @@ func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
 	c.MetadataSnapshotMaxNewRecordBytes = c.staticValue("metadata.log.max.record.bytes.between.snapshots").(int64)
 	c.MetadataSnapshotMaxInterval = time.Duration(c.staticValue("metadata.log.max.snapshot.interval.ms").(int64)) * time.Millisecond
 	c.MetadataMaxRetentionBytes = c.staticValue("metadata.max.retention.bytes").(int64)
-	if v := c.staticValue("controller.quorum.bootstrap.servers").([]string); len(v) > 0 {
-		return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: strings.Join(v, ","), Expected: "unset: dynamic quorums (KIP-853) are not supported yet; use controller.quorum.voters"}
+	bootstrap := c.staticValue("controller.quorum.bootstrap.servers").([]string)
+	for _, b := range bootstrap {
+		if b = strings.TrimSpace(b); b == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
+			return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: b, Expected: "host:port entries"}
+		}
+		c.QuorumBootstrapServers = append(c.QuorumBootstrapServers, b)
 	}
 	raw := c.staticValue("controller.quorum.voters").([]string)
 	voters, err := ParseQuorumVoters(raw)
@@ -530,15 +594,29 @@ func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
 	}
 	c.QuorumVoters = voters
 	switch {
+	case len(voters) == 0 && !controllerRole && len(c.QuorumBootstrapServers) == 0:
+		return &ValueError{Name: "controller.quorum.voters", Value: "", Expected: "the voters of the metadata quorum, id@host:port,...: if process.roles=broker, either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers or controller.quorum.voters must contain a parseable set of controllers"}
+	case len(voters) == 0 && controllerRole && len(c.QuorumBootstrapServers) > 0:
+		return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: strings.Join(c.QuorumBootstrapServers, ","), Expected: "unset on a controller: dynamic quorums (KIP-853) are not supported yet; use controller.quorum.voters"}
+	case len(voters) == 0 && !c.IsBroker():
+		return &ValueError{Name: "controller.quorum.voters", Value: "", Expected: "the voters of the metadata quorum, id@host:port,..., including this node, when process.roles=controller"}
+	case len(voters) == 0 && !controllerRole && len(c.ControllerListenerNames) == 0:
+		return &ValueError{Name: "controller.listener.names", Value: "", Expected: "the name of the controllers' listener (e.g. CONTROLLER), with its protocol in listener.security.protocol.map, when process.roles=broker"}
 	case len(voters) == 0 && !controllerRole:
-		return &ValueError{Name: "controller.quorum.voters", Value: "", Expected: "the voters of the metadata quorum, id@host:port,... (a broker-only node needs the controllers)"}
+		return nil // a broker that finds the quorum through the bootstrap servers
 	case len(voters) == 0:
 		return nil // this node alone is the quorum
 	case !controllerRole:
-		return &ValueError{Name: "process.roles", Value: strings.Join(c.ProcessRoles, ","), Expected: "broker,controller: a broker-only node (a metadata observer) is not supported yet"}
+		if _, ok := voters[c.NodeID]; ok {
+			return &ValueError{Name: "controller.quorum.voters", Value: strings.Join(raw, ","), Expected: fmt.Sprintf("not to contain node.id %d: if process.roles contains just the 'broker' role, the node id must not be included in the set of voters", c.NodeID)}
+		}
+		if len(c.ControllerListenerNames) == 0 {
+			return &ValueError{Name: "controller.listener.names", Value: "", Expected: "the name of the controllers' listener (e.g. CONTROLLER), with its protocol in listener.security.protocol.map, when process.roles=broker"}
+		}
+		return nil
 	}
 	if _, ok := voters[c.NodeID]; !ok {
-		return &ValueError{Name: "controller.quorum.voters", Value: strings.Join(raw, ","), Expected: fmt.Sprintf("this node (node.id %d) among the voters, since process.roles includes controller", c.NodeID)}
+		return &ValueError{Name: "controller.quorum.voters", Value: strings.Join(raw, ","), Expected: fmt.Sprintf("this node (node.id %d) among the voters: if process.roles contains the 'controller' role, the node id must be included in the set of voters", c.NodeID)}
 	}
 	if len(c.ControllerListeners) == 0 {
 		return &ValueError{Name: "controller.listener.names", Value: strings.Join(c.ControllerListenerNames, ","), Expected: "the name of a listener in listeners, for the controller (e.g. CONTROLLER with listeners=...,CONTROLLER://host:port)"}

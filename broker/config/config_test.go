@@ -91,7 +91,15 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"advertised.listeners=OTHER://h:1"}, `OTHER is not`},
 		{[]string{"advertised.listeners=PLAINTEXT://0.0.0.0:9092"}, `unspecified address`},
 		{[]string{"node.id=2", "broker.id=3"}, `broker.id`},
-		{[]string{"process.roles=controller"}, `process.roles`},
+		{[]string{"process.roles=controller"}, `only KRaft controller listeners from controller.listener.names when process.roles=controller`},
+		{[]string{"process.roles=controller", "listeners=CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT"}, `including this node, when process.roles=controller`},
+		{[]string{"process.roles=controller", "node.id=4", "listeners=CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT", "controller.quorum.voters=1@h:9093"}, `the node id must be included in the set of voters`},
+		{[]string{"process.roles=broker"}, `either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers or controller.quorum.voters`},
+		{[]string{"process.roles=broker", "node.id=1", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.voters=1@h:9093"}, `the node id must not be included in the set of voters`},
+		{[]string{"process.roles=broker", "listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.bootstrap.servers=h:9093"}, `no KRaft controller listeners from controller.listener.names when process.roles=broker`},
+		{[]string{"process.roles=broker", "controller.quorum.bootstrap.servers=nohost"}, `host:port entries`},
+		{[]string{"process.roles=broker", "controller.quorum.bootstrap.servers=h:9093"}, `controller.listener.names`},
+		{[]string{"process.roles=broker,controller", "listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.bootstrap.servers=h:9093"}, `dynamic quorums (KIP-853) are not supported yet`},
 		{[]string{"moldau.metrics.listener=nope"}, `moldau.metrics.listener`},
 		{[]string{"novalue"}, `expected key=value`},
 	} {
@@ -101,6 +109,33 @@ func TestLoadErrors(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: multi-line error %q", tc.overrides, err)
+		}
+	}
+}
+
+// Kafka's own broker.properties and controller.properties (static
+// voters) load.
+func TestLoadRoles(t *testing.T) {
+	ctrl, _, err := Load("", []string{"process.roles=controller", "node.id=1",
+		"controller.quorum.voters=1@localhost:9093,2@localhost:9094,3@localhost:9095",
+		"listeners=CONTROLLER://:9093", "advertised.listeners=CONTROLLER://localhost:9093",
+		"controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctrl.IsBroker() || !ctrl.IsController() || len(ctrl.Listeners) != 0 || len(ctrl.ControllerListeners) != 1 ||
+		len(ctrl.AdvertisedControllerListeners) != 1 || ctrl.AdvertisedControllerListeners[0].Host != "localhost" {
+		t.Fatalf("controller: %+v %+v", ctrl.ControllerListeners, ctrl.AdvertisedControllerListeners)
+	}
+	for _, quorum := range []string{"controller.quorum.bootstrap.servers=localhost:9093,localhost:9094", "controller.quorum.voters=1@localhost:9093"} {
+		b, _, err := Load("", []string{"process.roles=broker", "node.id=4", quorum,
+			"listeners=PLAINTEXT://localhost:9092", "inter.broker.listener.name=PLAINTEXT", "advertised.listeners=PLAINTEXT://localhost:9092",
+			"controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"})
+		if err != nil {
+			t.Fatalf("%s: %v", quorum, err)
+		}
+		if !b.IsBroker() || b.IsController() || len(b.QuorumBootstrapServers)+len(b.QuorumVoters) == 0 {
+			t.Fatalf("%s: broker %v %v", quorum, b.QuorumBootstrapServers, b.QuorumVoters)
 		}
 	}
 }

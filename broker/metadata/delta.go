@@ -25,6 +25,8 @@ type Delta struct {
 
 	features map[string]int16
 	brokers  map[int32]*Broker // changed registrations; nil value: unregistered
+	// controllers are the controller registrations of the delta.
+	controllers map[int32]*Controller
 
 	// topics holds the new version of every created or changed topic;
 	// each is a private copy until Apply publishes it.
@@ -49,6 +51,7 @@ func NewDelta(base *Image) *Delta {
 		epoch:        base.Epoch,
 		features:     map[string]int16{},
 		brokers:      map[int32]*Broker{},
+		controllers:  map[int32]*Controller{},
 		topics:       map[uuid.UUID]*Topic{},
 		created:      map[uuid.UUID]bool{},
 		deleted:      map[uuid.UUID]*Topic{},
@@ -71,7 +74,7 @@ func (d *Delta) SetProvenance(offset int64, epoch int32) {
 
 // Empty reports whether the delta changes nothing but the offset.
 func (d *Delta) Empty() bool {
-	return len(d.features) == 0 && len(d.brokers) == 0 && len(d.topics) == 0 && len(d.deleted) == 0 &&
+	return len(d.features) == 0 && len(d.brokers) == 0 && len(d.controllers) == 0 && len(d.topics) == 0 && len(d.deleted) == 0 &&
 		len(d.configs) == 0 && len(d.quotas) == 0 && !d.producerDirty
 }
 
@@ -159,6 +162,9 @@ func (d *Delta) Replay(rec Record) error {
 		return nil
 	case *RegisterBrokerRecord, *UnregisterBrokerRecord, *FenceBrokerRecord, *UnfenceBrokerRecord, *BrokerRegistrationChangeRecord:
 		return d.replayBroker(rec)
+	case *RegisterControllerRecord:
+		d.controllers[r.ControllerID] = &Controller{ID: r.ControllerID, IncarnationID: r.IncarnationID,
+			Endpoints: slices.Clone(r.EndPoints), Features: slices.Clone(r.Features)}
 	case *TopicRecord, *PartitionRecord, *PartitionChangeRecord, *RemoveTopicRecord:
 		return d.replayTopic(rec)
 	case *ConfigRecord:
@@ -417,6 +423,7 @@ func (d *Delta) Apply() *Image {
 		Epoch:            d.epoch,
 		Features:         d.base.Features,
 		Brokers:          d.base.Brokers,
+		Controllers:      d.base.Controllers,
 		topics:           d.base.topics,
 		Configs:          d.base.Configs,
 		NextProducerID:   d.base.NextProducerID,
@@ -444,6 +451,13 @@ func (d *Delta) Apply() *Image {
 				im.Brokers[id] = b
 			}
 		}
+	}
+	if len(d.controllers) > 0 {
+		im.Controllers = maps.Clone(d.base.Controllers)
+		if im.Controllers == nil {
+			im.Controllers = map[int32]*Controller{}
+		}
+		maps.Copy(im.Controllers, d.controllers)
 	}
 	if len(d.configs) > 0 {
 		im.Configs = maps.Clone(d.base.Configs)

@@ -10,7 +10,9 @@
 // records.go has Kafka's metadata records (TopicRecord, PartitionRecord,
 // PartitionChangeRecord, ConfigRecord, RemoveTopicRecord, ProducerIdsRecord,
 // RegisterBrokerRecord, BrokerRegistrationChangeRecord, Fence/Unfence,
-// FeatureLevelRecord, UnregisterBrokerRecord, NoOpRecord) with their API
+// FeatureLevelRecord, UnregisterBrokerRecord, NoOpRecord; and, in
+// controllers.go, RegisterControllerRecord, the controllers'
+// registrations, Image.Controllers) with their API
 // keys, versions and fields, encoded as Kafka's MetadataRecordSerde frames
 // them (frame version, api key, version, flexible body): each is the value
 // of one record, with a null key, in the batches of __cluster_metadata, so

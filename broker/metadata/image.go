@@ -20,7 +20,9 @@ type Image struct {
 
 	Features map[string]int16 // finalized feature levels
 	Brokers  map[int32]*Broker
-	topics   topicsImage
+	// Controllers are the registered controllers (ControllerRegistration).
+	Controllers map[int32]*Controller
+	topics      topicsImage
 	// Configs of brokers ("" is the cluster default), topics and groups,
 	// by resource; topic configs are also in each Topic.
 	Configs        map[ConfigResource]map[string]string
@@ -149,12 +151,13 @@ type topicsImage struct {
 
 // Empty is the image before any record.
 var Empty = &Image{
-	Offset:   -1,
-	Epoch:    -1,
-	Features: map[string]int16{},
-	Brokers:  map[int32]*Broker{},
-	topics:   topicsImage{byName: map[string]*Topic{}, byID: map[uuid.UUID]*Topic{}},
-	Configs:  map[ConfigResource]map[string]string{},
+	Offset:      -1,
+	Epoch:       -1,
+	Features:    map[string]int16{},
+	Brokers:     map[int32]*Broker{},
+	Controllers: map[int32]*Controller{},
+	topics:      topicsImage{byName: map[string]*Topic{}, byID: map[uuid.UUID]*Topic{}},
+	Configs:     map[ConfigResource]map[string]string{},
 }
 
 // Topic returns a topic by name.
@@ -227,6 +230,9 @@ func (im *Image) Records() []Record {
 			EndPoints: b.Endpoints, Features: b.Features, Rack: b.Rack,
 			Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown, LogDirs: b.LogDirs,
 		})
+	}
+	for _, c := range im.SortedControllers() {
+		recs = append(recs, &RegisterControllerRecord{ControllerID: c.ID, IncarnationID: c.IncarnationID, EndPoints: c.Endpoints, Features: c.Features})
 	}
 	for _, t := range im.Topics() {
 		recs = append(recs, &TopicRecord{Name: t.Name, TopicID: t.ID})

@@ -97,6 +97,8 @@ func newRecord(t RecordType) Record {
 	switch t {
 	case RegisterBrokerRecordType:
 		return &RegisterBrokerRecord{}
+	case RegisterControllerRecordType:
+		return &RegisterControllerRecord{}
 	case UnregisterBrokerRecordType:
 		return &UnregisterBrokerRecord{}
 	case TopicRecordType:

@@ -32,7 +32,10 @@ type ControllerChannel struct {
 	// node without the controller role.
 	local  *kapi.ControllerHandler
 	voters map[int32]string
-	dial   DialFunc // nil: a net.Dialer (SetDialer)
+	// address, when set, finds a controller's address that voters lacks
+	// (a broker-only node that learned the leader's from the quorum).
+	address func(id int32) (string, bool)
+	dial    DialFunc // nil: a net.Dialer (SetDialer)
 
 	formatter *kmsg.RequestFormatter
 
@@ -107,6 +110,9 @@ func (c *ControllerChannel) Send(ctx context.Context, req kmsg.Request) (kmsg.Re
 
 func (c *ControllerChannel) sendRemote(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
 	addr, ok := c.voters[id]
+	if !ok && c.address != nil {
+		addr, ok = c.address(id)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: controller %d is not among the voters", errConnClosed, id)
 	}
@@ -138,6 +144,10 @@ func (c *ControllerChannel) Close() {
 		cc.close()
 	}
 }
+
+// SetAddresses makes the channel look controllers up with address when
+// they are not among the voters it was given (before its first Send).
+func (c *ControllerChannel) SetAddresses(address func(id int32) (string, bool)) { c.address = address }
 
 // SetDialer makes the channel dial with d (before its first Send).
 func (c *ControllerChannel) SetDialer(d DialFunc) { c.dial = d }

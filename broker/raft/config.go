@@ -78,6 +78,12 @@ type Config struct {
 	// MaxBatchSizeBytes bounds one appended batch (Kafka's
 	// KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB).
 	MaxBatchSizeBytes int
+	// Bootstrap are controller listener addresses an observer
+	// (OpenObserver) asks for the leader when Voters is empty
+	// (controller.quorum.bootstrap.servers).
+	Bootstrap []string
+
+	observer bool // set by OpenObserver
 }
 
 // Defaults.
@@ -137,6 +143,14 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Dir == "":
 		return c, errors.New("raft: no metadata.log.dir")
+	case c.observer:
+		if len(c.Voters) == 0 && len(c.Bootstrap) == 0 {
+			return c, errors.New("raft: an observer needs the voters or bootstrap servers")
+		}
+		if _, ok := c.Voters[c.NodeID]; ok {
+			return c, fmt.Errorf("raft: node.id %d is a voter, not an observer", c.NodeID)
+		}
+		return c, nil
 	case len(c.Voters) == 0:
 		return c, errors.New("raft: no voters (controller.quorum.voters)")
 	case c.NodeID < 0:

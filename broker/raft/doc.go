@@ -8,6 +8,8 @@
 // # API
 //
 //	n, err := raft.Open(cfg, sm)              // sm: StateMachine (Listener + WriteSnapshot)
+//	n, err := raft.OpenObserver(cfg, sm)      // a non-voter following the leader (see Observers)
+//	resp := n.HandleFetch(req), n.HandleFetchSnapshot(req) // the leader's side for observers
 //	off, err := n.ScheduleAppend(epoch, recs) // leader of epoch only; offset of the last record
 //	err = n.WaitForCommit(ctx, epoch, off)    // nil once committed; *NotLeaderError if leadership went first
 //	n.LeaderAndEpoch(), n.HighWatermark(), n.DescribeQuorum(), n.State()
@@ -165,6 +167,36 @@
 // None is held while taking another, nor across I/O. The log's own locks
 // are below all of them.
 //
+// # Observers
+//
+// A node that is not a voter (a broker-only node) opens with OpenObserver
+// and follows the log as Kafka's observers do (observer.go,
+// observer_serve.go). One goroutine, in place of the raft goroutine,
+// sends Fetch (v17, __cluster_metadata-0 by its topic id
+// AAAAAAAAAAAAAAAAAAAAAQ, fetch offset = its log end, max wait 500 ms)
+// to the leader's controller listener; the leader answers with the
+// committed batches from there (never past its high watermark), with the
+// id of its newest snapshot when the offset is below its log start (the
+// observer then fetches it in chunks with FetchSnapshot, API 59, installs
+// it as a follower installs the leader's, and the log starts over at its
+// end), or with NOT_LEADER_OR_FOLLOWER and the leader it knows. The
+// observer appends the batches to its own __cluster_metadata-0 with the
+// same raft indices as the voters (one batch, one index; the snapshot's
+// header carries its index), fsyncs, and hands them to the applier, so
+// the state machine, snapshots and clean-up run as on a voter, and a
+// restart replays its own snapshot and log. Everything in an observer's
+// log is committed: the high watermark it reports is the leader's.
+//
+// It finds the leader through controller.quorum.voters or the bootstrap
+// servers (tried in turn after a failure), and follows the leader a
+// response names when its epoch is newer (the listener gets
+// HandleLeaderChange); Fetch v16+ responses carry the leader's endpoint
+// (NodeEndpoints), which ControllerAddress returns to the broker's
+// controller channel. An observer never votes: ScheduleAppend fails with
+// a *NotLeaderError, transport messages are refused, State is
+// "observer". The leader lists the observers that fetched since its
+// election in DescribeQuorum.
+//
 // # Transport
 //
 // Raft messages travel as Kafka-framed requests on the controller
@@ -185,8 +217,13 @@
 //   - Raft indices count batches, offsets count records (above); KRaft
 //     uses offsets for both.
 //   - The voter set is static (controller.quorum.voters, KIP-595); no
-//     KIP-853 dynamic voters, no KRaftVersion/Voters control records, and
-//     no observers: brokers that are not voters do not follow the log.
+//     KIP-853 dynamic voters, no KRaftVersion/Voters control records.
+//   - Observers fetch committed batches only (the leader never answers
+//     past its high watermark), so an observer's log never diverges and
+//     Fetch's diverging epoch is never set; Kafka's observers fetch the
+//     uncommitted tail too and truncate on divergence. Only the leader
+//     answers observers (NOT_LEADER_OR_FOLLOWER elsewhere, naming it);
+//     Kafka's observers also fetch from the leader only.
 //   - The high watermark can be learned only from the leader, as in
 //     KRaft; the commit index is not in quorum-state (appliedOffset is 0).
 package raft

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/moldau/moldau/log"
 )
 
@@ -156,7 +158,16 @@ func (s *testServer) serve(c net.Conn) {
 		body := frame[10+max(idLen, 0):]
 		var resp []byte
 		n := s.node.Load()
+		if key == 1 || key == 59 {
+			if n == nil {
+				return
+			}
+			if resp = serveObserverRequest(n, key, int16(binary.BigEndian.Uint16(frame[2:])), body); resp == nil {
+				return
+			}
+		}
 		switch {
+		case resp != nil:
 		case key != APIKey:
 			return
 		case n == nil:
@@ -171,6 +182,33 @@ func (s *testServer) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// serveObserverRequest answers an observer's Fetch or FetchSnapshot as the
+// controller listener does: body is after the client id, so a flexible
+// request's header tags come first; the response body starts with the
+// flexible response header's empty tags.
+func serveObserverRequest(n *Node, key, version int16, body []byte) []byte {
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	if req.IsFlexible() {
+		tags, k := binary.Uvarint(body)
+		if k <= 0 || tags != 0 {
+			return nil
+		}
+		body = body[k:]
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil
+	}
+	var resp kmsg.Response
+	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		resp = n.HandleFetch(r)
+	case *kmsg.FetchSnapshotRequest:
+		resp = n.HandleFetchSnapshot(r)
+	}
+	return resp.AppendTo([]byte{0})
 }
 
 func (s *testServer) close() {

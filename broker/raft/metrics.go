@@ -72,11 +72,17 @@ func (m *raftMetrics) Collect(ch chan<- prometheus.Metric) {
 	gauge("current_leader", float64(st.leader))
 	gauge("current_epoch", float64(st.epoch))
 	gauge("current_vote", float64(st.vote))
-	gauge("current_state", 1, roleName(st.role))
+	state := roleName(st.role)
+	if n.observer {
+		state = "observer"
+	}
+	gauge("current_state", 1, state)
 	gauge("high_watermark", float64(st.hw))
 	gauge("log_end_offset", float64(st.leo))
 	gauge("log_end_epoch", float64(n.ml.l.LatestEpoch()))
-	gauge("number_unknown_voter_connections", float64(n.tr.disconnected()))
+	if n.tr != nil {
+		gauge("number_unknown_voter_connections", float64(n.tr.disconnected()))
+	}
 	now := time.Now()
 	m.mu.Lock()
 	cAvg, cMax := m.commitLatency.avgMax(now)

@@ -86,6 +86,15 @@ type Node struct {
 	st      status
 	waiters []*commitWaiter
 	err     error
+	// fetchWaiters answer the observers' fetches waiting for the high
+	// watermark to move (observer_serve.go).
+	fetchWaiters []func()
+	// served caches the snapshot observers fetch.
+	served snapshotCache
+	// observer: this node is a metadata observer (OpenObserver), not a
+	// voter; rn and tr are nil and obs runs instead of run.
+	observer bool
+	obs      *observer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -106,6 +115,9 @@ type status struct {
 	voters    []ReplicaState // leader only
 	sinceLead time.Time      // when the leader was last lost (election latency)
 	heard     map[int32]time.Time
+	snap      OffsetAndEpoch // the newest snapshot (zero: none)
+	// observers are the observers that fetched from this leader, by node id.
+	observers map[int32]observerProgress
 }
 
 // notes are what other goroutines leave for the raft goroutine.
@@ -161,7 +173,8 @@ func Open(cfg Config, sm StateMachine) (*Node, error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.written = newQuorumState(int32(ml.hs.GetTerm()), nodeID(ml.hs.GetVote()), -1, ml.voters)
 	n.st = status{leader: -1, epoch: int32(ml.hs.GetTerm()), vote: nodeID(ml.hs.GetVote()), hw: ml.offsetOf(ml.hs.GetCommit() + 1),
-		leo: ml.l.LogEndOffset(), logStart: ml.l.LogStartOffset(), sinceLead: cfg.Now(), heard: map[int32]time.Time{}}
+		leo: ml.l.LogEndOffset(), logStart: ml.l.LogStartOffset(), sinceLead: cfg.Now(), heard: map[int32]time.Time{},
+		snap: ml.snap, observers: map[int32]observerProgress{}}
 	if ml.snap.Offset == 0 {
 		n.st.hw = 0
 	}
@@ -207,6 +220,7 @@ func (n *Node) Close() error {
 		if n.err == nil {
 			n.err = ErrClosed
 		}
+		n.notifyHighWatermark()
 		n.mu.Unlock()
 		n.cancel()
 		n.g.StopAndWait()
@@ -242,6 +256,7 @@ func (n *Node) fail(err error) {
 	if first {
 		n.err = err
 	}
+	n.notifyHighWatermark()
 	n.mu.Unlock()
 	if first {
 		n.logger.Error("metadata quorum node stopped on an error", "err", err)
@@ -294,6 +309,10 @@ func (n *Node) NodeID() int32 { return n.cfg.NodeID }
 // fails at once with a *NotLeaderError if this node is not the leader of
 // epoch.
 func (n *Node) ScheduleAppend(epoch int32, records [][]byte) (int64, error) {
+	if n.observer {
+		le := n.LeaderAndEpoch()
+		return 0, &NotLeaderError{LeaderID: le.LeaderID, Epoch: le.Epoch, Asked: epoch}
+	}
 	if len(records) == 0 {
 		return 0, errors.New("raft: no records to append")
 	}
@@ -553,6 +572,7 @@ func (n *Node) afterReady(rd *raft.Ready) {
 		// listener, asking after the last batch, finds it caught up.
 		n.mu.Lock()
 		n.st.hw, n.st.hwKnown = hw, true
+		n.notifyHighWatermark()
 		n.mu.Unlock()
 		n.app.commitTo(hw, ci)
 		n.completeInflight(hw)
@@ -580,8 +600,11 @@ func (n *Node) afterReady(rd *raft.Ready) {
 		}
 		if lead != n.id {
 			n.st.voters = nil
+			clear(n.st.observers)
 		}
+		n.notifyHighWatermark() // observers waiting on this node learn the new leader
 	}
+	n.st.snap = n.ml.snap
 	n.st.leader, n.st.epoch, n.st.vote = nodeID(lead), int32(term), nodeID(st.GetVote())
 	n.st.role = st.RaftState
 	n.st.leo, n.st.logStart = n.ml.l.LogEndOffset(), n.ml.l.LogStartOffset()
@@ -608,7 +631,7 @@ func (n *Node) completeInflight(hw int64) {
 
 // onTick refreshes what DescribeQuorum reports (leader only).
 func (n *Node) onTick() {
-	if n.rn.BasicStatus().RaftState != raft.StateLeader {
+	if n.rn == nil || n.rn.BasicStatus().RaftState != raft.StateLeader {
 		return
 	}
 	now := n.cfg.Now()
@@ -645,17 +668,22 @@ func (n *Node) handleNotes() error {
 	unreachable, snaps, created := n.notes.unreachable, n.notes.snapStatus, n.notes.created
 	n.notes.unreachable, n.notes.snapStatus, n.notes.created = nil, nil, nil
 	n.notes.mu.Unlock()
-	for id := range unreachable {
-		n.rn.ReportUnreachable(id)
-	}
-	for id, s := range snaps {
-		n.rn.ReportSnapshot(id, s)
+	if n.rn != nil {
+		for id := range unreachable {
+			n.rn.ReportUnreachable(id)
+		}
+		for id, s := range snaps {
+			n.rn.ReportSnapshot(id, s)
+		}
 	}
 	for _, c := range created {
 		if err := n.ml.snapshotCreated(c.id, c.index, n.cfg.MaxRetentionBytes); err != nil {
 			return fmt.Errorf("raft: cleaning the metadata log after snapshot %s: %w", c.id, err)
 		}
 	}
+	n.mu.Lock()
+	n.st.snap = n.ml.snap
+	n.mu.Unlock()
 	return nil
 }
 

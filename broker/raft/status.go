@@ -3,6 +3,7 @@ package raft
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"go.etcd.io/raft/v3"
 
@@ -29,7 +30,9 @@ type QuorumInfo struct {
 	LeaderEpoch   int32
 	HighWatermark int64
 	Voters        []ReplicaState
-	// Observers is always empty: every member is a static voter.
+	// Observers are the metadata observers (broker-only nodes) that
+	// fetched from this leader since it was elected; LogEndOffset is
+	// their last fetch offset.
 	Observers []ReplicaState
 }
 
@@ -44,10 +47,19 @@ func (n *Node) DescribeQuorum() (QuorumInfo, error) {
 	if n.st.leader != n.cfg.NodeID || n.st.voters == nil {
 		return QuorumInfo{}, &NotLeaderError{LeaderID: n.st.leader, Epoch: n.st.epoch, Asked: n.st.epoch}
 	}
-	return QuorumInfo{
+	info := QuorumInfo{
 		LeaderID: n.st.leader, LeaderEpoch: n.st.epoch, HighWatermark: n.st.hw,
 		Voters: append([]ReplicaState(nil), n.st.voters...),
-	}, nil
+	}
+	for id, o := range n.st.observers {
+		rs := ReplicaState{ReplicaID: id, LogEndOffset: o.leo, LastFetchTimestamp: o.lastFetch.UnixMilli(), LastCaughtUpTimestamp: -1}
+		if o.leo >= n.st.hw {
+			rs.LastCaughtUpTimestamp = rs.LastFetchTimestamp
+		}
+		info.Observers = append(info.Observers, rs)
+	}
+	slices.SortFunc(info.Observers, func(a, b ReplicaState) int { return int(a.ReplicaID) - int(b.ReplicaID) })
+	return info, nil
 }
 
 // State names the node's raft role (Kafka's current-state metric:
@@ -55,6 +67,9 @@ func (n *Node) DescribeQuorum() (QuorumInfo, error) {
 func (n *Node) State() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.observer {
+		return "observer"
+	}
 	return roleName(n.st.role)
 }
 

@@ -227,7 +227,9 @@ func (s *metadataLog) loadHardState(cfg Config) error {
 		}
 	}
 	if lt, err := s.Term(s.last); err == nil && lt > term {
-		s.logger.Warn("quorum-state is behind the log; raising the epoch", "quorum_state_epoch", term, "log_epoch", lt)
+		if !cfg.observer { // an observer keeps no quorum-state
+			s.logger.Warn("quorum-state is behind the log; raising the epoch", "quorum_state_epoch", term, "log_epoch", lt)
+		}
 		term, vote = lt, 0
 	} else if err != nil {
 		return errors.Join(errors.New("raft: no term for the last entry"), err)

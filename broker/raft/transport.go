@@ -103,6 +103,9 @@ func networkMsg(t pb.MessageType) bool {
 // it). The messages are queued for the raft goroutine; the error says why
 // some were not (also coded in the body), for the caller's log.
 func (n *Node) HandleTransportRequest(body []byte) ([]byte, error) {
+	if n.observer {
+		return ackBody(kerr.InvalidRequest), fmt.Errorf("raft: node %d is an observer, not a voter", n.cfg.NodeID)
+	}
 	msgs, err := decodeMessages(body)
 	if err == nil {
 		err = n.checkInbound(msgs)

@@ -89,7 +89,7 @@ func serve(args []string) error {
 		dirs[i] = d
 	}
 	listening := make([]string, 0, len(cfg.Listeners))
-	for _, l := range cfg.Listeners {
+	for _, l := range append(cfg.Listeners, cfg.ControllerListeners...) {
 		listening = append(listening, l.Name+"://"+b.Addr(l.Name).String())
 	}
 	logger.Info("moldau started",
