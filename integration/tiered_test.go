@@ -123,7 +123,14 @@ func consumeTieredPart(t *testing.T, seed string, part int32, from, n int) {
 // i+shift.
 func consumeTieredShifted(t *testing.T, seed string, part int32, from, n, shift int) {
 	t.Helper()
-	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tieredTopic: {part: kgo.NewOffset().AtStart()}}),
+	consumeTieredAt(t, seed, part, kgo.NewOffset().AtStart(), from, n, shift)
+}
+
+// consumeTieredAt reads the partition from start, which must be offset
+// from, up to offset n, where offset i holds record i+shift.
+func consumeTieredAt(t *testing.T, seed string, part int32, start kgo.Offset, from, n, shift int) {
+	t.Helper()
+	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tieredTopic: {part: start}}),
 		kgo.FetchMaxBytes(8<<20))
 	ctx := ctxTimeout(t, 5*time.Minute)
 	next := from
@@ -385,6 +392,99 @@ func TestTieredStorageKill9(t *testing.T) {
 	}
 }
 
+// s3TieredBrokerProps are the broker properties of the tests over S3,
+// with the properties of Aiven's tiered-storage plugin.
+func s3TieredBrokerProps(endpoint, bucket, access, secret string) []string {
+	return []string{
+		"remote.log.storage.system.enable=true",
+		"remote.log.storage.manager.class.name=io.aiven.kafka.tieredstorage.RemoteStorageManager",
+		"rsm.config.storage.s3.bucket.name=" + bucket,
+		"rsm.config.storage.s3.region=us-east-1",
+		"rsm.config.storage.s3.endpoint.url=" + endpoint,
+		"rsm.config.storage.s3.path.style.access.enabled=true",
+		"rsm.config.storage.aws.access.key.id=" + access,
+		"rsm.config.storage.aws.secret.access.key=" + secret,
+		"rsm.config.key.prefix=cluster-1",
+		"remote.log.manager.task.interval.ms=200",
+		"log.retention.check.interval.ms=200",
+	}
+}
+
+// createBucket creates an S3 bucket on endpoint.
+func createBucket(t *testing.T, endpoint, bucket, access, secret string) {
+	t.Helper()
+	s3c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(access, secret, "")})
+	if _, err := s3c.CreateBucket(ctxTimeout(t, 30*time.Second), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+}
+
+// With the store down (its S3 server stopped) uploads wait: producers and
+// a consumer at the tail go on as before, local retention deletes nothing
+// not copied, so the disk holds everything above the last copied offset;
+// once the server is back the uploads resume, local retention catches up,
+// every offset range is stored once, and a consumer from the beginning
+// reads every record.
+func TestTieredStorageStoreUnavailable(t *testing.T) {
+	const access, secret, bucket = "moldau-test", "moldau-test-secret", "tiered"
+	root := t.TempDir()
+	gw := runVersitygw(t, root, access, secret)
+	createBucket(t, gw.endpoint, bucket, access, secret)
+	storeDir, logDir := filepath.Join(root, bucket), t.TempDir()
+	b := startBroker(t, logDir, s3TieredBrokerProps(gw.endpoint, bucket, access, secret)...)
+	createTieredTopic(t, newAdmin(t, b.Seed()))
+	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const first, second, third = 1000, 3000, 4000
+	produceTiered(t, cl, 0, first)
+	waitTiered(t, cl, logDir, storeDir, first*tieredValueBytes)
+
+	gw.stop()
+	copied, err := listOffset(t, cl, -5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errorsBefore, _ := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotecopyerrors_total{topic="tiered"}`)
+	// Producers and a consumer at the tail do not notice.
+	start := time.Now()
+	produceTiered(t, cl, first, second)
+	t.Logf("produced %d MiB with the store down in %v", (second-first)*tieredValueBytes>>20, time.Since(start).Round(time.Millisecond))
+	consumeTieredAt(t, b.Seed(), 0, kgo.NewOffset().At(first), first, second, 0)
+	// Uploads are tried and fail, and local retention keeps every segment
+	// above the last offset copied, many times local.retention.bytes.
+	eventually(t, time.Minute, func() error {
+		if v, _ := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotecopyerrors_total{topic="tiered"}`); v < errorsBefore+2 {
+			return fmt.Errorf("%v failed copies with the store down", v-errorsBefore)
+		}
+		return nil
+	})
+	if now, err := listOffset(t, cl, -5); err != nil || now != copied {
+		t.Fatalf("highest tiered offset %d with the store down, was %d: %v", now, copied, err)
+	}
+	localStart, err := listOffset(t, cl, -4)
+	if err != nil || localStart > copied+1 {
+		t.Fatalf("local log start %d with the store down and offsets up to %d copied: %v", localStart, copied, err)
+	}
+	local, _ := dirBytes(t, filepath.Join(logDir, tieredTopic+"-0"), ".log")
+	if want := (second - copied - 1) * tieredValueBytes; local < want {
+		t.Fatalf("the local log holds %d bytes with the store down; %d are not copied", local, want)
+	}
+	t.Logf("store down: offsets up to %d copied, local log start %d, %d MiB on disk", copied, localStart, local>>20)
+
+	gw.start(t)
+	produceTiered(t, cl, second, third)
+	waitTiered(t, cl, logDir, storeDir, third*tieredValueBytes)
+	eventually(t, time.Minute, func() error {
+		for start, n := range storeSegments(t, storeDir) {
+			if n != 1 {
+				return fmt.Errorf("%d copies of the segment at offset %d in the store", n, start)
+			}
+		}
+		return nil
+	})
+	consumeTiered(t, b.Seed(), third)
+}
+
 // The same over S3: an S3-compatible server (versitygw on a folder, whose
 // objects are files named as their keys) as the store, configured with
 // the properties of Aiven's tiered-storage plugin.
@@ -392,25 +492,9 @@ func TestTieredStorageS3(t *testing.T) {
 	const access, secret, bucket = "moldau-test", "moldau-test-secret", "tiered"
 	root := t.TempDir()
 	endpoint := startVersitygw(t, root, access, secret)
-	s3c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(access, secret, "")})
-	if _, err := s3c.CreateBucket(ctxTimeout(t, 30*time.Second), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
+	createBucket(t, endpoint, bucket, access, secret)
 	logDir := t.TempDir()
-	b := startBroker(t, logDir,
-		"remote.log.storage.system.enable=true",
-		"remote.log.storage.manager.class.name=io.aiven.kafka.tieredstorage.RemoteStorageManager",
-		"rsm.config.storage.s3.bucket.name="+bucket,
-		"rsm.config.storage.s3.region=us-east-1",
-		"rsm.config.storage.s3.endpoint.url="+endpoint,
-		"rsm.config.storage.s3.path.style.access.enabled=true",
-		"rsm.config.storage.aws.access.key.id="+access,
-		"rsm.config.storage.aws.secret.access.key="+secret,
-		"rsm.config.key.prefix=cluster-1",
-		"remote.log.manager.task.interval.ms=200",
-		"log.retention.check.interval.ms=200",
-	)
+	b := startBroker(t, logDir, s3TieredBrokerProps(endpoint, bucket, access, secret)...)
 	createTieredTopic(t, newAdmin(t, b.Seed()))
 	const n = 3000
 	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -427,6 +511,20 @@ func TestTieredStorageS3(t *testing.T) {
 // $(go env GOPATH)/bin; test.sh installs it) on the folder root and
 // returns its endpoint; it is killed when the test ends.
 func startVersitygw(t *testing.T, root, access, secret string) string {
+	return runVersitygw(t, root, access, secret).endpoint
+}
+
+// versitygw is a running (or stopped) versitygw server.
+type versitygw struct {
+	bin, addr, endpoint string
+	args                []string
+	cmd                 *exec.Cmd
+	out                 *syncBuffer
+}
+
+// runVersitygw starts versitygw on root; stop and start stop it and run
+// it again on the same address and folder.
+func runVersitygw(t *testing.T, root, access, secret string) *versitygw {
 	t.Helper()
 	bin := os.Getenv("MOLDAU_VERSITYGW")
 	if bin == "" {
@@ -441,23 +539,37 @@ func startVersitygw(t *testing.T, root, access, secret string) string {
 		t.Fatalf("versitygw not found (MOLDAU_VERSITYGW, PATH, $(go env GOPATH)/bin): %v", err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", root)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
+	g := &versitygw{bin: bin, addr: addr, endpoint: "http://" + addr,
+		args: []string{"--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", root}}
+	t.Cleanup(g.stop)
+	g.start(t)
+	return g
+}
+
+func (g *versitygw) start(t *testing.T) {
+	t.Helper()
+	g.cmd = exec.Command(g.bin, g.args...)
+	g.out = &syncBuffer{}
+	g.cmd.Stdout, g.cmd.Stderr = g.out, g.out
+	if err := g.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", g.bin, err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	endpoint := "http://" + addr
 	eventually(t, 30*time.Second, func() error {
-		resp, err := http.Get(endpoint)
+		resp, err := http.Get(g.endpoint)
 		if err != nil {
-			return fmt.Errorf("%v\n%s", err, out.String())
+			return fmt.Errorf("%v\n%s", err, g.out.String())
 		}
 		resp.Body.Close()
 		return nil
 	})
-	return endpoint
+}
+
+func (g *versitygw) stop() {
+	if g.cmd != nil {
+		_ = g.cmd.Process.Kill()
+		_ = g.cmd.Wait()
+		g.cmd = nil
+	}
 }
 
 // Three brokers share a store: the leaders of a tiered topic's three
