@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -756,4 +757,69 @@ func TestTieredStorageCleanRestartAndRecreate(t *testing.T) {
 	p.stop(t)
 	p = startProcess(t, logDir, port, props...)
 	consumeTieredShifted(t, p.Addr, 0, 0, n/2, n)
+}
+
+// Turning tiering off on a topic (KIP-950) as Kafka 4 allows it:
+// remote.storage.enable=false alone is refused with INVALID_CONFIG, and
+// so is remote.log.copy.disable=true with a local retention other than
+// the total; with remote.log.delete.on.disable=true the remote data is
+// deleted and the log starts at its local start.
+func TestTieredStorageDisable(t *testing.T) {
+	storeDir, logDir := t.TempDir(), t.TempDir()
+	b := startBroker(t, logDir, tieredBrokerProps(storeDir)...)
+	adm := newAdmin(t, b.Seed())
+	createTieredTopic(t, adm)
+	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const n = 1000
+	produceTiered(t, cl, 0, n)
+	waitTiered(t, cl, logDir, storeDir, n*tieredValueBytes)
+	alter := func(kv ...string) error {
+		var cfgs []kadm.AlterConfig
+		for i := 0; i+1 < len(kv); i += 2 {
+			cfgs = append(cfgs, kadm.AlterConfig{Name: kv[i], Value: kadm.StringPtr(kv[i+1])})
+		}
+		resp, err := adm.AlterTopicConfigs(ctxTimeout(t, 30*time.Second), cfgs, tieredTopic)
+		if err != nil {
+			return err
+		}
+		for _, r := range resp {
+			if r.Err != nil {
+				return fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+		}
+		return nil
+	}
+	for _, kv := range [][]string{
+		{"remote.storage.enable", "false"},
+		{"remote.log.copy.disable", "true"},
+	} {
+		if err := alter(kv...); !errors.Is(err, kerr.InvalidConfig) {
+			t.Fatalf("altering %v: %v, want INVALID_CONFIG", kv, err)
+		}
+	}
+	if err := alter("remote.log.copy.disable", "true", "local.retention.bytes", "-2"); err != nil {
+		t.Fatalf("copying disabled with the local retention the total: %v", err)
+	}
+	if err := alter("remote.log.copy.disable", "false", "local.retention.bytes", fmt.Sprint(tieredLocalBytes)); err != nil {
+		t.Fatal(err)
+	}
+	localStart, err := listOffset(t, cl, -4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alter("remote.storage.enable", "false", "remote.log.delete.on.disable", "true"); err != nil {
+		t.Fatalf("turning tiering off with remote.log.delete.on.disable: %v", err)
+	}
+	eventually(t, time.Minute, func() error {
+		if stored, files := dirBytes(t, storeDir, ".log"); files > 0 {
+			return fmt.Errorf("the store holds %d segments (%d bytes) of the untiered topic", files, stored)
+		}
+		if earliest, err := listOffset(t, cl, -2); err != nil || earliest < localStart {
+			return fmt.Errorf("log start %d (local start was %d), %v", earliest, localStart, err)
+		}
+		return nil
+	})
+	earliest, _ := listOffset(t, cl, -2)
+	produceTiered(t, cl, n, n+100)
+	consumeTieredFrom(t, b.Seed(), int(earliest), n+100)
 }

@@ -167,8 +167,11 @@
 // below the local one, -4 the local start, -5 the highest offset copied,
 // and a timestamp is searched in the remote segments below the local
 // start first (their time and offset indexes, then the batches). A
-// deleted topic's partitions led here are deleted from the store in the
-// background (DELETE_PARTITION_MARKED ... FINISHED). The meters are
+// deleted topic's partitions led here, and those of a topic whose
+// remote.storage.enable was turned off (with remote.log.delete.on.disable,
+// KIP-950), are deleted from the store in the background
+// (DELETE_PARTITION_MARKED ... FINISHED). A copy whose leadership or
+// tiering went while its data was copied is cleaned up, not finished. The meters are
 // kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
 // and remotedelete{requests,errors}_total, per topic.
 //

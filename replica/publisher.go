@@ -261,7 +261,15 @@ func (m *Manager) applyConfigs(d *metadata.Delta, im *metadata.Image) {
 		}
 		cfg := m.cfg.ConfigFor(t)
 		for _, p := range m.partitionsOf(name) {
+			wasTiered := p.Log.Tiered()
 			p.Log.SetConfig(cfg)
+			if wasTiered && !p.Log.Tiered() && p.IsLeader() {
+				// remote.storage.enable turned off, which the
+				// controller allows only with
+				// remote.log.delete.on.disable (KIP-950): the
+				// leader deletes the remote data.
+				m.deleteRemotePartition(p)
+			}
 			m.applyThrottledReplicas(p, t.Configs)
 		}
 	}

@@ -116,7 +116,7 @@ func (r *RemoteLogManager) CopyLogSegments(ctx context.Context, tp remote.TopicI
 		if !leading() || ctx.Err() != nil {
 			return n, ctx.Err()
 		}
-		if err := r.copySegment(ctx, tp, l, c); err != nil {
+		if err := r.copySegment(ctx, tp, l, c, leading); err != nil {
 			return n, err
 		}
 		n++
@@ -124,7 +124,7 @@ func (r *RemoteLogManager) CopyLogSegments(ctx context.Context, tp remote.TopicI
 	return n, nil
 }
 
-func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPartition, l *log.Log, c log.CopyableSegment) error {
+func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPartition, l *log.Log, c log.CopyableSegment, leading func() bool) error {
 	m := &remote.RemoteLogSegmentMetadata{
 		ID:          remote.RemoteLogSegmentId{TopicIdPartition: tp, ID: uuid.Random()},
 		StartOffset: c.BaseOffset, EndOffset: c.NextOffset - 1, BrokerID: r.brokerID,
@@ -143,6 +143,12 @@ func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPar
 	if err != nil {
 		r.abandonCopy(m)
 		return fmt.Errorf("copying segment %d of %s: %w", c.BaseOffset, tp, err)
+	}
+	if !leading() {
+		// Leadership or tiering went while the data was copied: the
+		// copy is not registered as finished but cleaned up.
+		r.abandonCopy(m)
+		return nil
 	}
 	if err := r.rlmm.UpdateRemoteLogSegmentMetadata(ctx, remote.RemoteLogSegmentMetadataUpdate{
 		ID: m.ID, EventTimestampMs: r.now().UnixMilli(), CustomMetadata: custom,

@@ -160,7 +160,7 @@ func (rl *remoteLog) forget(m *Manager) {
 // (Kafka's RLMCopyTask and RLMExpirationTask, one after the other).
 func (m *Manager) remoteLogTask(ctx context.Context, rl *remoteLog, p *Partition) error {
 	epoch := p.LeaderEpoch()
-	leading := func() bool { return p.IsLeader() && p.LeaderEpoch() == epoch && !m.closed.Load() }
+	leading := func() bool { return p.IsLeader() && p.LeaderEpoch() == epoch && p.Log.Tiered() && !m.closed.Load() }
 	tp, l, rlm := remoteTopicIdPartition(p), p.Log, rl.cfg.Manager
 	rl.mu.Lock()
 	synced, ok := rl.synced[p.TopicPartition]
@@ -301,8 +301,9 @@ func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.Timestamp
 	return to, true, nil
 }
 
-// deleteRemotePartition removes a deleted topic's partition led here from
-// remote storage, in the background (Kafka's leader does it when the
+// deleteRemotePartition removes a partition led here from remote storage,
+// in the background, when its topic is deleted or its tiering turned off
+// with remote.log.delete.on.disable (Kafka's leader does it when the
 // partition stops with deleteRemoteLog). A broker that stops first leaves
 // the segments in the store.
 func (m *Manager) deleteRemotePartition(p *Partition) {
