@@ -319,6 +319,18 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	if v := metrics[`kafka_server_brokertopicmetrics_remotecopybytes_total{topic="tiered"}`]; v < float64(n*tieredValueBytes)/2 {
 		t.Errorf("remote copy bytes %v of %d produced", v, n*tieredValueBytes)
 	}
+	// Kafka's gauges: RemoteLogSizeBytes is what the store holds,
+	// RemoteLogMetadataCount at least a segment each.
+	eventually(t, time.Minute, func() error {
+		stored, files := dirBytes(t, storeDir, ".log")
+		size, _ := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotelogsizebytes{topic="tiered"}`)
+		count, _ := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotelogmetadatacount{topic="tiered"}`)
+		lag, ok := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotecopylagsegments{topic="tiered"}`)
+		if int64(size) != stored || int(count) < files || !ok || lag > 1 {
+			return fmt.Errorf("remote log size %v bytes and %v metadata entries, %d bytes in %d segments stored; copy lag %v segments", size, count, stored, files, lag)
+		}
+		return nil
+	})
 	if _, err := os.Stat(filepath.Join(logDir, "__remote_log_metadata-0")); err != nil {
 		t.Fatalf("the metadata topic: %v", err)
 	}
@@ -456,6 +468,16 @@ func TestTieredStorageStoreUnavailable(t *testing.T) {
 	eventually(t, time.Minute, func() error {
 		if v, _ := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotecopyerrors_total{topic="tiered"}`); v < errorsBefore+2 {
 			return fmt.Errorf("%v failed copies with the store down", v-errorsBefore)
+		}
+		return nil
+	})
+	// RemoteCopyLagBytes and RemoteCopyLagSegments grow with what
+	// waits.
+	eventually(t, time.Minute, func() error {
+		bytes, _ := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotecopylagbytes{topic="tiered"}`)
+		segs, _ := scrapeValue(t, b, `kafka_server_brokertopicmetrics_remotecopylagsegments{topic="tiered"}`)
+		if want := (second - copied - 1) * tieredValueBytes; int64(bytes) < want-2*tieredSegmentBytes || segs < float64(want/tieredSegmentBytes-2) {
+			return fmt.Errorf("copy lag %v bytes in %v segments, %d bytes not copied", bytes, segs, want)
 		}
 		return nil
 	})

@@ -173,7 +173,10 @@
 // (DELETE_PARTITION_MARKED ... FINISHED). A copy whose leadership or
 // tiering went while its data was copied is cleaned up, not finished. The meters are
 // kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
-// and remotedelete{requests,errors}_total, per topic.
+// and remotedelete{requests,errors}_total, per topic; the gauges
+// kafka_server_brokertopicmetrics_remotecopylag{bytes,segments},
+// remotelogsizebytes and remotelogmetadatacount sum, per topic, the
+// partitions led here at the last task round.
 //
 // On several brokers: an event for a metadata partition led elsewhere is
 // produced to its leader (acks=all over the inter-broker listener, see

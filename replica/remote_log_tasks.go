@@ -56,6 +56,9 @@ type remoteLog struct {
 	// highest offset in remote storage was set from the remote
 	// metadata (SyncCopiedOffset); a new epoch syncs again. mu.
 	synced map[TopicPartition]int32
+	// gaugeTopics are the topics whose gauges the last round set; only
+	// the task goroutine touches it.
+	gaugeTopics map[string]bool
 }
 
 // StartRemoteLog runs tiered storage: every TaskInterval, each partition
@@ -76,7 +79,7 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 	if cfg.ListOffsetsTimeout <= 0 {
 		cfg.ListOffsetsTimeout = 30 * time.Second
 	}
-	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}}
+	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}, gaugeTopics: map[string]bool{}}
 	if metrics, err := newRemoteLogMetrics(m.cfg.Registerer); err != nil {
 		m.log.Warn("tiered storage runs without its metrics", "err", err)
 	} else {
@@ -125,13 +128,12 @@ func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
 		return true
 	})
 	rl.forget(m)
-	if len(parts) == 0 {
-		return
-	}
 	ctx, cancel := routine.Context(m.bg.Stopping())
 	defer cancel()
 	sem := make(chan struct{}, rl.cfg.TaskThreads)
 	var wg sync.WaitGroup
+	var statsMu sync.Mutex
+	stats := make(map[TopicPartition]remotePartitionStats, len(parts))
 	for _, p := range parts {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -140,9 +142,36 @@ func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
 			if err := m.remoteLogTask(ctx, rl, p); err != nil && ctx.Err() == nil {
 				m.log.Warn("remote log task failed; retried at the next interval", "partition", p.TopicPartition.String(), "err", err)
 			}
+			s := rl.partitionStats(p)
+			statsMu.Lock()
+			stats[p.TopicPartition] = s
+			statsMu.Unlock()
 		}()
 	}
 	wg.Wait()
+	rl.metrics.setGauges(stats, rl.gaugeTopics)
+	rl.gaugeTopics = map[string]bool{}
+	for tp := range stats {
+		rl.gaugeTopics[tp.Topic] = true
+	}
+}
+
+// partitionStats are p's figures for the gauges after its task: what is
+// left to copy, from the log, and what is in remote storage, from the
+// remote metadata (every entry counted, the finished copies sized).
+func (rl *remoteLog) partitionStats(p *Partition) remotePartitionStats {
+	var s remotePartitionStats
+	segs, bytes := p.Log.RemoteCopyLag()
+	s.copyLagSegments, s.copyLagBytes = int64(segs), bytes
+	if list, err := rl.cfg.Manager.rlmm.ListRemoteLogSegments(remoteTopicIdPartition(p)); err == nil {
+		s.metadataCount = int64(len(list))
+		for _, m := range list {
+			if m.State == remote.CopySegmentFinished {
+				s.logSizeBytes += int64(m.SegmentSizeInBytes)
+			}
+		}
+	}
+	return s
 }
 
 // forget drops the sync state of partitions no longer hosted.
