@@ -331,6 +331,27 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+	// `moldau topic describe` shows each partition's size on disk and in
+	// the store.
+	c := &cliCluster{brokers: b.Seed(), broker: b}
+	var desc []struct {
+		Partitions []struct {
+			LocalSizeBytes  int64  `json:"local_size_bytes"`
+			RemoteSizeBytes *int64 `json:"remote_size_bytes"`
+		} `json:"partitions"`
+	}
+	c.okJSON(t, &desc, nil, "topic", "describe", tieredTopic)
+	stored, _ := dirBytes(t, storeDir, ".log")
+	local, _ := dirBytes(t, filepath.Join(logDir, tieredTopic+"-0"), "")
+	if len(desc) != 1 || len(desc[0].Partitions) != 1 {
+		t.Fatalf("describe: %+v", desc)
+	}
+	if p := desc[0].Partitions[0]; p.RemoteSizeBytes == nil || *p.RemoteSizeBytes != stored || p.LocalSizeBytes <= 0 || p.LocalSizeBytes > local {
+		t.Fatalf("describe: local size %d (%d bytes of files), remote size %v (%d stored)", p.LocalSizeBytes, local, p.RemoteSizeBytes, stored)
+	}
+	if text := c.ok(t, nil, "topic", "describe", tieredTopic, "-p"); !strings.Contains(text, "LOCAL-SIZE") || !strings.Contains(text, fmt.Sprint(stored)) {
+		t.Fatalf("topic describe:\n%s", text)
+	}
 	if _, err := os.Stat(filepath.Join(logDir, "__remote_log_metadata-0")); err != nil {
 		t.Fatalf("the metadata topic: %v", err)
 	}
