@@ -122,13 +122,30 @@ func (b *Broker) newRemoteLog() error {
 	rlm := replica.NewRemoteLogManager(cfg.NodeID, rsm, rlmm, b.log, nil)
 	b.replicas.StartRemoteLog(replica.RemoteLogConfig{
 		Manager: rlm, Metadata: rlmm,
-		TaskInterval:       time.Duration(cfg.GetLong("remote.log.manager.task.interval.ms")) * time.Millisecond,
-		TaskThreads:        int(cfg.GetInt("remote.log.manager.thread.pool.size")),
-		ReaderThreads:      int(cfg.GetInt("remote.log.reader.threads")),
-		MaxPendingReads:    int(cfg.GetInt("remote.log.reader.max.pending.tasks")),
-		FetchMaxWait:       time.Duration(cfg.GetInt("remote.fetch.max.wait.ms")) * time.Millisecond,
-		ListOffsetsTimeout: time.Duration(cfg.GetLong("remote.list.offsets.request.timeout.ms")) * time.Millisecond,
+		TaskInterval:           time.Duration(cfg.GetLong("remote.log.manager.task.interval.ms")) * time.Millisecond,
+		TaskThreads:            int(cfg.GetInt("remote.log.manager.thread.pool.size")),
+		ReaderThreads:          int(cfg.GetInt("remote.log.reader.threads")),
+		MaxPendingReads:        int(cfg.GetInt("remote.log.reader.max.pending.tasks")),
+		FetchMaxWait:           time.Duration(cfg.GetInt("remote.fetch.max.wait.ms")) * time.Millisecond,
+		ListOffsetsTimeout:     time.Duration(cfg.GetLong("remote.list.offsets.request.timeout.ms")) * time.Millisecond,
+		CopyMaxBytesPerSecond:  cfg.GetLong("remote.log.manager.copy.max.bytes.per.second"),
+		FetchMaxBytesPerSecond: cfg.GetLong("remote.log.manager.fetch.max.bytes.per.second"),
+		CopyQuotaWindows:       int(cfg.GetInt("remote.log.manager.copy.quota.window.num")),
+		FetchQuotaWindows:      int(cfg.GetInt("remote.log.manager.fetch.quota.window.num")),
+		CopyQuotaWindowSize:    time.Duration(cfg.GetInt("remote.log.manager.copy.quota.window.size.seconds")) * time.Second,
+		FetchQuotaWindowSize:   time.Duration(cfg.GetInt("remote.log.manager.fetch.quota.window.size.seconds")) * time.Second,
 	})
+	// The quotas change at run time (Kafka's RLMQuotaManagers are
+	// dynamic broker configs' listeners).
+	quotas := []string{"remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second"}
+	b.unregister = append(b.unregister, cfg.AddReconfigurable(config.ReconfigurableFunc{
+		Keys: quotas,
+		Apply: func(_, new map[string]any) {
+			c, _ := new[quotas[0]].(int64)
+			f, _ := new[quotas[1]].(int64)
+			b.replicas.SetRemoteLogQuotas(c, f)
+		},
+	}))
 	b.log.Info("tiered storage enabled", "remote.log.storage.manager.class.name", cfg.GetString("remote.log.storage.manager.class.name"),
 		"metadata_partitions", partitions)
 	return nil

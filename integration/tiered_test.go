@@ -866,3 +866,77 @@ func TestTieredStorageDisable(t *testing.T) {
 	produceTiered(t, cl, n, n+100)
 	consumeTieredFrom(t, b.Seed(), int(earliest), n+100)
 }
+
+// The copy and fetch quotas (Kafka's RLMQuotaManager):
+// remote.log.manager.copy.max.bytes.per.second makes copies wait, and a
+// new value applies at once (a dynamic cluster-wide config);
+// remote.log.manager.fetch.max.bytes.per.second slows a consumer reading
+// from the store, which still reads every record.
+func TestTieredStorageQuotas(t *testing.T) {
+	storeDir, logDir := t.TempDir(), t.TempDir()
+	const copyRate, fetchRate = 1 << 20, 2 << 20
+	b := startBroker(t, logDir, append(tieredBrokerProps(storeDir),
+		fmt.Sprintf("remote.log.manager.copy.max.bytes.per.second=%d", copyRate),
+		"remote.log.manager.copy.quota.window.num=2",
+		fmt.Sprintf("remote.log.manager.fetch.max.bytes.per.second=%d", fetchRate),
+		"remote.log.manager.fetch.quota.window.num=2")...)
+	adm := newAdmin(t, b.Seed())
+	createTieredTopic(t, adm)
+	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const n = 1000 // 10 MiB: 9 closed segments
+	produceTiered(t, cl, 0, n)
+	// Copies go at about a segment a second: the store never holds
+	// more than the seconds since the first copy, plus the windows'
+	// burst.
+	var first time.Time
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, files := dirBytes(t, storeDir, ".log")
+		if files > 0 && first.IsZero() {
+			first = time.Now()
+		}
+		if !first.IsZero() {
+			elapsed := time.Since(first)
+			if limit := int(elapsed.Seconds()) + 3; files > limit {
+				t.Fatalf("%d segments copied %v after the first, over remote.log.manager.copy.max.bytes.per.second", files, elapsed)
+			}
+			if elapsed > 3*time.Second {
+				t.Logf("%d segments copied in the %v after the first", files, elapsed.Round(time.Millisecond))
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no segment copied")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Lifted at run time, the copies catch up.
+	resp, err := adm.AlterBrokerConfigs(ctxTimeout(t, 30*time.Second), []kadm.AlterConfig{
+		{Name: "remote.log.manager.copy.max.bytes.per.second", Value: kadm.StringPtr("9223372036854775807")}})
+	if err == nil {
+		for _, r := range resp {
+			err = firstErr(err, r.Err)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTiered(t, cl, logDir, storeDir, n*tieredValueBytes)
+	// The remote part, about 6 MiB, read at most about 2 MiB/s (and
+	// a window's burst).
+	localStart, _ := listOffset(t, cl, -4)
+	start := time.Now()
+	consumeTiered(t, b.Seed(), n)
+	elapsed := time.Since(start)
+	remoteBytes := localStart * tieredValueBytes
+	t.Logf("consumed %d MiB, %d MiB of them from the store, in %v", n*tieredValueBytes>>20, remoteBytes>>20, elapsed.Round(time.Millisecond))
+	if min := time.Duration(float64(remoteBytes-2*fetchRate) / (3 * fetchRate) * float64(time.Second)); elapsed < min {
+		t.Fatalf("read %d bytes from the store in %v, faster than remote.log.manager.fetch.max.bytes.per.second allows (%v)", remoteBytes, elapsed, min)
+	}
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -161,7 +161,10 @@
 // remote.log.reader.max.pending.tasks waiting; over that the partition
 // answers empty), one remote partition per fetch as Kafka's
 // DelayedRemoteFetch, the others empty; a read that outlasts
-// remote.fetch.max.wait.ms is given up and answers empty. Remote reads
+// remote.fetch.max.wait.ms is given up and answers empty. The quotas
+// (Kafka's RLMQuotaManager): over remote.log.manager.copy.max.bytes.per.second
+// the next copy waits, over remote.log.manager.fetch.max.bytes.per.second
+// a consumer fetch gets nothing from the store until the rate is under it. Remote reads
 // keep the segments' offset and time indexes in an in-memory cache
 // (remote_index_cache.go, 64 MiB). ListOffsets -2 answers the log start
 // below the local one, -4 the local start, -5 the highest offset copied,

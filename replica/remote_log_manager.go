@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/moldau/moldau/broker/uuid"
@@ -52,6 +53,11 @@ type RemoteLogManager struct {
 	indexes  *remoteIndexCache
 	// metrics, once the ReplicaManager runs it (nil: none).
 	metrics *remoteLogMetrics
+	// copyQuota is remote.log.manager.copy.max.bytes.per.second (Kafka's
+	// RLMCopyQuotaManager); copyMu makes its check and record one step
+	// across the partitions' tasks.
+	copyQuota *ReplicationQuota
+	copyMu    sync.Mutex
 }
 
 // NewRemoteLogManager returns a RemoteLogManager on a store and a metadata
@@ -61,7 +67,31 @@ func NewRemoteLogManager(brokerID int32, rsm remote.RemoteStorageManager, rlmm R
 		now = time.Now
 	}
 	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now,
-		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes)}
+		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes), copyQuota: NewReplicationQuota(11, time.Second, nil)}
+}
+
+// waitCopyQuota waits until the copy quota allows another segment, then
+// counts its bytes, as Kafka's RLMCopyTask does before each copy: a
+// segment is copied whole, and the next waits until the rate, measured
+// over remote.log.manager.copy.quota.window.num windows, is under the
+// bound again. False if ctx ends or leading() turns false first.
+func (r *RemoteLogManager) waitCopyQuota(ctx context.Context, size int64, leading func() bool) bool {
+	r.copyMu.Lock()
+	defer r.copyMu.Unlock()
+	for r.copyQuota.Exceeded() {
+		t := time.NewTimer(r.copyQuota.window)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if !leading() {
+			return false
+		}
+	}
+	r.copyQuota.Record(size)
+	return true
 }
 
 // SyncCopiedOffset sets the log's highest offset in remote storage from
@@ -114,6 +144,9 @@ func (r *RemoteLogManager) CopyLogSegments(ctx context.Context, tp remote.TopicI
 	n := 0
 	for _, c := range l.CopyableSegments() {
 		if !leading() || ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		if !r.waitCopyQuota(ctx, c.Size, leading) {
 			return n, ctx.Err()
 		}
 		if err := r.copySegment(ctx, tp, l, c, leading); err != nil {

@@ -42,6 +42,17 @@ type RemoteLogConfig struct {
 	// 30 s).
 	FetchMaxWait       time.Duration
 	ListOffsetsTimeout time.Duration
+	// CopyMaxBytesPerSecond is remote.log.manager.copy.max.bytes.per.second
+	// and FetchMaxBytesPerSecond remote.log.manager.fetch.max.bytes.per.second
+	// (Kafka's RLMQuotaManager; <= 0 or MaxInt64: none), measured over
+	// the .quota.window.num windows of .quota.window.size.seconds; both
+	// change at run time with SetRemoteLogQuotas. Over the copy quota the
+	// next segment's copy waits; over the fetch quota a consumer fetch
+	// gets nothing from remote storage (the local partitions are served
+	// as usual) until the rate is under it again.
+	CopyMaxBytesPerSecond, FetchMaxBytesPerSecond int64
+	CopyQuotaWindows, FetchQuotaWindows           int
+	CopyQuotaWindowSize, FetchQuotaWindowSize     time.Duration
 }
 
 // remoteLog is the Manager's tiered-storage state.
@@ -50,6 +61,8 @@ type remoteLog struct {
 	metrics *remoteLogMetrics
 	readers chan struct{} // a token per running remote read
 	pending atomic.Int64  // remote reads waiting or running
+	// fetchQuota is remote.log.manager.fetch.max.bytes.per.second.
+	fetchQuota *ReplicationQuota
 
 	mu sync.Mutex
 	// synced maps a partition led here to the leader epoch at which its
@@ -79,7 +92,11 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 	if cfg.ListOffsetsTimeout <= 0 {
 		cfg.ListOffsetsTimeout = 30 * time.Second
 	}
-	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}, gaugeTopics: map[string]bool{}}
+	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}, gaugeTopics: map[string]bool{},
+		fetchQuota: NewReplicationQuota(cfg.FetchQuotaWindows, cfg.FetchQuotaWindowSize, nil)}
+	cfg.Manager.copyQuota = NewReplicationQuota(cfg.CopyQuotaWindows, cfg.CopyQuotaWindowSize, nil)
+	cfg.Manager.copyQuota.SetBound(cfg.CopyMaxBytesPerSecond)
+	rl.fetchQuota.SetBound(cfg.FetchMaxBytesPerSecond)
 	if metrics, err := newRemoteLogMetrics(m.cfg.Registerer); err != nil {
 		m.log.Warn("tiered storage runs without its metrics", "err", err)
 	} else {
@@ -87,6 +104,24 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 	}
 	m.remote.Store(rl)
 	m.bg.Every(cfg.TaskInterval, func() { m.runRemoteLogTasks(rl) })
+}
+
+// SetRemoteLogQuotas sets remote.log.manager.copy.max.bytes.per.second
+// and remote.log.manager.fetch.max.bytes.per.second (bytes/s; <= 0 or
+// MaxInt64: none); nothing when tiered storage does not run here.
+func (m *Manager) SetRemoteLogQuotas(copyBytesPerSec, fetchBytesPerSec int64) {
+	if rl := m.remote.Load(); rl != nil {
+		rl.cfg.Manager.copyQuota.SetBound(copyBytesPerSec)
+		rl.fetchQuota.SetBound(fetchBytesPerSec)
+	}
+}
+
+// remoteFetchQuotaExceeded reports whether consumer reads from remote
+// storage are over remote.log.manager.fetch.max.bytes.per.second (Kafka's
+// isRemoteLogFetchQuotaExceeded).
+func (m *Manager) remoteFetchQuotaExceeded() bool {
+	rl := m.remote.Load()
+	return rl != nil && rl.fetchQuota.Exceeded()
 }
 
 // remoteLogManager returns the RemoteLogManager, nil when tiered storage
@@ -301,6 +336,7 @@ func (m *Manager) serveRemoteRead(ctx context.Context, rl *remoteLog, params Fet
 		r.Err = err
 	default:
 		r.Records, r.AbortedTransactions = data.Records, data.AbortedTransactions
+		rl.fetchQuota.Record(data.Records.Size)
 		if p := m.Partition(r.TopicPartition); p != nil && data.Records.Size > 0 {
 			p.stats.bytesOut.Add(float64(data.Records.Size))
 		}
