@@ -940,3 +940,54 @@ func firstErr(a, b error) error {
 	}
 	return b
 }
+
+// A topic deleted while the store is down keeps its segments in the
+// store; a broker killed then and started again (the store back) deletes
+// them: the leader of their __remote_log_metadata partition sweeps the
+// partitions of topics no longer there.
+func TestTieredStorageDeletedTopicCleanedAfterRestart(t *testing.T) {
+	const access, secret, bucket = "moldau-test", "moldau-test-secret", "tiered"
+	root := t.TempDir()
+	gw := runVersitygw(t, root, access, secret)
+	createBucket(t, gw.endpoint, bucket, access, secret)
+	storeDir, logDir := filepath.Join(root, bucket), t.TempDir()
+	port := freePort(t)
+	props := s3TieredBrokerProps(gw.endpoint, bucket, access, secret)
+	p := startProcess(t, logDir, port, props...)
+	adm := newAdmin(t, p.Addr)
+	createTieredTopic(t, adm)
+	cl := newClient(t, p.Addr, kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const n = 800
+	produceTiered(t, cl, 0, n)
+	waitTiered(t, cl, logDir, storeDir, n*tieredValueBytes)
+	cl.Close()
+
+	gw.stop()
+	if _, err := adm.DeleteTopics(ctxTimeout(t, 30*time.Second), tieredTopic); err != nil {
+		t.Fatal(err)
+	}
+	// The deletion is tried and fails: it is under way when the broker
+	// is killed.
+	eventually(t, time.Minute, func() error {
+		if !strings.Contains(p.Out.String(), "deleting a deleted partition from remote storage failed") {
+			return fmt.Errorf("no failed remote deletion yet")
+		}
+		return nil
+	})
+	p.kill(t)
+	if _, files := dirBytes(t, storeDir, ".log"); files == 0 {
+		t.Fatal("the store is empty with the store down")
+	}
+
+	gw.start(t)
+	p = startProcess(t, logDir, port, props...)
+	eventually(t, time.Minute, func() error {
+		if stored, files := dirBytes(t, storeDir, ""); files > 0 {
+			return fmt.Errorf("the store holds %d files (%d bytes) of the deleted topic", files, stored)
+		}
+		return nil
+	})
+	if !strings.Contains(p.Out.String(), "deleting the remote segments of a deleted topic's partition") {
+		t.Fatal("the store was emptied, but not by the sweep")
+	}
+}

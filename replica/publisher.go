@@ -288,6 +288,7 @@ func (m *Manager) DeleteStrayLogs() {
 	if im == nil {
 		return // nothing applied yet: nothing to decide from
 	}
+	m.caughtUp.Store(true)
 	for _, l := range m.cfg.Logs.Logs() {
 		tp := l.TopicPartition()
 		t, ok := im.Topic(tp.Topic)

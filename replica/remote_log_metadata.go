@@ -159,6 +159,35 @@ func (r *TopicBasedRemoteLogMetadataManager) ListRemoteLogSegments(tp remote.Top
 	return c.ListRemoteLogSegments(), nil
 }
 
+// PartitionsLedHere returns the user partitions with remote metadata
+// whose metadata partition is led here, from a store caught up with them.
+func (r *TopicBasedRemoteLogMetadataManager) PartitionsLedHere() []remote.TopicIdPartition {
+	t, ok := r.topic()
+	if !ok {
+		return nil
+	}
+	led := map[int32]bool{}
+	for i := range t.Partitions {
+		mp := int32(i)
+		if p := r.cfg.Replicas.Partition(TopicPartition{Topic: RemoteLogMetadataTopic, Partition: mp}); p != nil && p.IsLeader() && r.catchUp(t, mp) == nil {
+			led[mp] = true
+		}
+	}
+	if len(led) == 0 {
+		return nil
+	}
+	r.applyMu.Lock()
+	store := r.store
+	r.applyMu.Unlock()
+	var out []remote.TopicIdPartition
+	for _, tp := range store.Partitions() {
+		if led[remote.MetadataPartition(tp, len(t.Partitions))] {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
+
 // write appends one event to tp's metadata partition and returns once it
 // is committed and applied here.
 func (r *TopicBasedRemoteLogMetadataManager) write(ctx context.Context, tp remote.TopicIdPartition, event any) error {

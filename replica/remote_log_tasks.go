@@ -69,9 +69,14 @@ type remoteLog struct {
 	// highest offset in remote storage was set from the remote
 	// metadata (SyncCopiedOffset); a new epoch syncs again. mu.
 	synced map[TopicPartition]int32
-	// gaugeTopics are the topics whose gauges the last round set; only
-	// the task goroutine touches it.
+	// gaugeTopics are the topics whose gauges the last round set, and
+	// orphanSince when each remote partition of a topic no longer there
+	// was first seen by the sweep; only the task goroutine touches them.
 	gaugeTopics map[string]bool
+	orphanSince map[remote.TopicIdPartition]time.Time
+	// deleting are the partitions being deleted from the store here.
+	// mu.
+	deleting map[remote.TopicIdPartition]bool
 }
 
 // StartRemoteLog runs tiered storage: every TaskInterval, each partition
@@ -93,6 +98,7 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 		cfg.ListOffsetsTimeout = 30 * time.Second
 	}
 	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}, gaugeTopics: map[string]bool{},
+		orphanSince: map[remote.TopicIdPartition]time.Time{}, deleting: map[remote.TopicIdPartition]bool{},
 		fetchQuota: NewReplicationQuota(cfg.FetchQuotaWindows, cfg.FetchQuotaWindowSize, nil)}
 	cfg.Manager.copyQuota = NewReplicationQuota(cfg.CopyQuotaWindows, cfg.CopyQuotaWindowSize, nil)
 	cfg.Manager.copyQuota.SetBound(cfg.CopyMaxBytesPerSecond)
@@ -145,6 +151,9 @@ func remoteTopicIdPartition(p *Partition) remote.TopicIdPartition {
 func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
 	if rl.cfg.Metadata != nil {
 		rl.cfg.Metadata.CatchUpAll()
+		if m.caughtUp.Load() {
+			m.sweepRemoteOrphans(rl)
+		}
 	}
 	var parts []*Partition
 	m.partitions.Range(func(_, v any) bool {
@@ -366,18 +375,72 @@ func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.Timestamp
 	return to, true, nil
 }
 
+// sweepRemoteOrphans deletes from the store the partitions of topics no
+// longer in the metadata whose remote metadata partition is led here:
+// those whose deletion a broker stopped before finishing (the leader
+// deletes a deleted topic's partitions at once, deleteRemotePartition,
+// but a broker stopped or killed meanwhile leaves them). A partition is
+// taken for an orphan only after ten task intervals (at least 2 s) of
+// being one, so that the leader's own deletion goes first.
+func (m *Manager) sweepRemoteOrphans(rl *remoteLog) {
+	m.stateMu.Lock()
+	im := m.applied
+	m.stateMu.Unlock()
+	if im == nil {
+		return
+	}
+	now, grace := time.Now(), max(10*rl.cfg.TaskInterval, 2*time.Second)
+	seen := map[remote.TopicIdPartition]bool{}
+	for _, tp := range rl.cfg.Metadata.PartitionsLedHere() {
+		if t, ok := im.Topic(tp.Topic); ok && t.ID == tp.TopicID {
+			continue
+		}
+		seen[tp] = true
+		since, ok := rl.orphanSince[tp]
+		if !ok {
+			rl.orphanSince[tp] = now
+			continue
+		}
+		if now.Sub(since) >= grace {
+			m.log.Info("deleting the remote segments of a deleted topic's partition", "partition", tp.String())
+			m.deleteRemoteTopicIdPartition(rl, tp)
+		}
+	}
+	for tp := range rl.orphanSince {
+		if !seen[tp] {
+			delete(rl.orphanSince, tp)
+		}
+	}
+}
+
 // deleteRemotePartition removes a partition led here from remote storage,
 // in the background, when its topic is deleted or its tiering turned off
 // with remote.log.delete.on.disable (Kafka's leader does it when the
 // partition stops with deleteRemoteLog). A broker that stops first leaves
-// the segments in the store.
+// the segments in the store, for the orphan sweep of the leader of their
+// metadata partition (sweepRemoteOrphans).
 func (m *Manager) deleteRemotePartition(p *Partition) {
-	rl := m.remote.Load()
-	if rl == nil {
+	if rl := m.remote.Load(); rl != nil {
+		m.deleteRemoteTopicIdPartition(rl, remoteTopicIdPartition(p))
+	}
+}
+
+// deleteRemoteTopicIdPartition deletes tp from the store in the
+// background, retrying every task interval; once at a time.
+func (m *Manager) deleteRemoteTopicIdPartition(rl *remoteLog, tp remote.TopicIdPartition) {
+	rl.mu.Lock()
+	if rl.deleting[tp] {
+		rl.mu.Unlock()
 		return
 	}
-	tp := remoteTopicIdPartition(p)
-	m.bg.Go(func(done <-chan struct{}) {
+	rl.deleting[tp] = true
+	rl.mu.Unlock()
+	started := m.bg.Go(func(done <-chan struct{}) {
+		defer func() {
+			rl.mu.Lock()
+			delete(rl.deleting, tp)
+			rl.mu.Unlock()
+		}()
 		ctx, cancel := routine.Context(done)
 		defer cancel()
 		for {
@@ -393,4 +456,9 @@ func (m *Manager) deleteRemotePartition(p *Partition) {
 			}
 		}
 	})
+	if !started {
+		rl.mu.Lock()
+		delete(rl.deleting, tp)
+		rl.mu.Unlock()
+	}
 }
