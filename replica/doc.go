@@ -176,8 +176,9 @@
 // (DELETE_PARTITION_MARKED ... FINISHED); what a broker stopped before
 // it finished is swept, every task round, by the leader of the metadata
 // partition, once the topic has been gone ten intervals (at least 2 s),
-// and only after the broker caught up with the metadata log. A copy whose leadership or
-// tiering went while its data was copied is cleaned up, not finished. The meters are
+// and only after the broker caught up with the metadata log. A copy
+// whose leadership or tiering went while its data was copied is cleaned
+// up, not finished. The meters are
 // kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
 // and remotedelete{requests,errors}_total, per topic; the gauges
 // kafka_server_brokertopicmetrics_remotecopylag{bytes,segments},
