@@ -282,12 +282,22 @@ func TestTieredRefusedWithoutSystem(t *testing.T) {
 	}
 }
 
+// The size produced is $MOLDAU_TIERED_E2E_BYTES (a size such as 1GiB or
+// a number of bytes; 64 MiB by default, which CI runs): the 1 GiB
+// is run by hand (see the README's tiered-storage section).
 func TestTieredStorageEndToEnd(t *testing.T) {
+	total := int64(64 << 20)
+	if v := os.Getenv("MOLDAU_TIERED_E2E_BYTES"); v != "" {
+		var err error
+		if total, err = parseSize(v); err != nil || total < 16<<20 {
+			t.Fatalf("MOLDAU_TIERED_E2E_BYTES=%q: at least 16MiB, as 1GiB, 512MiB or a number of bytes (%v)", v, err)
+		}
+	}
 	storeDir, logDir := t.TempDir(), t.TempDir()
 	b := startBroker(t, logDir, tieredBrokerProps(storeDir)...)
 	adm := newAdmin(t, b.Seed())
 	createTieredTopic(t, adm)
-	const n = 6400 // 64 MiB of values
+	n := int(total / tieredValueBytes)
 	cl := newClient(t, b.Seed(), kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
 	start := time.Now()
 	produceTiered(t, cl, 0, n)
@@ -295,18 +305,22 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	start = time.Now()
 	waitTiered(t, cl, logDir, storeDir, int64(n*tieredValueBytes))
 	t.Logf("tiered in %v more", time.Since(start).Round(time.Millisecond))
+	localBytes, _ := dirBytes(t, filepath.Join(logDir, tieredTopic+"-0"), ".log")
+	storedBytes, storedFiles := dirBytes(t, storeDir, ".log")
+	t.Logf("on disk %d MiB of segments (local.retention.bytes %d MiB), in the store %d MiB in %d segments",
+		localBytes>>20, tieredLocalBytes>>20, storedBytes>>20, storedFiles)
 	start = time.Now()
 	consumeTiered(t, b.Seed(), n)
 	t.Logf("consumed %d MiB from the beginning in %v", n*tieredValueBytes>>20, time.Since(start).Round(time.Millisecond))
 	// ListOffsets by timestamp finds records in the store and on disk.
 	localStart, _ := listOffset(t, cl, -4)
-	for _, want := range []int64{0, 1234, localStart - 1, localStart, n - 1} {
+	for _, want := range []int64{0, 1234, localStart - 1, localStart, int64(n) - 1} {
 		got, err := listOffset(t, cl, tieredBase+want)
 		if err != nil || got != want {
 			t.Fatalf("offset for the timestamp of record %d: %d, %v", want, got, err)
 		}
 	}
-	if got, err := listOffset(t, cl, tieredBase+n); err != nil || got != -1 {
+	if got, err := listOffset(t, cl, tieredBase+int64(n)); err != nil || got != -1 {
 		t.Fatalf("offset for a timestamp past the last record: %d, %v", got, err)
 	}
 	// Kafka's tiered-storage meters, per topic.
@@ -990,4 +1004,23 @@ func TestTieredStorageDeletedTopicCleanedAfterRestart(t *testing.T) {
 	if !strings.Contains(p.Out.String(), "deleting the remote segments of a deleted topic's partition") {
 		t.Fatal("the store was emptied, but not by the sweep")
 	}
+}
+
+// parseSize parses 1GiB, 512MiB, 64KiB or a number of bytes.
+func parseSize(v string) (int64, error) {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if strings.HasSuffix(v, u.suffix) {
+			v, mult = strings.TrimSuffix(v, u.suffix), u.mult
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil {
+		return 0, err
+	}
+	return n * mult, nil
 }
