@@ -1024,3 +1024,74 @@ func parseSize(v string) (int64, error) {
 	}
 	return n * mult, nil
 }
+
+// Four brokers, one more than the replication factor of
+// __remote_log_metadata: the broker with no replica of its partition
+// reads the events from the partition's leader (a consumer's Fetch), so
+// it copies the partitions it leads, its followers' local retention
+// deletes what was copied, and every partition reads back whole.
+func TestTieredStorageFourBrokers(t *testing.T) {
+	storeDir := t.TempDir()
+	nodes := newClusterNodes(t, 4)
+	bs := make([]*broker.Broker, 4)
+	props := append(tieredBrokerProps(storeDir), "rlmm.config.remote.log.metadata.topic.num.partitions=1")
+	for i, n := range nodes {
+		bs[i] = startInProcessNode(t, n, nodes, props...)
+	}
+	t.Cleanup(func() {
+		for _, b := range bs {
+			b.Close()
+		}
+	})
+	waitReady(t, bs...)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.seed())
+	}
+	seed := strings.Join(seeds, ",")
+	adm := newAdmin(t, seed)
+	resp, err := adm.CreateTopic(ctxTimeout(t, 30*time.Second), 4, 2, map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"segment.bytes":         kadm.StringPtr(fmt.Sprint(tieredSegmentBytes)),
+		"local.retention.bytes": kadm.StringPtr(fmt.Sprint(tieredLocalBytes)),
+	}, tieredTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	cl := newClient(t, seed, kgo.ProducerBatchMaxBytes(1<<20), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	leaders := map[int32]bool{}
+	for p := range int32(4) {
+		produceTieredTo(t, cl, p, 0, n)
+		l, _ := partitionStateRetry(t, adm, tieredTopic, p)
+		leaders[l] = true
+	}
+	if len(leaders) < 4 {
+		t.Fatalf("the partitions have %d leaders; the test needs every broker to lead one", len(leaders))
+	}
+	eventually(t, 2*time.Minute, func() error {
+		for _, node := range nodes {
+			for p := range 4 {
+				if local, _ := dirBytes(t, filepath.Join(node.dir, fmt.Sprintf("%s-%d", tieredTopic, p)), ".log"); local > tieredLocalBytes+2*tieredSegmentBytes {
+					return fmt.Errorf("node %d holds %d bytes of partition %d", node.id, local, p)
+				}
+			}
+		}
+		return nil
+	})
+	hosts := 0
+	for _, node := range nodes {
+		if _, err := os.Stat(filepath.Join(node.dir, "__remote_log_metadata-0")); err == nil {
+			hosts++
+		}
+	}
+	if hosts != 3 {
+		t.Fatalf("%d brokers host the metadata partition, want 3 of the 4", hosts)
+	}
+	for p := range int32(4) {
+		consumeTieredPart(t, seed, p, 0, n)
+	}
+}

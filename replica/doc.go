@@ -192,10 +192,10 @@
 // copied from the metadata, so their local retention deletes it too; a
 // follower whose log ends before the leader's local log start gets
 // OFFSET_MOVED_TO_TIERED_STORAGE and starts over at that local start
-// (fetcher.go). A broker must host a replica of the metadata partitions
-// its partitions' events go to: the metadata topic's replication factor
-// (3, capped to the brokers registered) must cover every broker, so
-// clusters of up to three brokers by default.
+// (fetcher.go). A broker that hosts no replica of a metadata partition
+// (more brokers than the topic's replication factor, 3) reads it from
+// its leader with a consumer's Fetch (the broker's wiring) whenever it
+// needs it caught up.
 //
 // Not yet: a consumer of __remote_log_metadata for brokers that host no
 // replica of a metadata partition; rebuilding a follower's leader epochs
