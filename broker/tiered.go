@@ -118,17 +118,35 @@ func (b *Broker) newRemoteLog() error {
 			return b.createRemoteLogMetadataTopic(ctx, int32(partitions), rf, retentionMs)
 		},
 		Produce: b.produceRemoteLogMetadata,
+		Fetch:   b.fetchRemoteLogMetadata,
 	})
 	rlm := replica.NewRemoteLogManager(cfg.NodeID, rsm, rlmm, b.log, nil)
 	b.replicas.StartRemoteLog(replica.RemoteLogConfig{
 		Manager: rlm, Metadata: rlmm,
-		TaskInterval:       time.Duration(cfg.GetLong("remote.log.manager.task.interval.ms")) * time.Millisecond,
-		TaskThreads:        int(cfg.GetInt("remote.log.manager.thread.pool.size")),
-		ReaderThreads:      int(cfg.GetInt("remote.log.reader.threads")),
-		MaxPendingReads:    int(cfg.GetInt("remote.log.reader.max.pending.tasks")),
-		FetchMaxWait:       time.Duration(cfg.GetInt("remote.fetch.max.wait.ms")) * time.Millisecond,
-		ListOffsetsTimeout: time.Duration(cfg.GetLong("remote.list.offsets.request.timeout.ms")) * time.Millisecond,
+		TaskInterval:           time.Duration(cfg.GetLong("remote.log.manager.task.interval.ms")) * time.Millisecond,
+		TaskThreads:            int(cfg.GetInt("remote.log.manager.thread.pool.size")),
+		ReaderThreads:          int(cfg.GetInt("remote.log.reader.threads")),
+		MaxPendingReads:        int(cfg.GetInt("remote.log.reader.max.pending.tasks")),
+		FetchMaxWait:           time.Duration(cfg.GetInt("remote.fetch.max.wait.ms")) * time.Millisecond,
+		ListOffsetsTimeout:     time.Duration(cfg.GetLong("remote.list.offsets.request.timeout.ms")) * time.Millisecond,
+		CopyMaxBytesPerSecond:  cfg.GetLong("remote.log.manager.copy.max.bytes.per.second"),
+		FetchMaxBytesPerSecond: cfg.GetLong("remote.log.manager.fetch.max.bytes.per.second"),
+		CopyQuotaWindows:       int(cfg.GetInt("remote.log.manager.copy.quota.window.num")),
+		FetchQuotaWindows:      int(cfg.GetInt("remote.log.manager.fetch.quota.window.num")),
+		CopyQuotaWindowSize:    time.Duration(cfg.GetInt("remote.log.manager.copy.quota.window.size.seconds")) * time.Second,
+		FetchQuotaWindowSize:   time.Duration(cfg.GetInt("remote.log.manager.fetch.quota.window.size.seconds")) * time.Second,
 	})
+	// The quotas change at run time (Kafka's RLMQuotaManagers are
+	// dynamic broker configs' listeners).
+	quotas := []string{"remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second"}
+	b.unregister = append(b.unregister, cfg.AddReconfigurable(config.ReconfigurableFunc{
+		Keys: quotas,
+		Apply: func(_, new map[string]any) {
+			c, _ := new[quotas[0]].(int64)
+			f, _ := new[quotas[1]].(int64)
+			b.replicas.SetRemoteLogQuotas(c, f)
+		},
+	}))
 	b.log.Info("tiered storage enabled", "remote.log.storage.manager.class.name", cfg.GetString("remote.log.storage.manager.class.name"),
 		"metadata_partitions", partitions)
 	return nil
@@ -201,4 +219,38 @@ func (b *Broker) produceRemoteLogMetadata(ctx context.Context, leader int32, tp 
 		return -1, err
 	}
 	return p.BaseOffset, nil
+}
+
+// fetchRemoteLogMetadata reads a partition of __remote_log_metadata this
+// broker hosts no replica of from its leader: a consumer's Fetch
+// (read_uncommitted, so up to the high watermark) over the inter-broker
+// listener, as Kafka's topic-based manager consumes with its own client.
+func (b *Broker) fetchRemoteLogMetadata(ctx context.Context, leader int32, tp log.TopicPartition, offset int64) ([]byte, int64, int64, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 0
+	req.MinBytes = 0
+	req.MaxBytes = 8 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = tp.Topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, offset, 4<<20
+	rp.CurrentLeaderEpoch, rp.LogStartOffset = -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	r, err := b.remoteLogChannel.Send(ctx, leader, req)
+	if err != nil {
+		return nil, -1, -1, err
+	}
+	resp := r.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, -1, -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, -1, -1, fmt.Errorf("%w: the leader answered a fetch of one partition with %d topics", kerr.UnknownServerError, len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.RecordBatches, p.LogStartOffset, p.HighWatermark, kerr.ErrorForCode(p.ErrorCode)
 }

@@ -156,6 +156,14 @@ func (l *Log) SetConfig(cfg Config) {
 		}
 		l.segMu.Unlock()
 	}
+	if wasTiered && !l.cfg.RemoteStorageEnable {
+		// Tiering turned off (remote.log.delete.on.disable): the remote
+		// data goes, and the log starts at its local start.
+		l.segMu.Lock()
+		l.remoteStart = -1
+		l.highestRemote.Store(-1)
+		l.segMu.Unlock()
+	}
 	l.mu.Unlock()
 }
 

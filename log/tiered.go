@@ -263,3 +263,23 @@ func (l *Log) EpochForOffset(offset int64) int32 {
 	defer l.mu.Unlock()
 	return l.epochs.epochForOffset(offset)
 }
+
+// RemoteCopyLag is what a tiered log has yet to copy: its closed local
+// segments not wholly in remote storage, and their bytes (Kafka's
+// RemoteCopyLagSegments and RemoteCopyLagBytes, the local-only segments
+// but the active one). Zero for a log that is not tiered.
+func (l *Log) RemoteCopyLag() (segments int, bytes int64) {
+	if !l.tiered.Load() {
+		return 0, 0
+	}
+	copied := l.highestRemote.Load()
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	for i := 0; i+1 < len(l.segs); i++ {
+		if l.segs[i+1].baseOffset-1 > copied {
+			segments++
+			bytes += l.segs[i].size
+		}
+	}
+	return segments, bytes
+}

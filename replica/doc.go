@@ -161,16 +161,29 @@
 // remote.log.reader.max.pending.tasks waiting; over that the partition
 // answers empty), one remote partition per fetch as Kafka's
 // DelayedRemoteFetch, the others empty; a read that outlasts
-// remote.fetch.max.wait.ms is given up and answers empty. Remote reads
+// remote.fetch.max.wait.ms is given up and answers empty. The quotas
+// (Kafka's RLMQuotaManager): over remote.log.manager.copy.max.bytes.per.second
+// the next copy waits, over remote.log.manager.fetch.max.bytes.per.second
+// a consumer fetch gets nothing from the store until the rate is under it. Remote reads
 // keep the segments' offset and time indexes in an in-memory cache
 // (remote_index_cache.go, 64 MiB). ListOffsets -2 answers the log start
 // below the local one, -4 the local start, -5 the highest offset copied,
 // and a timestamp is searched in the remote segments below the local
 // start first (their time and offset indexes, then the batches). A
-// deleted topic's partitions led here are deleted from the store in the
-// background (DELETE_PARTITION_MARKED ... FINISHED). The meters are
+// deleted topic's partitions led here, and those of a topic whose
+// remote.storage.enable was turned off (with remote.log.delete.on.disable,
+// KIP-950), are deleted from the store in the background
+// (DELETE_PARTITION_MARKED ... FINISHED); what a broker stopped before
+// it finished is swept, every task round, by the leader of the metadata
+// partition, once the topic has been gone ten intervals (at least 2 s),
+// and only after the broker caught up with the metadata log. A copy
+// whose leadership or tiering went while its data was copied is cleaned
+// up, not finished. The meters are
 // kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
-// and remotedelete{requests,errors}_total, per topic.
+// and remotedelete{requests,errors}_total, per topic; the gauges
+// kafka_server_brokertopicmetrics_remotecopylag{bytes,segments},
+// remotelogsizebytes and remotelogmetadatacount sum, per topic, the
+// partitions led here at the last task round.
 //
 // On several brokers: an event for a metadata partition led elsewhere is
 // produced to its leader (acks=all over the inter-broker listener, see
@@ -179,10 +192,10 @@
 // copied from the metadata, so their local retention deletes it too; a
 // follower whose log ends before the leader's local log start gets
 // OFFSET_MOVED_TO_TIERED_STORAGE and starts over at that local start
-// (fetcher.go). A broker must host a replica of the metadata partitions
-// its partitions' events go to: the metadata topic's replication factor
-// (3, capped to the brokers registered) must cover every broker, so
-// clusters of up to three brokers by default.
+// (fetcher.go). A broker that hosts no replica of a metadata partition
+// (more brokers than the topic's replication factor, 3) reads it from
+// its leader with a consumer's Fetch (the broker's wiring) whenever it
+// needs it caught up.
 //
 // Not yet: a consumer of __remote_log_metadata for brokers that host no
 // replica of a metadata partition; rebuilding a follower's leader epochs

@@ -196,6 +196,14 @@ func (m *Manager) readFromLocalLog(params FetchParams, parts []FetchPartition) (
 		default:
 			data, err = l.Read(fp.FetchOffset, int32(limit), hw, total == 0)
 		}
+		if m.movedToRemote(params, err) && m.remoteFetchQuotaExceeded() {
+			// Over remote.log.manager.fetch.max.bytes.per.second:
+			// nothing from remote storage this time, with no error,
+			// so the other partitions are served (and waited for)
+			// as usual (Kafka's empty FetchDataInfo).
+			r.Records = log.FileSlice{}
+			continue
+		}
 		if m.movedToRemote(params, err) {
 			// Served from remote storage once the local reads are
 			// done (readRemote).

@@ -128,6 +128,10 @@ type Manager struct {
 	// (stateMu): DeleteStrayLogs decides from it, never from an image
 	// read before the lock, which a newer update may have overtaken.
 	applied *metadata.Image
+	// caughtUp is set once DeleteStrayLogs ran: the broker has caught
+	// up with the metadata log, so a topic missing from applied is
+	// deleted, not unseen yet (the remote orphan sweep relies on it).
+	caughtUp atomic.Bool
 	// offline maps TopicPartition to *offlinePartition: partitions
 	// assigned here whose log could not be created (offline.go).
 	offline       sync.Map

@@ -265,7 +265,15 @@ func (m *Manager) applyConfigs(d *metadata.Delta, im *metadata.Image) {
 		}
 		cfg := m.cfg.ConfigFor(t)
 		for _, p := range m.partitionsOf(name) {
+			wasTiered := p.Log.Tiered()
 			p.Log.SetConfig(cfg)
+			if wasTiered && !p.Log.Tiered() && p.IsLeader() {
+				// remote.storage.enable turned off, which the
+				// controller allows only with
+				// remote.log.delete.on.disable (KIP-950): the
+				// leader deletes the remote data.
+				m.deleteRemotePartition(p)
+			}
 			m.applyThrottledReplicas(p, t.Configs)
 		}
 	}
@@ -284,6 +292,7 @@ func (m *Manager) DeleteStrayLogs() {
 	if im == nil {
 		return // nothing applied yet: nothing to decide from
 	}
+	m.caughtUp.Store(true)
 	for _, l := range m.cfg.Logs.Logs() {
 		tp := l.TopicPartition()
 		t, ok := im.Topic(tp.Topic)

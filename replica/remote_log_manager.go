@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/moldau/moldau/broker/uuid"
@@ -52,6 +53,11 @@ type RemoteLogManager struct {
 	indexes  *remoteIndexCache
 	// metrics, once the ReplicaManager runs it (nil: none).
 	metrics *remoteLogMetrics
+	// copyQuota is remote.log.manager.copy.max.bytes.per.second (Kafka's
+	// RLMCopyQuotaManager); copyMu makes its check and record one step
+	// across the partitions' tasks.
+	copyQuota *ReplicationQuota
+	copyMu    sync.Mutex
 }
 
 // NewRemoteLogManager returns a RemoteLogManager on a store and a metadata
@@ -61,7 +67,31 @@ func NewRemoteLogManager(brokerID int32, rsm remote.RemoteStorageManager, rlmm R
 		now = time.Now
 	}
 	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now,
-		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes)}
+		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes), copyQuota: NewReplicationQuota(11, time.Second, nil)}
+}
+
+// waitCopyQuota waits until the copy quota allows another segment, then
+// counts its bytes, as Kafka's RLMCopyTask does before each copy: a
+// segment is copied whole, and the next waits until the rate, measured
+// over remote.log.manager.copy.quota.window.num windows, is under the
+// bound again. False if ctx ends or leading() turns false first.
+func (r *RemoteLogManager) waitCopyQuota(ctx context.Context, size int64, leading func() bool) bool {
+	r.copyMu.Lock()
+	defer r.copyMu.Unlock()
+	for r.copyQuota.Exceeded() {
+		t := time.NewTimer(r.copyQuota.window)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if !leading() {
+			return false
+		}
+	}
+	r.copyQuota.Record(size)
+	return true
 }
 
 // SyncCopiedOffset sets the log's highest offset in remote storage from
@@ -116,7 +146,10 @@ func (r *RemoteLogManager) CopyLogSegments(ctx context.Context, tp remote.TopicI
 		if !leading() || ctx.Err() != nil {
 			return n, ctx.Err()
 		}
-		if err := r.copySegment(ctx, tp, l, c); err != nil {
+		if !r.waitCopyQuota(ctx, c.Size, leading) {
+			return n, ctx.Err()
+		}
+		if err := r.copySegment(ctx, tp, l, c, leading); err != nil {
 			return n, err
 		}
 		n++
@@ -124,7 +157,7 @@ func (r *RemoteLogManager) CopyLogSegments(ctx context.Context, tp remote.TopicI
 	return n, nil
 }
 
-func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPartition, l *log.Log, c log.CopyableSegment) error {
+func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPartition, l *log.Log, c log.CopyableSegment, leading func() bool) error {
 	m := &remote.RemoteLogSegmentMetadata{
 		ID:          remote.RemoteLogSegmentId{TopicIdPartition: tp, ID: uuid.Random()},
 		StartOffset: c.BaseOffset, EndOffset: c.NextOffset - 1, BrokerID: r.brokerID,
@@ -143,6 +176,12 @@ func (r *RemoteLogManager) copySegment(ctx context.Context, tp remote.TopicIdPar
 	if err != nil {
 		r.abandonCopy(m)
 		return fmt.Errorf("copying segment %d of %s: %w", c.BaseOffset, tp, err)
+	}
+	if !leading() {
+		// Leadership or tiering went while the data was copied: the
+		// copy is not registered as finished but cleaned up.
+		r.abandonCopy(m)
+		return nil
 	}
 	if err := r.rlmm.UpdateRemoteLogSegmentMetadata(ctx, remote.RemoteLogSegmentMetadataUpdate{
 		ID: m.ID, EventTimestampMs: r.now().UnixMilli(), CustomMetadata: custom,

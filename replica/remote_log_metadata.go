@@ -41,6 +41,12 @@ type TopicBasedRemoteLogMetadataManagerConfig struct {
 	// listener) and returns its base offset; nil: events go only to
 	// partitions led here.
 	Produce func(ctx context.Context, leader int32, tp TopicPartition, batch []byte) (int64, error)
+	// Fetch reads a metadata partition this broker hosts no replica of
+	// from its leader (a consumer's Fetch over the inter-broker
+	// listener, as Kafka's consumer reads it): record batches from
+	// offset on, and the partition's log start offset and high
+	// watermark. nil: such a partition cannot be read here.
+	Fetch func(ctx context.Context, leader int32, tp TopicPartition, offset int64) (records []byte, logStart, hw int64, err error)
 	// WriteTimeout bounds the wait for an event to be committed
 	// (acks=all) and applied here; 0: 30 s.
 	WriteTimeout time.Duration
@@ -65,10 +71,11 @@ type TopicBasedRemoteLogMetadataManagerConfig struct {
 // leader or follower, up to its high watermark: a broker that hosts a
 // replica sees every event once it is committed. A replica neither led
 // here nor fetched from its leader yet (at start-up) is not read: its
-// high watermark may be stale. A broker hosting user
-// partitions but no replica of their metadata partition cannot answer yet
-// (Kafka's consumer would fetch from the leader); ListRemoteLogSegments
-// then fails with REPLICA_NOT_AVAILABLE and the caller retries.
+// high watermark may be stale. A broker hosting user partitions but no
+// replica of their metadata partition fetches its events from the
+// partition's leader (Config.Fetch, as Kafka's consumer does), up to the
+// leader's high watermark; without Fetch, ListRemoteLogSegments fails
+// with REPLICA_NOT_AVAILABLE and the caller retries.
 //
 // Thread-safety: safe for concurrent use; applyMu serialises the
 // application of events (the store's single writer) and is never held
@@ -157,6 +164,35 @@ func (r *TopicBasedRemoteLogMetadataManager) ListRemoteLogSegments(tp remote.Top
 		return nil, nil
 	}
 	return c.ListRemoteLogSegments(), nil
+}
+
+// PartitionsLedHere returns the user partitions with remote metadata
+// whose metadata partition is led here, from a store caught up with them.
+func (r *TopicBasedRemoteLogMetadataManager) PartitionsLedHere() []remote.TopicIdPartition {
+	t, ok := r.topic()
+	if !ok {
+		return nil
+	}
+	led := map[int32]bool{}
+	for i := range t.Partitions {
+		mp := int32(i)
+		if p := r.cfg.Replicas.Partition(TopicPartition{Topic: RemoteLogMetadataTopic, Partition: mp}); p != nil && p.IsLeader() && r.catchUp(t, mp) == nil {
+			led[mp] = true
+		}
+	}
+	if len(led) == 0 {
+		return nil
+	}
+	r.applyMu.Lock()
+	store := r.store
+	r.applyMu.Unlock()
+	var out []remote.TopicIdPartition
+	for _, tp := range store.Partitions() {
+		if led[remote.MetadataPartition(tp, len(t.Partitions))] {
+			out = append(out, tp)
+		}
+	}
+	return out
 }
 
 // write appends one event to tp's metadata partition and returns once it
@@ -268,6 +304,9 @@ func (r *TopicBasedRemoteLogMetadataManager) catchUp(t *metadata.Topic, mp int32
 	}
 	mtp := TopicPartition{Topic: RemoteLogMetadataTopic, Partition: mp}
 	p := r.cfg.Replicas.Partition(mtp)
+	if p == nil && r.cfg.Fetch != nil {
+		return r.catchUpFromLeader(t, mp)
+	}
 	if p == nil {
 		return fmt.Errorf("%w: %s is not hosted on broker %d", kerr.ReplicaNotAvailable, mtp, r.cfg.BrokerID)
 	}
@@ -302,6 +341,50 @@ func (r *TopicBasedRemoteLogMetadataManager) catchUp(t *metadata.Topic, mp int32
 			return err
 		}
 		r.applied[mp] = next
+	}
+}
+
+// catchUpFromLeader applies metadata partition mp's committed events
+// beyond those applied, fetched from its leader: a broker with no replica
+// of it (more brokers than the topic's replication factor) reads it as
+// Kafka's consumer does. applyMu held.
+func (r *TopicBasedRemoteLogMetadataManager) catchUpFromLeader(t *metadata.Topic, mp int32) error {
+	mtp := TopicPartition{Topic: RemoteLogMetadataTopic, Partition: mp}
+	leader := t.Partitions[mp].Leader
+	if leader < 0 {
+		return fmt.Errorf("%w: %s has no leader", kerr.LeaderNotAvailable, mtp)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.WriteTimeout)
+	defer cancel()
+	var scratch []byte
+	for {
+		next := r.applied[mp]
+		recs, logStart, hw, err := r.cfg.Fetch(ctx, leader, mtp, next)
+		if errors.Is(err, kerr.OffsetOutOfRange) && logStart > next {
+			r.applied[mp] = logStart
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("fetching %s at offset %d from broker %d: %w", mtp, next, leader, err)
+		}
+		if next < logStart {
+			r.applied[mp] = logStart
+			continue
+		}
+		recs = wholeBatches(recs)
+		if len(recs) == 0 {
+			if next >= hw {
+				return nil
+			}
+			return fmt.Errorf("fetching %s at offset %d below the high watermark %d from broker %d returned no whole batch", mtp, next, hw, leader)
+		}
+		if scratch, next, err = r.applyBatches(mtp, recs, next, scratch); err != nil {
+			return err
+		}
+		r.applied[mp] = next
+		if next >= hw {
+			return nil
+		}
 	}
 }
 

@@ -42,6 +42,17 @@ type RemoteLogConfig struct {
 	// 30 s).
 	FetchMaxWait       time.Duration
 	ListOffsetsTimeout time.Duration
+	// CopyMaxBytesPerSecond is remote.log.manager.copy.max.bytes.per.second
+	// and FetchMaxBytesPerSecond remote.log.manager.fetch.max.bytes.per.second
+	// (Kafka's RLMQuotaManager; <= 0 or MaxInt64: none), measured over
+	// the .quota.window.num windows of .quota.window.size.seconds; both
+	// change at run time with SetRemoteLogQuotas. Over the copy quota the
+	// next segment's copy waits; over the fetch quota a consumer fetch
+	// gets nothing from remote storage (the local partitions are served
+	// as usual) until the rate is under it again.
+	CopyMaxBytesPerSecond, FetchMaxBytesPerSecond int64
+	CopyQuotaWindows, FetchQuotaWindows           int
+	CopyQuotaWindowSize, FetchQuotaWindowSize     time.Duration
 }
 
 // remoteLog is the Manager's tiered-storage state.
@@ -50,12 +61,22 @@ type remoteLog struct {
 	metrics *remoteLogMetrics
 	readers chan struct{} // a token per running remote read
 	pending atomic.Int64  // remote reads waiting or running
+	// fetchQuota is remote.log.manager.fetch.max.bytes.per.second.
+	fetchQuota *ReplicationQuota
 
 	mu sync.Mutex
 	// synced maps a partition led here to the leader epoch at which its
 	// highest offset in remote storage was set from the remote
 	// metadata (SyncCopiedOffset); a new epoch syncs again. mu.
 	synced map[TopicPartition]int32
+	// gaugeTopics are the topics whose gauges the last round set, and
+	// orphanSince when each remote partition of a topic no longer there
+	// was first seen by the sweep; only the task goroutine touches them.
+	gaugeTopics map[string]bool
+	orphanSince map[remote.TopicIdPartition]time.Time
+	// deleting are the partitions being deleted from the store here.
+	// mu.
+	deleting map[remote.TopicIdPartition]bool
 }
 
 // StartRemoteLog runs tiered storage: every TaskInterval, each partition
@@ -76,7 +97,12 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 	if cfg.ListOffsetsTimeout <= 0 {
 		cfg.ListOffsetsTimeout = 30 * time.Second
 	}
-	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}}
+	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}, gaugeTopics: map[string]bool{},
+		orphanSince: map[remote.TopicIdPartition]time.Time{}, deleting: map[remote.TopicIdPartition]bool{},
+		fetchQuota: NewReplicationQuota(cfg.FetchQuotaWindows, cfg.FetchQuotaWindowSize, nil)}
+	cfg.Manager.copyQuota = NewReplicationQuota(cfg.CopyQuotaWindows, cfg.CopyQuotaWindowSize, nil)
+	cfg.Manager.copyQuota.SetBound(cfg.CopyMaxBytesPerSecond)
+	rl.fetchQuota.SetBound(cfg.FetchMaxBytesPerSecond)
 	if metrics, err := newRemoteLogMetrics(m.cfg.Registerer); err != nil {
 		m.log.Warn("tiered storage runs without its metrics", "err", err)
 	} else {
@@ -84,6 +110,24 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 	}
 	m.remote.Store(rl)
 	m.bg.Every(cfg.TaskInterval, func() { m.runRemoteLogTasks(rl) })
+}
+
+// SetRemoteLogQuotas sets remote.log.manager.copy.max.bytes.per.second
+// and remote.log.manager.fetch.max.bytes.per.second (bytes/s; <= 0 or
+// MaxInt64: none); nothing when tiered storage does not run here.
+func (m *Manager) SetRemoteLogQuotas(copyBytesPerSec, fetchBytesPerSec int64) {
+	if rl := m.remote.Load(); rl != nil {
+		rl.cfg.Manager.copyQuota.SetBound(copyBytesPerSec)
+		rl.fetchQuota.SetBound(fetchBytesPerSec)
+	}
+}
+
+// remoteFetchQuotaExceeded reports whether consumer reads from remote
+// storage are over remote.log.manager.fetch.max.bytes.per.second (Kafka's
+// isRemoteLogFetchQuotaExceeded).
+func (m *Manager) remoteFetchQuotaExceeded() bool {
+	rl := m.remote.Load()
+	return rl != nil && rl.fetchQuota.Exceeded()
 }
 
 // remoteLogManager returns the RemoteLogManager, nil when tiered storage
@@ -107,6 +151,9 @@ func remoteTopicIdPartition(p *Partition) remote.TopicIdPartition {
 func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
 	if rl.cfg.Metadata != nil {
 		rl.cfg.Metadata.CatchUpAll()
+		if m.caughtUp.Load() {
+			m.sweepRemoteOrphans(rl)
+		}
 	}
 	var parts []*Partition
 	m.partitions.Range(func(_, v any) bool {
@@ -125,13 +172,12 @@ func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
 		return true
 	})
 	rl.forget(m)
-	if len(parts) == 0 {
-		return
-	}
 	ctx, cancel := routine.Context(m.bg.Stopping())
 	defer cancel()
 	sem := make(chan struct{}, rl.cfg.TaskThreads)
 	var wg sync.WaitGroup
+	var statsMu sync.Mutex
+	stats := make(map[TopicPartition]remotePartitionStats, len(parts))
 	for _, p := range parts {
 		sem <- struct{}{}
 		wg.Add(1)
@@ -140,9 +186,36 @@ func (m *Manager) runRemoteLogTasks(rl *remoteLog) {
 			if err := m.remoteLogTask(ctx, rl, p); err != nil && ctx.Err() == nil {
 				m.log.Warn("remote log task failed; retried at the next interval", "partition", p.TopicPartition.String(), "err", err)
 			}
+			s := rl.partitionStats(p)
+			statsMu.Lock()
+			stats[p.TopicPartition] = s
+			statsMu.Unlock()
 		}()
 	}
 	wg.Wait()
+	rl.metrics.setGauges(stats, rl.gaugeTopics)
+	rl.gaugeTopics = map[string]bool{}
+	for tp := range stats {
+		rl.gaugeTopics[tp.Topic] = true
+	}
+}
+
+// partitionStats are p's figures for the gauges after its task: what is
+// left to copy, from the log, and what is in remote storage, from the
+// remote metadata (every entry counted, the finished copies sized).
+func (rl *remoteLog) partitionStats(p *Partition) remotePartitionStats {
+	var s remotePartitionStats
+	segs, bytes := p.Log.RemoteCopyLag()
+	s.copyLagSegments, s.copyLagBytes = int64(segs), bytes
+	if list, err := rl.cfg.Manager.rlmm.ListRemoteLogSegments(remoteTopicIdPartition(p)); err == nil {
+		s.metadataCount = int64(len(list))
+		for _, m := range list {
+			if m.State == remote.CopySegmentFinished {
+				s.logSizeBytes += int64(m.SegmentSizeInBytes)
+			}
+		}
+	}
+	return s
 }
 
 // forget drops the sync state of partitions no longer hosted.
@@ -160,7 +233,7 @@ func (rl *remoteLog) forget(m *Manager) {
 // (Kafka's RLMCopyTask and RLMExpirationTask, one after the other).
 func (m *Manager) remoteLogTask(ctx context.Context, rl *remoteLog, p *Partition) error {
 	epoch := p.LeaderEpoch()
-	leading := func() bool { return p.IsLeader() && p.LeaderEpoch() == epoch && !m.closed.Load() }
+	leading := func() bool { return p.IsLeader() && p.LeaderEpoch() == epoch && p.Log.Tiered() && !m.closed.Load() }
 	tp, l, rlm := remoteTopicIdPartition(p), p.Log, rl.cfg.Manager
 	rl.mu.Lock()
 	synced, ok := rl.synced[p.TopicPartition]
@@ -272,6 +345,7 @@ func (m *Manager) serveRemoteRead(ctx context.Context, rl *remoteLog, params Fet
 		r.Err = err
 	default:
 		r.Records, r.AbortedTransactions = data.Records, data.AbortedTransactions
+		rl.fetchQuota.Record(data.Records.Size)
 		if p := m.Partition(r.TopicPartition); p != nil && data.Records.Size > 0 {
 			p.stats.bytesOut.Add(float64(data.Records.Size))
 		}
@@ -301,17 +375,72 @@ func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.Timestamp
 	return to, true, nil
 }
 
-// deleteRemotePartition removes a deleted topic's partition led here from
-// remote storage, in the background (Kafka's leader does it when the
-// partition stops with deleteRemoteLog). A broker that stops first leaves
-// the segments in the store.
-func (m *Manager) deleteRemotePartition(p *Partition) {
-	rl := m.remote.Load()
-	if rl == nil {
+// sweepRemoteOrphans deletes from the store the partitions of topics no
+// longer in the metadata whose remote metadata partition is led here:
+// those whose deletion a broker stopped before finishing (the leader
+// deletes a deleted topic's partitions at once, deleteRemotePartition,
+// but a broker stopped or killed meanwhile leaves them). A partition is
+// taken for an orphan only after ten task intervals (at least 2 s) of
+// being one, so that the leader's own deletion goes first.
+func (m *Manager) sweepRemoteOrphans(rl *remoteLog) {
+	m.stateMu.Lock()
+	im := m.applied
+	m.stateMu.Unlock()
+	if im == nil {
 		return
 	}
-	tp := remoteTopicIdPartition(p)
-	m.bg.Go(func(done <-chan struct{}) {
+	now, grace := time.Now(), max(10*rl.cfg.TaskInterval, 2*time.Second)
+	seen := map[remote.TopicIdPartition]bool{}
+	for _, tp := range rl.cfg.Metadata.PartitionsLedHere() {
+		if t, ok := im.Topic(tp.Topic); ok && t.ID == tp.TopicID {
+			continue
+		}
+		seen[tp] = true
+		since, ok := rl.orphanSince[tp]
+		if !ok {
+			rl.orphanSince[tp] = now
+			continue
+		}
+		if now.Sub(since) >= grace {
+			m.log.Info("deleting the remote segments of a deleted topic's partition", "partition", tp.String())
+			m.deleteRemoteTopicIdPartition(rl, tp)
+		}
+	}
+	for tp := range rl.orphanSince {
+		if !seen[tp] {
+			delete(rl.orphanSince, tp)
+		}
+	}
+}
+
+// deleteRemotePartition removes a partition led here from remote storage,
+// in the background, when its topic is deleted or its tiering turned off
+// with remote.log.delete.on.disable (Kafka's leader does it when the
+// partition stops with deleteRemoteLog). A broker that stops first leaves
+// the segments in the store, for the orphan sweep of the leader of their
+// metadata partition (sweepRemoteOrphans).
+func (m *Manager) deleteRemotePartition(p *Partition) {
+	if rl := m.remote.Load(); rl != nil {
+		m.deleteRemoteTopicIdPartition(rl, remoteTopicIdPartition(p))
+	}
+}
+
+// deleteRemoteTopicIdPartition deletes tp from the store in the
+// background, retrying every task interval; once at a time.
+func (m *Manager) deleteRemoteTopicIdPartition(rl *remoteLog, tp remote.TopicIdPartition) {
+	rl.mu.Lock()
+	if rl.deleting[tp] {
+		rl.mu.Unlock()
+		return
+	}
+	rl.deleting[tp] = true
+	rl.mu.Unlock()
+	started := m.bg.Go(func(done <-chan struct{}) {
+		defer func() {
+			rl.mu.Lock()
+			delete(rl.deleting, tp)
+			rl.mu.Unlock()
+		}()
 		ctx, cancel := routine.Context(done)
 		defer cancel()
 		for {
@@ -327,4 +456,9 @@ func (m *Manager) deleteRemotePartition(p *Partition) {
 			}
 		}
 	})
+	if !started {
+		rl.mu.Lock()
+		delete(rl.deleting, tp)
+		rl.mu.Unlock()
+	}
 }

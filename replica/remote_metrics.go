@@ -4,18 +4,25 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // remoteLogMetrics are Kafka's tiered-storage BrokerTopicMetrics
 // (RemoteCopyBytesPerSec, RemoteFetchBytesPerSec and the request and error
-// meters), per topic, named as the usual JMX exporter names them; only
-// while tiered storage runs.
+// meters; the RemoteCopyLagBytes, RemoteCopyLagSegments,
+// RemoteLogSizeBytes and RemoteLogMetadataCount gauges), per topic, named
+// as the usual JMX exporter names them; only while tiered storage runs.
 type remoteLogMetrics struct {
 	reg                                    prometheus.Registerer
 	copyBytes, copyRequests, copyErrors    *prometheus.CounterVec
 	fetchBytes, fetchRequests, fetchErrors *prometheus.CounterVec
 	deleteRequests, deleteErrors           *prometheus.CounterVec
+	// Kafka's gauges, per topic: the sums over the partitions led here
+	// at the last task round (see remoteLog.report).
+	copyLagBytes, copyLagSegments, logSizeBytes, metadataCount *prometheus.GaugeVec
 }
 
 func newRemoteLogMetrics(reg prometheus.Registerer) (*remoteLogMetrics, error) {
 	vec := func(name, help string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_server_brokertopicmetrics_" + name + "_total", Help: help}, []string{"topic"})
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kafka_server_brokertopicmetrics_" + name, Help: help}, []string{"topic"})
 	}
 	m := &remoteLogMetrics{
 		reg:            reg,
@@ -27,6 +34,14 @@ func newRemoteLogMetrics(reg prometheus.Registerer) (*remoteLogMetrics, error) {
 		fetchErrors:    vec("remotefetcherrors", "Reads from remote storage that failed, per topic."),
 		deleteRequests: vec("remotedeleterequests", "Remote segment deletions, per topic."),
 		deleteErrors:   vec("remotedeleteerrors", "Remote segment deletions that failed, per topic."),
+		copyLagBytes: gauge("remotecopylagbytes",
+			"Bytes of closed local segments not yet copied to remote storage, over the partitions led here, per topic (RemoteCopyLagBytes)."),
+		copyLagSegments: gauge("remotecopylagsegments",
+			"Closed local segments not yet copied to remote storage, over the partitions led here, per topic (RemoteCopyLagSegments)."),
+		logSizeBytes: gauge("remotelogsizebytes",
+			"Bytes of the segments in remote storage, over the partitions led here, per topic (RemoteLogSizeBytes)."),
+		metadataCount: gauge("remotelogmetadatacount",
+			"Remote segment metadata entries, over the partitions led here, per topic (RemoteLogMetadataCount)."),
 	}
 	if reg != nil {
 		for i, c := range m.collectors() {
@@ -43,7 +58,42 @@ func newRemoteLogMetrics(reg prometheus.Registerer) (*remoteLogMetrics, error) {
 
 func (m *remoteLogMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.copyBytes, m.copyRequests, m.copyErrors, m.fetchBytes, m.fetchRequests,
-		m.fetchErrors, m.deleteRequests, m.deleteErrors}
+		m.fetchErrors, m.deleteRequests, m.deleteErrors, m.copyLagBytes, m.copyLagSegments, m.logSizeBytes, m.metadataCount}
+}
+
+// remotePartitionStats are a partition's figures for the gauges.
+type remotePartitionStats struct {
+	copyLagBytes, copyLagSegments, logSizeBytes, metadataCount int64
+}
+
+// setGauges sets the gauges to the sums of stats per topic, and removes
+// the topics no longer there.
+func (m *remoteLogMetrics) setGauges(stats map[TopicPartition]remotePartitionStats, topics map[string]bool) {
+	if m == nil {
+		return
+	}
+	sums := map[string]remotePartitionStats{}
+	for tp, s := range stats {
+		t := sums[tp.Topic]
+		t.copyLagBytes += s.copyLagBytes
+		t.copyLagSegments += s.copyLagSegments
+		t.logSizeBytes += s.logSizeBytes
+		t.metadataCount += s.metadataCount
+		sums[tp.Topic] = t
+	}
+	for topic := range topics {
+		if _, ok := sums[topic]; !ok {
+			for _, g := range []*prometheus.GaugeVec{m.copyLagBytes, m.copyLagSegments, m.logSizeBytes, m.metadataCount} {
+				g.DeleteLabelValues(topic)
+			}
+		}
+	}
+	for topic, s := range sums {
+		m.copyLagBytes.WithLabelValues(topic).Set(float64(s.copyLagBytes))
+		m.copyLagSegments.WithLabelValues(topic).Set(float64(s.copyLagSegments))
+		m.logSizeBytes.WithLabelValues(topic).Set(float64(s.logSizeBytes))
+		m.metadataCount.WithLabelValues(topic).Set(float64(s.metadataCount))
+	}
 }
 
 func (m *remoteLogMetrics) unregister() {

@@ -166,6 +166,12 @@ var brokerDefs = []*Def{
 	def("remote.log.reader.threads", TypeInt, 10, Medium, "How many remote reads run at once.", atLeast(1)),
 	def("remote.fetch.max.wait.ms", TypeInt, 500, Medium, "The maximum amount of time the server will wait before answering the remote fetch request (read at start-up).", atLeast(1), ClusterWide),
 	def("remote.list.offsets.request.timeout.ms", TypeLong, 30000, Medium, "The maximum amount of time the server will wait for the remote list offsets request to complete (read at start-up).", atLeast(1), ClusterWide),
+	def("remote.log.manager.copy.max.bytes.per.second", TypeLong, maxInt64, Medium, "The maximum number of bytes that can be copied from local storage to remote storage per second: over it, the next segment's copy waits.", atLeast(1), ClusterWide),
+	def("remote.log.manager.copy.quota.window.num", TypeInt, 11, Medium, "The number of samples to retain in memory for remote copy quota management.", atLeast(1)),
+	def("remote.log.manager.copy.quota.window.size.seconds", TypeInt, 1, Medium, "The time span of each sample for remote copy quota management.", atLeast(1)),
+	def("remote.log.manager.fetch.max.bytes.per.second", TypeLong, maxInt64, Medium, "The maximum number of bytes that can be read from remote storage to local storage per second: over it, consumer fetches get nothing from remote storage until the rate is under it again.", atLeast(1), ClusterWide),
+	def("remote.log.manager.fetch.quota.window.num", TypeInt, 11, Medium, "The number of samples to retain in memory for remote fetch quota management.", atLeast(1)),
+	def("remote.log.manager.fetch.quota.window.size.seconds", TypeInt, 1, Medium, "The time span of each sample for remote fetch quota management.", atLeast(1)),
 	def("remote.log.reader.max.pending.tasks", TypeInt, 100, Medium, "How many remote reads may wait or run; a fetch over that gets no remote data and asks again.", atLeast(1)),
 	def("num.recovery.threads.per.data.dir", TypeInt, 2, High, "The number of threads per data directory to be used for log recovery at startup and flushing at shutdown.", atLeast(1), ClusterWide),
 

@@ -344,6 +344,8 @@ func TestValidateTieredTopicConfigs(t *testing.T) {
 		{map[string]string{"remote.storage.enable": "true", "retention.ms": "1000", "local.retention.ms": "2000"}, "more than retention.ms"},
 		{map[string]string{"remote.storage.enable": "true", "retention.bytes": "1000", "local.retention.bytes": "-1"}, "must not be -1"},
 		{map[string]string{"remote.storage.enable": "false", "cleanup.policy": "compact"}, ""},
+		{map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "true", "local.retention.bytes": "1048576"}, "identical value"},
+		{map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "true", "retention.ms": "5000", "local.retention.ms": "5000"}, ""},
 	} {
 		err := c.ValidateTopicConfigs(tc.configs)
 		if tc.want == "" {
@@ -354,6 +356,23 @@ func TestValidateTieredTopicConfigs(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, kerr.InvalidConfig) {
 			t.Errorf("%v: got %v, want %q", tc.configs, err, tc.want)
+		}
+	}
+	// Turning tiering off needs remote.log.delete.on.disable (KIP-950).
+	tiered := map[string]string{"remote.storage.enable": "true"}
+	for _, tc := range []struct {
+		current, next map[string]string
+		ok            bool
+	}{
+		{tiered, map[string]string{"remote.storage.enable": "false"}, false},
+		{tiered, map[string]string{}, false},
+		{tiered, map[string]string{"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"}, true},
+		{tiered, map[string]string{"remote.storage.enable": "true", "remote.log.copy.disable": "true"}, true},
+		{map[string]string{}, map[string]string{"remote.storage.enable": "false"}, true},
+	} {
+		err := c.ValidateTopicConfigChange(tc.current, tc.next)
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, kerr.InvalidConfig) {
+			t.Errorf("%v to %v: %v", tc.current, tc.next, err)
 		}
 	}
 	lc := c.LogConfig(map[string]string{"remote.storage.enable": "true", "local.retention.bytes": "1048576"})

@@ -468,6 +468,32 @@ func (c *KafkaConfig) ValidateTopicConfigs(configs map[string]string) error {
 	return nil
 }
 
+// ValidateTopicConfigChange checks a topic's new overrides against its
+// current ones: ValidateTopicConfigs, and, as Kafka's
+// LogConfig.validateTurningOffRemoteStorageWithDelete, turning
+// remote.storage.enable from true to false only with
+// remote.log.delete.on.disable=true (the remote data is deleted); to keep
+// it read-only, remote.log.copy.disable=true instead. Errors wrap
+// kerr.InvalidConfig.
+func (c *KafkaConfig) ValidateTopicConfigChange(current, next map[string]string) error {
+	if err := c.ValidateTopicConfigs(next); err != nil {
+		return err
+	}
+	was, _ := strconv.ParseBool(strings.TrimSpace(current["remote.storage.enable"]))
+	if !was {
+		return nil
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	val := func(name string) any { v, _, _ := c.topicValueLocked(name, next); return v }
+	if val("remote.storage.enable") != true && val("remote.log.delete.on.disable") != true {
+		return invalidConfig("It is invalid to disable remote storage without deleting remote data. " +
+			"If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. " +
+			"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+	}
+	return nil
+}
+
 // ConfigType returns the type of a topic config (topic true) or a broker
 // config, and whether it is defined. IncrementalAlterConfigs uses it:
 // APPEND and SUBTRACT apply to LIST configs only.
@@ -550,6 +576,11 @@ func (c *KafkaConfig) validateRemoteStorageLocked(configs map[string]string) err
 			return invalidConfig("Value must not be -1 as retention.%s value is set as %d.", k, total)
 		case total != -1 && local > total:
 			return invalidConfig("Value must not be more than retention.%s property value: %d", k, total)
+		}
+		// Kafka's validateRetentionConfigsWhenRemoteCopyDisabled: with
+		// nothing more copied, local retention is the total one.
+		if val("remote.log.copy.disable") == true && local != -2 && local != total {
+			return invalidConfig("When `remote.log.copy.disable` is set to true, the `local.retention.%s` and `retention.%s` must be set to the identical value because there will be no more logs copied to the remote storage.", k, k)
 		}
 	}
 	return nil

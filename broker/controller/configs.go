@@ -197,7 +197,7 @@ func (c *QuorumController) alterResource(im *metadata.Image, typ kmsg.ConfigReso
 	}
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if err := c.cfg.Broker.ValidateTopicConfigs(next); err != nil {
+		if err := c.cfg.Broker.ValidateTopicConfigChange(cur, next); err != nil {
 			return nil, err
 		}
 		if _, ok := im.Topic(name); !ok {

@@ -10,6 +10,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moldau/moldau/broker/uuid"
+	"github.com/moldau/moldau/log/remote"
 )
 
 func topicDescribeCommand() *command {
@@ -21,7 +24,11 @@ factor); every config with its value and source (DescribeConfigs: where
 the value comes from, DYNAMIC_TOPIC_CONFIG for a topic override,
 STATIC_BROKER_CONFIG for server.properties, DEFAULT_CONFIG, ...); and each
 partition's leader, leader epoch, replicas, in-sync replicas, log start
-offset and high watermark (the end offset consumers see).
+offset and high watermark (the end offset consumers see), and its size:
+LOCAL-SIZE, the leader's replica on disk (DescribeLogDirs), and for a
+topic with remote.storage.enable, REMOTE-SIZE, its segments in remote
+storage (read from __remote_log_metadata, as the leader's
+RemoteLogSizeBytes gauge counts them).
 
 With --synonyms, the configs table also lists each config's synonyms: the
 values it would fall back to, in order of precedence.`,
@@ -38,7 +45,7 @@ values it would fall back to, in order of precedence.`,
 					*summary, *configs, *partitions = true, true, true
 				}
 				return e.withAdmin(ctx, func(rctx context.Context, adm *kadm.Client, cl *kgo.Client) error {
-					topics, err := describeTopics(rctx, adm, args)
+					topics, err := describeTopics(rctx, e, adm, args)
 					if err != nil {
 						return err
 					}
@@ -93,11 +100,17 @@ type describedPartition struct {
 	OfflineReplicas []int32 `json:"offline_replicas"`
 	LogStartOffset  int64   `json:"log_start_offset"`
 	HighWatermark   int64   `json:"high_watermark"`
+	// LocalSizeBytes is the leader replica's size on disk, -1 unknown;
+	// RemoteSizeBytes, for a tiered topic only, the bytes in remote
+	// storage, -1 unknown.
+	LocalSizeBytes  int64   `json:"local_size_bytes"`
+	RemoteSizeBytes *int64  `json:"remote_size_bytes,omitempty"`
 	Error           *string `json:"error,omitempty"`
 }
 
-// describeTopics gathers metadata, configs and start and end offsets.
-func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]describedTopic, error) {
+// describeTopics gathers metadata, configs, start and end offsets and
+// sizes.
+func describeTopics(ctx context.Context, e *env, adm *kadm.Client, names []string) ([]describedTopic, error) {
 	tds, err := describeTopicsMeta(ctx, adm, names)
 	if err != nil {
 		return nil, err
@@ -113,6 +126,27 @@ func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]de
 	ends, err := adm.ListEndOffsets(ctx, names...)
 	if err != nil {
 		return nil, firstShardError(err)
+	}
+	locals := localSizes(ctx, adm, tds, names)
+	var remotes map[remote.TopicIdPartition]int64
+	tiered := map[string]bool{}
+	for _, name := range names {
+		if rc, err := rcs.On(name, nil); err == nil && rc.Err == nil {
+			for _, c := range rc.Configs {
+				if c.Key == "remote.storage.enable" && c.Value != nil && strings.EqualFold(*c.Value, "true") {
+					tiered[name] = true
+				}
+			}
+		}
+	}
+	remoteKnown := true
+	if len(tiered) > 0 {
+		if remotes, err = remoteSizes(ctx, e, adm); err != nil {
+			// Not authorized to read the metadata topic, say: the
+			// rest of the description stands.
+			fmt.Fprintf(e.stderr, "moldau: remote sizes unknown: reading %s: %v\n", remoteLogMetadataTopic, err)
+			remoteKnown = false
+		}
 	}
 	out := make([]describedTopic, 0, len(names))
 	seen := map[string]bool{}
@@ -136,7 +170,17 @@ func describeTopics(ctx context.Context, adm *kadm.Client, names []string) ([]de
 		for _, p := range td.Partitions.Sorted() {
 			dp := describedPartition{Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), OfflineReplicas: nonNil(p.OfflineReplicas),
-				LogStartOffset: -1, HighWatermark: -1}
+				LogStartOffset: -1, HighWatermark: -1, LocalSizeBytes: -1}
+			if n, ok := locals[name][p.Partition]; ok {
+				dp.LocalSizeBytes = n
+			}
+			if tiered[name] {
+				n := remotes[remote.TopicIdPartition{TopicID: uuid.UUID(td.ID), Topic: name, Partition: p.Partition}]
+				if !remoteKnown {
+					n = -1
+				}
+				dp.RemoteSizeBytes = &n
+			}
 			perr := p.Err
 			if s, ok := starts.Lookup(name, p.Partition); ok {
 				dp.LogStartOffset = s.Offset
@@ -228,16 +272,20 @@ func printDescribedTopic(w io.Writer, t describedTopic, summary, configs, partit
 		}
 		section(w, "PARTITIONS")
 		// OFFLINE-REPLICAS and ERROR only when some partition has one.
-		var offline, errs bool
+		var offline, errs, tiered bool
 		for _, p := range t.Partitions {
 			offline = offline || len(p.OfflineReplicas) > 0
 			errs = errs || p.Error != nil
+			tiered = tiered || p.RemoteSizeBytes != nil
 		}
 		headers := []string{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR"}
 		if offline {
 			headers = append(headers, "OFFLINE-REPLICAS")
 		}
-		headers = append(headers, "LOG-START-OFFSET", "HIGH-WATERMARK")
+		headers = append(headers, "LOG-START-OFFSET", "HIGH-WATERMARK", "LOCAL-SIZE")
+		if tiered {
+			headers = append(headers, "REMOTE-SIZE")
+		}
 		if errs {
 			headers = append(headers, "ERROR")
 		}
@@ -247,7 +295,14 @@ func printDescribedTopic(w io.Writer, t describedTopic, summary, configs, partit
 			if offline {
 				cols = append(cols, int32List(p.OfflineReplicas))
 			}
-			cols = append(cols, dash(p.LogStartOffset), dash(p.HighWatermark))
+			cols = append(cols, dash(p.LogStartOffset), dash(p.HighWatermark), dash(p.LocalSizeBytes))
+			if tiered {
+				remoteSize := int64(-1)
+				if p.RemoteSizeBytes != nil {
+					remoteSize = *p.RemoteSizeBytes
+				}
+				cols = append(cols, dash(remoteSize))
+			}
 			if errs {
 				errText := "-"
 				if p.Error != nil {

@@ -154,18 +154,9 @@ func (s *LocalTieredStorage) CopyLogSegmentData(ctx context.Context, m *RemoteLo
 	return nil, nil
 }
 
-// ctxReader fails reads once ctx is done, so a cancelled copy stops.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
+// copyChunkBytes is how much copyFileAtomic copies between checks of its
+// context.
+const copyChunkBytes = 8 << 20
 
 // copyFileAtomic writes src to dst+".tmp", fsyncs it and renames it to dst.
 func copyFileAtomic(ctx context.Context, open func(string) (io.ReadCloser, error), src sourceFile, dst string) (err error) {
@@ -194,8 +185,19 @@ func copyFileAtomic(ctx context.Context, open func(string) (io.ReadCloser, error
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = io.Copy(out, ctxReader{ctx, r}); err != nil {
-		return err
+	// In chunks, ctx checked between them: a file source goes through
+	// the kernel's copy (copy_file_range), not this process's buffers.
+	for {
+		if err = ctx.Err(); err != nil {
+			return err
+		}
+		var n int64
+		if n, err = io.CopyN(out, r, copyChunkBytes); err == io.EOF || err == nil && n < copyChunkBytes {
+			break
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err = out.Sync(); err != nil {
 		return err

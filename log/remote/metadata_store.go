@@ -81,3 +81,20 @@ func (s *RemoteLogMetadataStore) PartitionDeleteMetadata(tp TopicIdPartition) (R
 	}
 	return *d, true
 }
+
+// Partitions returns the partitions the store has segments or a
+// partition deletion in progress for.
+func (s *RemoteLogMetadataStore) Partitions() []TopicIdPartition {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]TopicIdPartition, 0, len(s.caches)+len(s.deletes))
+	for tp := range s.caches {
+		out = append(out, tp)
+	}
+	for tp := range s.deletes {
+		if _, ok := s.caches[tp]; !ok {
+			out = append(out, tp)
+		}
+	}
+	return out
+}
