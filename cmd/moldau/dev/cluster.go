@@ -181,7 +181,9 @@ func (c *Cluster) Start(id int32) error {
 func (c *Cluster) Kill(id int32) error { return c.signal(id, syscall.SIGKILL, "killed", 5*time.Second) }
 
 // Stop sends SIGTERM (a controlled shutdown) and waits for the exit.
-func (c *Cluster) Stop(id int32) error { return c.signal(id, syscall.SIGTERM, "stopped", 30*time.Second) }
+func (c *Cluster) Stop(id int32) error {
+	return c.signal(id, syscall.SIGTERM, "stopped", 30*time.Second)
+}
 
 func (c *Cluster) signal(id int32, sig syscall.Signal, state string, wait time.Duration) error {
 	n, err := c.node(id)
