@@ -69,6 +69,9 @@ func diffEvents(a, b *console.Snapshot, log *EventLog) {
 		}
 	}
 	for _, t := range b.Topics {
+		if t.Internal {
+			continue // __consumer_offsets' fifty partitions would drown the rest
+		}
 		for _, p := range t.Partitions {
 			key := fmt.Sprintf("%s-%d", t.Name, p.Partition)
 			old, ok := parts[key]

@@ -53,7 +53,7 @@ panel.innerHTML = `
 </div>
 <p id="dev-error" class="warn" role="alert"></p>`;
 const main = document.querySelector('main');
-main.insertBefore(panel, document.getElementById('tables'));
+main.insertBefore(panel, document.getElementById('diagram').nextSibling);
 
 const $ = (id) => document.getElementById(id);
 let lastEvent = 0;
