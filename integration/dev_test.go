@@ -316,6 +316,8 @@ func TestDevDeliveryCounters(t *testing.T) {
 	// No automatic leader balance: the leader read before the cut is the
 	// leader cut.
 	d := startDev(t, "--partitions", "1", "--min-insync-replicas", "1", "--override", "auto.leader.rebalance.enable=false")
+	began := time.Now()
+	step := func(what string) { t.Logf("%6.1fs %s", time.Since(began).Seconds(), what) }
 	p, _, err := d.partition0()
 	if err != nil {
 		t.Fatal(err)
@@ -334,8 +336,10 @@ func TestDevDeliveryCounters(t *testing.T) {
 		}
 		return nil
 	})
+	step("100 acknowledged; killing the leader")
 	d.post(fmt.Sprintf("/api/dev/nodes/%d/kill", p.Leader), nil)
 	d.post("/api/dev/producers/safe/wait", nil)
+	step("the producer is done; restarting the leader")
 	d.post(fmt.Sprintf("/api/dev/nodes/%d/start", p.Leader), nil)
 	c := d.check()
 	safe := producerCounters(c, "safe")
@@ -354,6 +358,7 @@ func TestDevDeliveryCounters(t *testing.T) {
 		}
 		return err
 	})
+	step("a new leader, the ISR full again")
 	old := p.Leader
 	d.post(fmt.Sprintf("/api/dev/nodes/%d/cut-peers", old), nil)
 	idem := false
@@ -365,11 +370,14 @@ func TestDevDeliveryCounters(t *testing.T) {
 		}
 		return err
 	})
+	step("the cut leader replaced")
 	// Writes on the new leader move the high watermark past the lost
 	// offsets, which now hold other records.
 	d.produce(dev.ProducerConfig{Name: "after", Topic: "dev", Rate: 1000, Burst: 50, Count: 50})
 	d.post(fmt.Sprintf("/api/dev/nodes/%d/heal", old), nil)
+	step("healed")
 	c = d.check()
+	step("checked")
 	unsafe, after := producerCounters(c, "unsafe"), producerCounters(c, "after")
 	t.Logf("acks=1 to a leader cut off: %d acknowledged, %d lost, first %+v", unsafe.Acked, len(unsafe.Lost), unsafe.Lost[:min(1, len(unsafe.Lost))])
 	if unsafe.Acked != 30 || len(unsafe.Lost) != 30 {
