@@ -305,6 +305,33 @@ func TestDevCutAndHeal(t *testing.T) {
 		_, err := kadm.NewClient(cl).BrokerMetadata(ctxTimeout(t, 5*time.Second))
 		return err
 	})
+
+	// The active controller, killed from the command line, is replaced.
+	var killed struct{ Killed int32 }
+	if err := json.Unmarshal([]byte(d.cli("kill-controller")), &killed); err != nil || killed.Killed < 1 {
+		t.Fatalf("kill-controller: %v %+v", err, killed)
+	}
+	eventually(t, 20*time.Second, func() error {
+		_, s, err := d.partition0()
+		if err == nil && (s.ControllerID == killed.Killed || s.ControllerID < 0) {
+			err = fmt.Errorf("controller %d", s.ControllerID)
+		}
+		return err
+	})
+	d.cli("start", strconv.Itoa(int(killed.Killed)))
+	d.cli("lose", "0", "1", "--response")
+	eventually(t, 5*time.Second, func() error {
+		var evs struct{ Events []dev.Event }
+		if err := json.Unmarshal([]byte(d.cli("events")), &evs); err != nil {
+			return err
+		}
+		for _, e := range evs.Events {
+			if e.Kind == "fault" && e.Text == "the next response on clients -> node 1 will be lost" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no loss armed in the event log")
+	})
 }
 
 // The delivery counters, checked against the leaders' logs: an idempotent
@@ -322,6 +349,7 @@ func TestDevDeliveryCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.post("/api/dev/consumers", dev.ConsumerConfig{Name: "c1", Group: "g", Topic: "dev"})
 	// acks=all through a leader kill.
 	d.post("/api/dev/producers", dev.ProducerConfig{Name: "safe", Topic: "dev", Rate: 200, Burst: 10, Count: 400})
 	eventually(t, 10*time.Second, func() error {
@@ -391,4 +419,33 @@ func TestDevDeliveryCounters(t *testing.T) {
 	if after.Acked != 50 || len(after.Lost) != 0 || len(after.Duplicates) != 0 || len(producerCounters(c, "safe").Lost) != 0 {
 		t.Fatalf("acks=all records around the loss: %+v, safe %+v", after, producerCounters(c, "safe"))
 	}
+
+	// The consumer read every record in the log (the 450 acknowledged
+	// and kept), skipped none, through all of it; crashed and restarted,
+	// it goes on from its group's commits.
+	consumed := func(want int64) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() error {
+			c := d.check()
+			if len(c.Consumers) != 1 {
+				return fmt.Errorf("consumers %+v", c.Consumers)
+			}
+			k := c.Consumers[0]
+			if len(k.Skipped) > 0 {
+				t.Fatalf("the group skipped records: %+v", k.Skipped)
+			}
+			if k.Processed < want {
+				time.Sleep(200 * time.Millisecond)
+				return fmt.Errorf("%d processed, want %d", k.Processed, want)
+			}
+			t.Logf("consumer %s: %d processed, %d processed twice", k.Name, k.Processed, len(k.ProcessedTwice))
+			return nil
+		})
+	}
+	consumed(450)
+	d.post("/api/dev/consumers/c1/crash", nil)
+	d.post("/api/dev/consumers/c1/restart", nil)
+	d.produce(dev.ProducerConfig{Name: "late", Topic: "dev", Rate: 1000, Burst: 20, Count: 20})
+	consumed(470)
+	step("consumed")
 }
