@@ -417,7 +417,7 @@ func (d *Dev) routes(mux *http.ServeMux) {
 		case "crash":
 			return nil, d.Traffic.CrashConsumer(name)
 		case "restart":
-			return nil, d.Traffic.AddConsumer(ConsumerConfig{Name: name})
+			return nil, d.Traffic.RestartConsumer(name)
 		default:
 			return nil, fmt.Errorf("unknown action %q: close, crash or restart", a)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -87,7 +88,38 @@ func newTraffic(seeds []string, ledger *Ledger, events *EventLog) *Traffic {
 	return &Traffic{seeds: seeds, ledger: ledger, events: events, producers: map[string]*producer{}, consumers: map[string]*consumer{}}
 }
 
+// Bounds of the built-in clients' settings: a dev panel's typo must not
+// exhaust the dev process.
+const (
+	maxRate      = 100000
+	maxBurst     = 10000
+	maxTxnRecord = 10000
+)
+
+// validName is a producer's or consumer's name: it goes into URLs and
+// client ids.
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// validTopic is Kafka's rule for a topic name.
+var validTopic = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
+func checkNames(name, topic string) error {
+	if name != "" && !validName.MatchString(name) {
+		return fmt.Errorf("name %q: want 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-'", name)
+	}
+	if topic != "" && !validTopic.MatchString(topic) {
+		return fmt.Errorf("topic %q: not a valid topic name", topic)
+	}
+	return nil
+}
+
 func (c *ProducerConfig) defaults() error {
+	if err := checkNames(c.Name, c.Topic); err != nil {
+		return err
+	}
+	if c.Rate > maxRate || c.Burst > maxBurst || c.TxnRecords > maxTxnRecord || c.Keys < 0 || c.Count < 0 || c.LingerMs < 0 || c.LingerMs > 60000 {
+		return fmt.Errorf("rate at most %d/s, burst at most %d, txn_records at most %d, linger_ms 0 to 60000, keys and count not negative", maxRate, maxBurst, maxTxnRecord)
+	}
 	if c.Topic == "" {
 		c.Topic = "dev"
 	}
@@ -328,6 +360,12 @@ func (s *connSet) closeAll() {
 }
 
 func (c *ConsumerConfig) defaults() error {
+	if err := checkNames(c.Name, c.Topic); err != nil {
+		return err
+	}
+	if c.Group != "" && !validName.MatchString(c.Group) {
+		return fmt.Errorf("group %q: want 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-'", c.Group)
+	}
 	if c.Topic == "" {
 		c.Topic = "dev"
 	}
@@ -447,6 +485,18 @@ func balancerFor(cfg ConsumerConfig) (kgo.GroupBalancer, error) {
 		return kgo.RoundRobinBalancer(), nil
 	}
 	return nil, fmt.Errorf("assignor %q: want cooperative-sticky, sticky, range, roundrobin or uniform", cfg.Assignor)
+}
+
+// RestartConsumer starts a closed or crashed consumer again, with its
+// configuration, as a new member of its group.
+func (t *Traffic) RestartConsumer(name string) error {
+	t.mu.Lock()
+	_, ok := t.consumers[name]
+	t.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no consumer %q", name)
+	}
+	return t.AddConsumer(ConsumerConfig{Name: name})
 }
 
 // CloseConsumer stops a consumer cleanly: it commits what it processed
