@@ -182,11 +182,17 @@ func (d *Dev) setUp(ctx context.Context) {
 	fmt.Fprintf(d.cfg.Out, "moldau dev: %d nodes serving (seed brokers %s)\n", d.cfg.Nodes, joinComma(d.Cluster.Seeds()))
 	d.Events.Add("node", "every node serves", nil)
 	if d.cfg.Topic != "" {
+		rf := min(d.cfg.ReplicationFactor, int16(d.cfg.Nodes))
 		cfgs := map[string]*string{}
 		for k, v := range d.cfg.TopicConfigs {
+			// A min.insync.replicas above the replication factor (one
+			// node, say) would refuse every acks=all write.
+			if n, err := strconv.Atoi(v); k == "min.insync.replicas" && err == nil && n > int(rf) {
+				v = strconv.Itoa(int(rf))
+				fmt.Fprintf(d.cfg.Out, "moldau dev: min.insync.replicas %d lowered to the replication factor, %d\n", n, rf)
+			}
 			cfgs[k] = &v
 		}
-		rf := min(d.cfg.ReplicationFactor, int16(d.cfg.Nodes))
 		if _, err := adm.CreateTopic(ctx, d.cfg.Partitions, rf, cfgs, d.cfg.Topic); err != nil {
 			fmt.Fprintf(d.cfg.Out, "moldau dev: creating topic %s: %v\n", d.cfg.Topic, err)
 		} else {
