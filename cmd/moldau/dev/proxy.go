@@ -154,6 +154,10 @@ type Proxy struct {
 	clients bool // in front of the node's client listener
 	backend func() string
 	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	accepted map[net.Conn]struct{} // every client connection being served
+	closed   bool
 }
 
 // newProxy listens on a free loopback port for node to's listener at
@@ -163,7 +167,7 @@ func newProxy(n *Network, to int32, clients bool, backend func() string) (*Proxy
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{net: n, ln: ln, to: to, clients: clients, backend: backend}
+	p := &Proxy{net: n, ln: ln, to: to, clients: clients, backend: backend, accepted: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -171,20 +175,16 @@ func newProxy(n *Network, to int32, clients bool, backend func() string) (*Proxy
 // Addr is where the proxy listens.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Close stops accepting and closes the proxy's connections.
+// Close stops accepting and closes the proxy's connections, including
+// those that have not sent their first request yet.
 func (p *Proxy) Close() {
 	p.ln.Close()
-	p.net.mu.Lock()
-	var closing []*proxyConn
-	for c := range p.net.conns {
-		if c.proxy == p {
-			closing = append(closing, c)
-		}
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.accepted {
+		c.Close() // its serve closes the server side as it returns
 	}
-	p.net.mu.Unlock()
-	for _, c := range closing {
-		c.close()
-	}
+	p.mu.Unlock()
 	p.wg.Wait()
 }
 
@@ -194,7 +194,20 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
-		p.wg.Go(func() { p.serve(c) })
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			return
+		}
+		p.accepted[c] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Go(func() {
+			p.serve(c)
+			p.mu.Lock()
+			delete(p.accepted, c)
+			p.mu.Unlock()
+		})
 	}
 }
 

@@ -151,4 +151,14 @@ func TestProxyLinksCutsAndLosses(t *testing.T) {
 	if _, err := roundTrip(dial(), 10, "broker-2-replica-fetcher"); err != nil {
 		t.Fatalf("node 2 healed: %v", err)
 	}
+
+	// A connection that never sent a request does not hold Close up.
+	dial()
+	closed := make(chan struct{})
+	go func() { peers.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for an idle connection")
+	}
 }
