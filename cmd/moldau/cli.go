@@ -96,7 +96,7 @@ func usageErrorf(e *env, format string, args ...any) error {
 
 // commands is the tree of the everyday commands.
 func commands() []*command {
-	return []*command{topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand(), userCommand(), tokenCommand(), aclCommand(), logCommand(), consoleCommand()}
+	return []*command{topicCommand(), produceCommand(), consumeCommand(), groupCommand(), clusterCommand(), userCommand(), tokenCommand(), aclCommand(), logCommand(), consoleCommand(), devCommand()}
 }
 
 // isCLICommand reports whether name is one of the everyday commands.

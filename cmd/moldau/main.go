@@ -7,6 +7,7 @@
 //	moldau cluster info
 //	moldau log dump PATH...
 //	moldau console [--listen ADDR]
+//	moldau dev [--nodes 3] / moldau dev ACTION [NODE...]
 //	moldau bench produce|consume|e2e|floor [flags]
 //	moldau version
 package main
@@ -67,6 +68,7 @@ Usage:
   moldau cluster      show brokers, controller, API versions and the quorum
   moldau log          decode a broker's data files offline (log dump)
   moldau console      serve a live web console of a cluster (--listen localhost:8080)
+  moldau dev          run a local cluster with faults, traffic and delivery counters
   moldau bench MODE   load-test a broker (produce, consume, e2e) or this machine (floor)
   moldau version      print the version
 

@@ -35,9 +35,12 @@
 // cancellation it shuts the server down (closing the event streams) and
 // waits for every goroutine it started before returning.
 //
-// # Later
+// # Extensions
 //
-// `moldau dev` (a local cluster with faults and delivery counters) and the
-// animated diagram build on the same Snapshot: new parts are new fields,
-// the page's diagram reads Snapshot.Brokers and Snapshot.Topics.
+// `moldau dev` (package dev) serves this console with more: Config.Mount
+// adds its handlers to the mux and hands it the [Poller], whose snapshots
+// it follows for its event log; Config.Scripts adds its panel's module to
+// the page. The animated diagram builds on the same Snapshot: new parts
+// are new fields, the page's diagram reads Snapshot.Brokers and
+// Snapshot.Topics.
 package console

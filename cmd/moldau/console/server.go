@@ -1,10 +1,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -44,6 +46,13 @@ type Config struct {
 	// Ready, if set, is called with the listening address once the
 	// server accepts connections.
 	Ready func(addr net.Addr)
+	// Mount, if set, adds handlers to the console's mux before it
+	// serves (`moldau dev` adds its control API and panel there) and is
+	// given the poller, to follow its snapshots with Current.
+	Mount func(mux *http.ServeMux, p *Poller)
+	// Scripts are URLs of extra ES modules the page loads after its own
+	// (the dev panel); none for a plain console.
+	Scripts []string
 }
 
 func (c *Config) defaults() {
@@ -142,10 +151,20 @@ func newHandler(p *Poller, cfg Config) *handler {
 	h := &handler{mux: http.NewServeMux(), poller: p, cfg: cfg, slots: make(chan struct{}, cfg.MaxClients), ctx: ctx, cancel: cancel}
 	static, _ := fs.Sub(webFS, "web")
 	h.indexed, _ = fs.ReadFile(static, "index.html")
+	if len(cfg.Scripts) > 0 {
+		var tags []byte
+		for _, src := range cfg.Scripts {
+			tags = fmt.Appendf(tags, "<script type=\"module\" src=\"%s\"></script>\n", html.EscapeString(src))
+		}
+		h.indexed = bytes.Replace(h.indexed, []byte("</body>"), append(tags, "</body>"...), 1)
+	}
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux.HandleFunc("GET /api/snapshot", h.snapshot)
 	h.mux.HandleFunc("GET /api/events", h.events)
+	if cfg.Mount != nil {
+		cfg.Mount(h.mux, p)
+	}
 	return h
 }
 

@@ -233,3 +233,34 @@ func TestServeWithoutCluster(t *testing.T) {
 		t.Fatal("Serve did not return after cancellation")
 	}
 }
+
+// Mount adds handlers next to the console's and gets its poller; Scripts
+// are loaded by the page after its own.
+func TestMountAndScripts(t *testing.T) {
+	p := testPoller()
+	var mounted *Poller
+	srv, _ := testServer(t, p, Config{
+		Scripts: []string{"/extra/panel.js"},
+		Mount: func(mux *http.ServeMux, got *Poller) {
+			mounted = got
+			mux.HandleFunc("GET /extra/hello", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
+		},
+	})
+	if mounted != p {
+		t.Fatal("Mount was not given the poller")
+	}
+	for path, want := range map[string]string{
+		"/":            `<script type="module" src="/extra/panel.js"></script>` + "\n</body>",
+		"/extra/hello": "hello",
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %s, want %q in %s", path, resp.Status, want, body)
+		}
+	}
+}
