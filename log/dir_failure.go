@@ -87,7 +87,7 @@ func (h *dirHealth) failed() error {
 // Offline returns a *DirFailure (wrapping kerr.KafkaStorageError) if the
 // log's dir failed, nil otherwise. It takes no lock: the replica manager
 // checks it on every produce and fetch.
-func (l *Log) Offline() error { return l.health.failed() }
+func (l *Log) Offline() error { return l.health.Load().failed() }
 
 // IsTooManyOpenFiles reports whether err is EMFILE or ENFILE.
 func IsTooManyOpenFiles(err error) bool {
