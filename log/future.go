@@ -134,10 +134,15 @@ func (l *Log) truncateFuture(offset int64, fully bool) {
 }
 
 // logDirFor returns the configured log dir at path.
+// (AlterReplicaLogDirs names dirs by absolute path.)
 func (m *Manager) logDirFor(path string) *logDir {
 	path = filepath.Clean(path)
+	abs, _ := filepath.Abs(path)
 	for _, d := range m.dirs {
 		if d.path == path {
+			return d
+		}
+		if da, err := filepath.Abs(d.path); err == nil && da == abs {
 			return d
 		}
 	}
