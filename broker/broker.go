@@ -283,6 +283,7 @@ func (b *Broker) newLogManager() (func(*metadata.Topic) log.Config, error) {
 		Registerer:                         b.registry,
 		Cleaner:                            cfg.CleanerConfig(),
 		Scrub:                              cfg.ScrubConfig(),
+		AlterLogDirsBytesPerSecond:         func() int64 { return cfg.GetLong("replica.alter.log.dirs.io.max.bytes.per.second") },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading logs: %w", err)

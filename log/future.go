@@ -376,8 +376,11 @@ func (m *Manager) copyToFuture(l *Log, f *futureLog, done <-chan struct{}) {
 // moveThrottle is how long to wait after copying n bytes, for
 // ManagerConfig.AlterLogDirsBytesPerSecond.
 func (m *Manager) moveThrottle(n int) time.Duration {
-	rate := m.cfg.AlterLogDirsBytesPerSecond
-	if rate <= 0 {
+	if m.cfg.AlterLogDirsBytesPerSecond == nil {
+		return 0
+	}
+	rate := m.cfg.AlterLogDirsBytesPerSecond()
+	if rate <= 0 || rate == math.MaxInt64 {
 		return 0
 	}
 	return time.Duration(float64(n) / float64(rate) * float64(time.Second))

@@ -17,7 +17,7 @@ func ftManager(t *testing.T, dirs []string, clock *ltClock, rate int64) *Manager
 	t.Helper()
 	m, err := NewManager(ManagerConfig{
 		Dirs: dirs, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Now: clock.Now,
-		ConfigFor: func(string) Config { return ltConfig() }, AlterLogDirsBytesPerSecond: rate,
+		ConfigFor: func(string) Config { return ltConfig() }, AlterLogDirsBytesPerSecond: func() int64 { return rate },
 	})
 	if err != nil {
 		t.Fatal(err)

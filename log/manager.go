@@ -63,8 +63,9 @@ type ManagerConfig struct {
 	Scrub ScrubConfig
 	// AlterLogDirsBytesPerSecond caps how fast a log moved between log
 	// dirs is copied (Kafka's replica.alter.log.dirs.io.max.bytes.per.second
-	// quota); 0: unlimited.
-	AlterLogDirsBytesPerSecond int64
+	// dynamic broker config, read for each chunk copied); nil or <= 0:
+	// unlimited.
+	AlterLogDirsBytesPerSecond func() int64
 }
 
 func (c ManagerConfig) withDefaults() ManagerConfig {
