@@ -201,7 +201,7 @@ func waitLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logMove
 			}
 			return nil
 		}
-		if !e.json && time.Since(last) > 5*time.Second {
+		if !e.json && e.stderrTTY && time.Since(last) > 5*time.Second {
 			last = time.Now()
 			for _, s := range out {
 				if !s.Done && s.Lag >= 0 {
