@@ -233,6 +233,20 @@ func TestMoveReplicaBetweenLogDirs(t *testing.T) {
 	if got := lmPartitionDirs(t, to, topic); len(got) != 1 || got[0] != topic+"-0" {
 		t.Fatalf("new dir holds %v", got)
 	}
+
+	// Back again with kafka-reassign-partitions.sh's plan format.
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	body := fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[1],"log_dirs":[%q]}]}`, topic, from)
+	if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.ok(t, nil, "log", "move", "--plan", plan)
+	if cur, fut, _, err := lmDirs(ctx, adm, topic); err != nil || len(cur) != 1 || cur[0] != from || fut != "" {
+		t.Fatalf("after moving back: current %v, future %q, %v", cur, fut, err)
+	}
+	if k := kcatCount(t, b.Seed(), topic); k != n {
+		t.Fatalf("after moving back kcat read %d records, want %d", k, n)
+	}
 }
 
 // A broker process killed (SIGKILL) while it copies a partition to its

@@ -33,7 +33,8 @@ does for a plan with "log_dirs". The broker copies the log into a
 "<topic>-<partition>.<id>-future" dir in the target while the replica keeps
 serving, then swaps the two; DescribeLogDirs shows the future replica and
 its lag meanwhile. The command waits until DescribeLogDirs shows the
-partition only in the target dir (unless --no-wait), printing the lag.
+partition only in the target dir (unless --no-wait); on a terminal it
+prints the future replicas' lag every 5 seconds.
 
 --plan FILE takes kafka-reassign-partitions.sh's JSON instead: for each
 partition, the replica on broker replicas[i] goes to log_dirs[i] ("any":
