@@ -522,6 +522,11 @@ func rack(s string) *string {
 // broker (its metadata has caught up), as Kafka's broker waits for its
 // initial catch-up. Ready tells when clients are served.
 func (b *Broker) Start() {
+	// A replica moved between log dirs: the controller learns its new dir
+	// (AssignReplicasToDirs) without waiting for a metadata change.
+	if b.assignments != nil {
+		b.logs.OnLogMoved(func(log.TopicPartition) { b.assignments.poke() })
+	}
 	b.logs.Start()
 	// A dir that fails from now on is reported; one that failed since
 	// New is checked here.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // lmDirs returns where partition 0 of topic is on the broker: the dirs
@@ -173,6 +175,26 @@ func lmPartitionDirs(t *testing.T, dir, topic string) []string {
 	return out
 }
 
+// lmDirectoryID reads the directory.id of a log dir's meta.properties.
+func lmDirectoryID(t *testing.T, dir string) uuid.UUID {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "meta.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "directory.id="); ok {
+			id, err := uuid.Parse(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+	}
+	t.Fatalf("%s/meta.properties has no directory.id", dir)
+	return uuid.UUID{}
+}
+
 // A partition moves between the two log dirs of a broker (AlterReplicaLogDirs,
 // driven by `moldau log move`) under an acks=all idempotent producer and a
 // consumer: DescribeLogDirs shows the future replica while it is copied,
@@ -224,6 +246,18 @@ func TestMoveReplicaBetweenLogDirs(t *testing.T) {
 	if k := kcatCount(t, b.Seed(), topic); k != n {
 		t.Fatalf("kcat read %d records, kgo %d", k, n)
 	}
+	// The controller learns the new dir (AssignReplicasToDirs).
+	wantID := lmDirectoryID(t, to)
+	eventually(t, 10*time.Second, func() error {
+		tp, ok := b.Metadata().Topic(topic)
+		if !ok {
+			return fmt.Errorf("no topic")
+		}
+		if got := tp.Partitions[0].Directory(1); got != wantID {
+			return fmt.Errorf("metadata has directory %s, want %s", got, wantID)
+		}
+		return nil
+	})
 	eventually(t, 10*time.Second, func() error {
 		if left := lmPartitionDirs(t, from, topic); len(left) != 0 {
 			return fmt.Errorf("old dir still holds %v", left)

@@ -287,6 +287,13 @@ func (m *Manager) OnDirFailure(fn func(dir string, partitions []TopicPartition))
 	m.onDirFailure.Store(&fn)
 }
 
+// OnLogMoved sets fn to be called (on the mover's goroutine, with no lock
+// held) after a log moved to another log dir (AlterLogDir), so that the
+// broker reports the replica's new dir to the controller.
+func (m *Manager) OnLogMoved(fn func(TopicPartition)) {
+	m.onLogMoved.Store(&fn)
+}
+
 // OnDirOffline sets fn to be called (on a goroutine of the Manager's)
 // once for each log dir that fails, after its logs are closed and the
 // replica manager was told (OnDirFailure), with the dirs still online. The

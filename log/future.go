@@ -463,6 +463,9 @@ func (m *Manager) replaceCurrentWithFuture(l *Log, f *futureLog) (bool, error) {
 		}
 	})
 	m.logger.Info("moved log between log dirs", "partition", l.tp.String(), "from", oldParent, "to", f.parent, "log_end_offset", l.LogEndOffset())
+	if fn := m.onLogMoved.Load(); fn != nil {
+		(*fn)(l.tp)
+	}
 	return true, nil
 }
 

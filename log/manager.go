@@ -160,6 +160,8 @@ type Manager struct {
 	onDirFailure atomic.Pointer[func(dir string, partitions []TopicPartition)]
 	// onDirOffline is told of every failed dir and the dirs still online.
 	onDirOffline atomic.Pointer[func(dir string, online []string)]
+	// onLogMoved is told of every log moved between log dirs.
+	onLogMoved atomic.Pointer[func(TopicPartition)]
 }
 
 type logDir struct {
