@@ -112,6 +112,16 @@ func (l *Log) FutureInfo() (dir string, size, lag int64, ok bool) {
 	return f.parent, f.log.Size(), lag, true
 }
 
+// activeBaseOffset is the base offset of the active segment.
+func (l *Log) activeBaseOffset() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	if len(l.segs) == 0 {
+		return -1
+	}
+	return l.active().baseOffset
+}
+
 // truncateFuture applies a truncation of the current log to its future
 // log; l.mu (and l.replaceMu) held.
 func (l *Log) truncateFuture(offset int64, fully bool) {
@@ -360,7 +370,14 @@ func (m *Manager) copyToFuture(l *Log, f *futureLog, done <-chan struct{}) {
 		}
 		f.mu.Lock()
 		if f.gen == gen && f.failed == nil {
-			_, err = f.log.AppendAsFollower(buf)
+			// A read never spans segments: the future log rolls where
+			// the current one did, so both have the same segments.
+			if f.log.activeBaseOffset() < data.FetchOffsetMetadata.SegmentBaseOffset {
+				err = f.log.Roll()
+			}
+			if err == nil {
+				_, err = f.log.AppendAsFollower(buf)
+			}
 		}
 		f.mu.Unlock()
 		if err != nil {

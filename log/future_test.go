@@ -66,7 +66,7 @@ func ftEntries(t *testing.T, dir string) []string {
 func TestMoveLogBetweenDirs(t *testing.T) {
 	d1, d2 := t.TempDir(), t.TempDir()
 	clock := newLtClock()
-	m := ftManager(t, []string{d1, d2}, clock, 2<<20)
+	m := ftManager(t, []string{d1, d2}, clock, 512<<10)
 	defer m.Close()
 	m.Start()
 	tp := TopicPartition{"t", 0}
@@ -85,7 +85,8 @@ func TestMoveLogBetweenDirs(t *testing.T) {
 			spans = append(spans, [2]int64{info.FirstOffset, info.LastOffset})
 		}
 	}
-	appendN(300) // ~20 segments, ~0.4 MB: 0.2 s at 2 MB/s
+	var bases []int64 // the segments just before the swap
+	appendN(300) // ~25 segments, ~0.4 MB: 0.8 s at 512 KB/s
 	if err := m.AlterLogDir(tp, dst); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +117,10 @@ func TestMoveLogBetweenDirs(t *testing.T) {
 	spans = spans[:len(spans)-20]
 	appendN(50)
 
+	bases = l.SegmentBaseOffsets()
+	if filepath.Dir(l.Dir()) != filepath.Clean(src) {
+		t.Fatal("moved before the test was done writing: slow the copy down")
+	}
 	ftWait(t, "the move", func() bool { return filepath.Dir(l.Dir()) == filepath.Clean(dst) })
 	if got := ftSpans(t, l); len(got) != len(spans) || got[0] != spans[0] || got[len(got)-1] != spans[len(spans)-1] {
 		t.Fatalf("after the move: %d batches %v..., want %d", len(got), got[:min(3, len(got))], len(spans))
@@ -127,6 +132,16 @@ func TestMoveLogBetweenDirs(t *testing.T) {
 		}
 	}
 	ltCheckIndexes(t, l)
+	if got := l.SegmentBaseOffsets(); len(got) != len(bases) {
+		t.Errorf("segments %v after the move, %v before", got, bases)
+	} else {
+		for i := range got {
+			if got[i] != bases[i] {
+				t.Errorf("segments %v after the move, %v before", got, bases)
+				break
+			}
+		}
+	}
 	appendN(5) // the moved log takes appends
 	if _, _, _, ok := l.FutureInfo(); ok {
 		t.Fatal("future still set after the move")
