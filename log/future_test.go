@@ -86,7 +86,7 @@ func TestMoveLogBetweenDirs(t *testing.T) {
 		}
 	}
 	var bases []int64 // the segments just before the swap
-	appendN(300) // ~25 segments, ~0.4 MB: 0.8 s at 512 KB/s
+	appendN(300)      // ~25 segments, ~0.4 MB: 0.8 s at 512 KB/s
 	if err := m.AlterLogDir(tp, dst); err != nil {
 		t.Fatal(err)
 	}
