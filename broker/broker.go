@@ -297,6 +297,7 @@ func (b *Broker) newLogManager() (func(*metadata.Topic) log.Config, error) {
 		Registerer:                         b.registry,
 		Cleaner:                            cfg.CleanerConfig(),
 		Scrub:                              cfg.ScrubConfig(),
+		AlterLogDirsBytesPerSecond:         func() int64 { return cfg.GetLong("replica.alter.log.dirs.io.max.bytes.per.second") },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading logs: %w", err)
@@ -575,6 +576,11 @@ func rack(s string) *string {
 // broker (its metadata has caught up), as Kafka's broker waits for its
 // initial catch-up. Ready tells when clients are served.
 func (b *Broker) Start() {
+	// A replica moved between log dirs: the controller learns its new dir
+	// (AssignReplicasToDirs) without waiting for a metadata change.
+	if b.assignments != nil {
+		b.logs.OnLogMoved(func(log.TopicPartition) { b.assignments.poke() })
+	}
 	b.logs.Start()
 	// A dir that fails from now on is reported; one that failed since
 	// New is checked here.

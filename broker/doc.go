@@ -81,7 +81,8 @@
 //	assignmentsManager reports the log dir of each replica to the
 //	                  controller (AssignReplicasToDirs, KIP-858), from a
 //	                  reconciliation of the logs against the image after
-//	                  each metadata update (assignments.go)
+//	                  each metadata update and after a replica moved
+//	                  between log dirs (assignments.go)
 //	data plane        a SocketServer on the broker listeners serving
 //	                  kapi's Handler; it starts accepting only once the
 //	                  broker is unfenced (Ready), after stray logs are gone

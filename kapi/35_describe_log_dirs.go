@@ -13,8 +13,10 @@ package kapi
 // As Kafka's ReplicaManager.describeLogDirs: every log dir is listed, with
 // its absolute path; an offline dir carries KAFKA_STORAGE_ERROR and no
 // topics; topics without any requested partition in a dir are left out.
-// The offset lag is 0 (there are no future replicas being moved between
-// dirs yet).
+// A replica being moved here from another dir (AlterReplicaLogDirs) is
+// listed with is_future, the size of its future log and its offset lag:
+// how far the future log's end is behind the current log's; a current
+// replica's lag is 0.
 
 import (
 	"path/filepath"
@@ -60,6 +62,7 @@ func (h *Handler) handleDescribeLogDirs(rc *RequestContext, kreq kmsg.Request) k
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition, rp.Size = p.Partition, p.Size
+			rp.IsFuture, rp.OffsetLag = p.IsFuture, p.OffsetLag
 			byTopic[p.Topic] = append(byTopic[p.Topic], rp)
 		}
 		names := make([]string, 0, len(byTopic))

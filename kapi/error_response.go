@@ -192,6 +192,21 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp
+	case *kmsg.AlterReplicaLogDirsRequest:
+		resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
+		for _, d := range req.Dirs {
+			for _, t := range d.Topics {
+				rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return resp
 	case *kmsg.DescribeLogDirsRequest:
 		resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 		resp.ErrorCode = code

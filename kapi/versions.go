@@ -89,6 +89,7 @@ func init() {
 		{key: 31, min: 0, max: 3, async: forwarded((*Handler).handleDeleteAcls)},
 		{key: 32, min: 0, max: 4, sync: (*Handler).handleDescribeConfigs},
 		{key: 33, min: 0, max: 2, async: forwarded((*Handler).handleAlterConfigs)},
+		{key: 34, min: 0, max: 2, sync: clusterOp(az.Alter, (*Handler).handleAlterReplicaLogDirs)},
 		{key: 35, min: 0, max: 5, sync: clusterOp(az.Describe, (*Handler).handleDescribeLogDirs)},
 		{key: 36, min: 0, max: 2, sync: (*Handler).handleSaslAuthenticate},
 		{key: 37, min: 0, max: 3, async: forwarded((*Handler).handleCreatePartitions)},

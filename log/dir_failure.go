@@ -87,7 +87,7 @@ func (h *dirHealth) failed() error {
 // Offline returns a *DirFailure (wrapping kerr.KafkaStorageError) if the
 // log's dir failed, nil otherwise. It takes no lock: the replica manager
 // checks it on every produce and fetch.
-func (l *Log) Offline() error { return l.health.failed() }
+func (l *Log) Offline() error { return l.health.Load().failed() }
 
 // IsTooManyOpenFiles reports whether err is EMFILE or ENFILE.
 func IsTooManyOpenFiles(err error) bool {
@@ -285,6 +285,13 @@ func (m *Manager) handleLogDirFailure(d *logDir) {
 // the replica manager answers the requests waiting on them.
 func (m *Manager) OnDirFailure(fn func(dir string, partitions []TopicPartition)) {
 	m.onDirFailure.Store(&fn)
+}
+
+// OnLogMoved sets fn to be called (on the mover's goroutine, with no lock
+// held) after a log moved to another log dir (AlterLogDir), so that the
+// broker reports the replica's new dir to the controller.
+func (m *Manager) OnLogMoved(fn func(TopicPartition)) {
+	m.onLogMoved.Store(&fn)
 }
 
 // OnDirOffline sets fn to be called (on a goroutine of the Manager's)

@@ -157,7 +157,10 @@
 // under Log.mu, and segment state under Log.segMu.RLock, briefly.
 //
 // Lock order: cleanerManager.mu → Manager.mu → Log.replaceMu → Log.mu →
-// Log.segMu. A Log never takes Manager.mu or cleanerManager.mu. An I/O
+// Log.segMu. A log being moved between log dirs adds, after the current
+// Log.mu: futureLog.mu → the future Log's replaceMu → mu → segMu
+// (future.go); Log.pathMu is read-held by flushTo's lock-free fsyncs and
+// write-held only by the move's swap, under Log.mu. A Log never takes Manager.mu or cleanerManager.mu. An I/O
 // error is reported to the Manager (dir_failure.go) from whatever
 // goroutine met it, with any log lock held: the report only sets the dir's
 // failure (an atomic) and starts a goroutine that does the rest.
@@ -182,7 +185,10 @@
 //
 // NewManager loads every "<topic>-<partition>" dir of each log dir (other
 // files and dirs are ignored; "-delete" dirs are removed; with TopicIDFor, a
-// log whose partition.metadata names another topic ID is renamed "-stray"),
+// log whose partition.metadata names another topic ID is renamed "-stray";
+// a "<topic>-<partition>.<id>-future" dir of a move between log dirs is
+// removed, and the move restarted by Start, if the current log exists, and
+// promoted to the partition's log if not: see future.go),
 // num.recovery.threads.per.data.dir at a time. A cleaner's swap cut short
 // by a crash is first completed or rolled back (completeInterruptedSwaps,
 // Kafka's LogLoader: see Compaction). Leftover .deleted and .tmp files and

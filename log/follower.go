@@ -274,6 +274,7 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	l.segMu.Unlock()
 	l.recoveryPoint = min(l.recoveryPoint, newLeo)
 	l.noteTruncation(newLeo)
+	l.truncateFuture(newLeo, false)
 
 	errs := []error{seg.truncateTxnIndexFile(keepTxns)}
 	for _, s := range doomed {
@@ -369,6 +370,7 @@ func (l *Log) truncateFullyAndStartAt(newOffset int64) error {
 	l.segMu.Unlock()
 	l.recoveryPoint = newOffset
 	l.noteTruncation(newOffset)
+	l.truncateFuture(newOffset, true)
 	l.resetProducerState(newOffset)
 	for _, s := range old {
 		del := func() {

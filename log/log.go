@@ -49,14 +49,20 @@ type Log struct {
 	// scheduleDelete runs fn after delay (file.delete.delay.ms); nil: now.
 	scheduleDelete func(delay time.Duration, fn func())
 	// health is the log dir's: once it failed the log is offline (see
-	// dir_failure.go). Nil outside a Manager.
-	health *dirHealth
+	// dir_failure.go). Nil outside a Manager. Atomic: moving the log to
+	// another dir (future.go) changes it while Offline reads it unlocked.
+	health atomic.Pointer[dirHealth]
 
 	// replaceMu serialises what replaces or removes non-active segments:
 	// the cleaner's swap (replaceSegments), retention, DeleteRecords,
 	// truncation, Close. It is taken before mu and held across the
 	// cleaner's file renames, which mu (needed by appends) never is.
 	replaceMu sync.Mutex
+	// pathMu is read-held by whatever opens segment files by path
+	// without mu (the fsyncs of flushTo), write-held by a move between
+	// log dirs while it changes the segments' paths (future.go). Taken
+	// under mu, or with no lock.
+	pathMu sync.RWMutex
 
 	mu      sync.Mutex
 	dir     string // partition dir; also read under segMu
@@ -82,6 +88,9 @@ type Log struct {
 	// checkpoint (see noteTruncation).
 	truncatedTo int64
 	truncated   bool
+	// future is the copy being made in another log dir (future.go), nil
+	// if the log is not being moved.
+	future *futureLog
 
 	segMu sync.RWMutex
 	segs  []*Segment
@@ -493,6 +502,7 @@ func (l *Log) flushTo(offset int64) error {
 			todo = append(todo, s)
 		}
 	}
+	l.pathMu.RLock()
 	l.mu.Unlock()
 	for _, s := range todo {
 		if err := s.sync(); err != nil && !errors.Is(err, os.ErrClosed) {
@@ -504,6 +514,7 @@ func (l *Log) flushTo(offset int64) error {
 			errs = append(errs, err)
 		}
 	}
+	l.pathMu.RUnlock()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: flushing %s: %w", kerr.KafkaStorageError, l.tp, err)
 	}

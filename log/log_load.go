@@ -85,8 +85,8 @@ func loadLog(p logParams) (l *Log, res LoadResult, err error) {
 		tp: p.tp, fsys: p.fsys, logger: p.logger, now: p.now, bg: p.bg,
 		scheduleDelete: p.scheduleDelete, dir: p.dir, cfg: p.cfg,
 		pstate: newProducerStateManager(), pidExpirationMs: p.pidExpirationMs, firstUndecided: -1,
-		health: p.health,
 	}
+	ld.l.health.Store(p.health)
 	ld.l.minISR.Store(p.cfg.MinInSyncReplicas)
 	ld.l.tiered.Store(p.cfg.RemoteStorageEnable)
 	ld.l.highestRemote.Store(-1)

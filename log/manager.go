@@ -61,6 +61,11 @@ type ManagerConfig struct {
 	// Scrub configures the log scrubber (moldau.log.scrub.*); the zero
 	// value has it off.
 	Scrub ScrubConfig
+	// AlterLogDirsBytesPerSecond caps how fast a log moved between log
+	// dirs is copied (Kafka's replica.alter.log.dirs.io.max.bytes.per.second
+	// dynamic broker config, read for each chunk copied); nil or <= 0:
+	// unlimited.
+	AlterLogDirsBytesPerSecond func() int64
 }
 
 func (c ManagerConfig) withDefaults() ManagerConfig {
@@ -133,6 +138,11 @@ type Manager struct {
 	// offline are the partitions whose logs are in an offline dir
 	// (see dir_failure.go), with that dir.
 	offline map[TopicPartition]string
+	// preferred are the log dirs AlterLogDir asked for partitions not
+	// hosted yet (Kafka's preferredLogDirs); resume the moves a restart
+	// interrupted, restarted by Start (future.go).
+	preferred map[TopicPartition]string
+	resume    map[TopicPartition]string
 	// dirs is set before any log is loaded and never changes.
 	dirs    []*logDir
 	started bool
@@ -150,6 +160,8 @@ type Manager struct {
 	onDirFailure atomic.Pointer[func(dir string, partitions []TopicPartition)]
 	// onDirOffline is told of every failed dir and the dirs still online.
 	onDirOffline atomic.Pointer[func(dir string, online []string)]
+	// onLogMoved is told of every log moved between log dirs.
+	onLogMoved atomic.Pointer[func(TopicPartition)]
 }
 
 type logDir struct {
@@ -190,7 +202,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, logger: cfg.Logger,
 		logs: make(map[TopicPartition]*Log), perDir: make(map[string]int),
-		offline: make(map[TopicPartition]string),
+		offline:   make(map[TopicPartition]string),
+		preferred: make(map[TopicPartition]string), resume: make(map[TopicPartition]string),
 	}
 	m.brokerEpoch.Store(-1)
 	m.fsys = &dirFailureFS{inner: cfg.FS, report: m.reportIOError}
@@ -200,6 +213,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	for _, path := range cfg.Dirs {
 		m.dirs = append(m.dirs, &logDir{path: filepath.Clean(path)})
 	}
+	m.settleFutureDirs()
 	online := 0
 	var causes []string
 	for _, d := range m.dirs {
@@ -577,6 +591,7 @@ func (m *Manager) Start() {
 	if m.cleaner != nil {
 		m.cleaner.startup()
 	}
+	m.resumeMoves()
 }
 
 // removeExpiredProducers applies producer.id.expiration.ms to every log
@@ -679,6 +694,11 @@ func (m *Manager) Close() error {
 		m.mu.Lock()
 		m.closed = true
 		m.mu.Unlock()
+		// Moves in progress stop; their future dirs restart at the
+		// next start-up.
+		for _, l := range m.Logs() {
+			l.closeFuture()
+		}
 		m.closing.Store(true)
 		var errs []error
 		for _, d := range m.dirs {
@@ -767,6 +787,12 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg Config
 		if d.failed() == nil && (best == nil || m.perDir[d.path] < m.perDir[best.path]) {
 			best = d
 		}
+	}
+	if p, ok := m.preferred[tp]; ok {
+		if d := m.logDirFor(p); d != nil && d.failed() == nil {
+			best = d
+		}
+		delete(m.preferred, tp)
 	}
 	if best == nil {
 		return nil, fmt.Errorf("%w: no online log dir", kerr.KafkaStorageError)
@@ -878,6 +904,7 @@ func (m *Manager) deleteLog(tp TopicPartition) (string, error) {
 
 	l.replaceMu.Lock()
 	l.mu.Lock()
+	m.dropFutureLocked(l, "log deleted")
 	l.deleted = true
 	var id [16]byte
 	for i := range id {
@@ -937,6 +964,10 @@ type DirInfo struct {
 type PartitionDirInfo struct {
 	TopicPartition
 	Size int64
+	// IsFuture: the log being made here by a move from another dir
+	// (AlterLogDir), OffsetLag behind the current log's end.
+	IsFuture  bool
+	OffsetLag int64
 }
 
 // DirInfos describes every log dir.
@@ -948,6 +979,11 @@ func (m *Manager) DirInfos() []DirInfo {
 			di.TotalBytes, di.UsableBytes = diskSpace(d.path)
 			for _, l := range m.logsIn(d) {
 				di.Partitions = append(di.Partitions, PartitionDirInfo{TopicPartition: l.tp, Size: l.Size()})
+			}
+			for _, l := range m.Logs() {
+				if dir, size, lag, ok := l.FutureInfo(); ok && dir == d.path {
+					di.Partitions = append(di.Partitions, PartitionDirInfo{TopicPartition: l.tp, Size: size, IsFuture: true, OffsetLag: lag})
+				}
 			}
 		}
 		out = append(out, di)

@@ -260,6 +260,13 @@ func (m *Manager) Close() {
 // (Kafka's ReplicaManager.describeLogDirs).
 func (m *Manager) DescribeLogDirs() []log.DirInfo { return m.cfg.Logs.DirInfos() }
 
+// AlterReplicaLogDir moves tp's replica to the log dir at dir (Kafka's
+// ReplicaManager.alterReplicaLogDirs for one partition; see
+// log.Manager.AlterLogDir for the errors).
+func (m *Manager) AlterReplicaLogDir(tp TopicPartition, dir string) error {
+	return m.cfg.Logs.AlterLogDir(tp, dir)
+}
+
 // Partition returns the hosted partition, or nil.
 func (m *Manager) Partition(tp TopicPartition) *Partition {
 	if p, ok := m.partitions.Load(tp); ok {

@@ -109,6 +109,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"group", "seek", "g"}, "--to: required"},
 		{[]string{"group", "seek", "g", "--to", "t:0=1", "--topics", "t"}, "--topics cannot be used"},
 		{[]string{"log", "dump"}, "missing PATH"},
+		{[]string{"log", "move", "--topic", "t"}, "--topic, --partition, --broker and --to are required"},
+		{[]string{"log", "move", "--plan", "p.json", "--topic", "t"}, "give --plan or"},
 		{[]string{"topic", "list", "--brokers", " , "}, "--brokers is empty"},
 	}
 	for _, tt := range tests {

@@ -138,7 +138,7 @@ func readPlan(path string) (reassignmentPlan, error) {
 	for _, p := range plan.Partitions {
 		for _, d := range p.LogDirs {
 			if d != "" && d != "any" {
-				return plan, fmt.Errorf("%s: %s-%d: log dirs other than \"any\" are not supported yet", path, p.Topic, p.Partition)
+				return plan, fmt.Errorf("%s: %s-%d: log dirs other than \"any\": reassign without them, then move the replicas between log dirs with \"moldau log move --plan %s\"", path, p.Topic, p.Partition, path)
 			}
 		}
 	}

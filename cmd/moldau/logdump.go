@@ -23,8 +23,8 @@ import (
 func logCommand() *command {
 	return &command{
 		name:    "log",
-		summary: "Inspect a broker's data files offline.",
-		subs:    []*command{logDumpCommand(), logCheckCommand()},
+		summary: "Inspect a broker's data files offline; move replicas between log dirs.",
+		subs:    []*command{logDumpCommand(), logCheckCommand(), logMoveCommand()},
 	}
 }
 
