@@ -354,3 +354,99 @@ func TestKill9MidLogMove(t *testing.T) {
 		t.Fatalf("kcat read %d records, kgo %d", k, n)
 	}
 }
+
+// kafka-reassign-partitions.sh's plans may name a log dir per replica:
+// `moldau cluster reassign --execute` moves the partition between brokers
+// and each replica into its dir (the new replica on broker 2 is created
+// in the dir it was told before it existed), `--verify` reports the
+// replicas' moves too and succeeds once both are done; a second plan
+// moves the replica that stayed on broker 1 to its other dir. Every
+// record produced before reads back afterwards.
+func TestReassignWithLogDirs(t *testing.T) {
+	nodes := newClusterNodes(t, 2)
+	extra := []string{t.TempDir(), t.TempDir()}
+	var seeds []string
+	for i, n := range nodes {
+		b := startInProcessNode(t, n, nodes, "log.dirs="+n.dir+","+extra[i])
+		t.Cleanup(func() { b.Close() })
+		seeds = append(seeds, n.seed())
+	}
+	const topic = "ld"
+	createWithAssignment(t, seeds[0], topic, [][]int32{{1}}, nil)
+	adm := newAdmin(t, joinSeeds(seeds))
+	ctx := ctxTimeout(t, 2*time.Minute)
+	prod := newClient(t, joinSeeds(seeds), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const n = 2000
+	for i := range n {
+		prod.Produce(ctx, &kgo.Record{Value: binary.BigEndian.AppendUint64(nil, uint64(i))}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// where reports the dirs holding the partition on broker b.
+	where := func(b int32) (cur []string, future string) {
+		s := kadm.TopicsSet{}
+		s.Add(topic, 0)
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, b, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for dir, d := range dirs {
+			if p, ok := d.Topics[topic][0]; ok {
+				if p.IsFuture {
+					future = dir
+				} else {
+					cur = append(cur, dir)
+				}
+			}
+		}
+		return cur, future
+	}
+	cli := &cliCluster{brokers: joinSeeds(seeds)}
+	run := func(body string) string {
+		plan := filepath.Join(t.TempDir(), "plan.json")
+		if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := cli.ok(t, nil, "cluster", "reassign", "--execute", "--reassignment-json-file", plan)
+		eventually(t, 60*time.Second, func() error {
+			if r := cli.moldau(t, nil, "cluster", "reassign", "--verify", "--reassignment-json-file", plan); r.code != 0 {
+				return fmt.Errorf("verify: %s%s", r.stdout, r.stderr)
+			}
+			return nil
+		})
+		return out
+	}
+	out := run(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[1,2],"log_dirs":["any",%q]}]}`, topic, extra[1]))
+	if !strings.Contains(out, "Successfully started log directory move for: "+topic+"-0-2") {
+		t.Fatalf("execute said:\n%s", out)
+	}
+	if cur, fut := where(2); len(cur) != 1 || cur[0] != extra[1] || fut != "" {
+		t.Fatalf("broker 2 holds %s-0 in %v (future %q), want %s", topic, cur, fut, extra[1])
+	}
+	if got := lmPartitionDirs(t, nodes[1].dir, topic); len(got) != 0 {
+		t.Fatalf("broker 2's first dir holds %v", got)
+	}
+	from, _ := where(1)
+	to := extra[0]
+	if len(from) == 1 && from[0] == extra[0] {
+		to = nodes[0].dir
+	}
+	run(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[1,2],"log_dirs":[%q,"any"]}]}`, topic, to))
+	if cur, fut := where(1); len(cur) != 1 || cur[0] != to || fut != "" {
+		t.Fatalf("broker 1 holds %s-0 in %v (future %q), want %s", topic, cur, fut, to)
+	}
+	cons := newClient(t, joinSeeds(seeds), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < n; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if v := binary.BigEndian.Uint64(r.Value); v != uint64(got) {
+				t.Fatalf("record %d at offset %d, want %d", v, r.Offset, got)
+			}
+			got++
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -58,6 +59,15 @@ prints the assignment before them (keep it to roll back); --verify tells
 for each partition of a plan whether its move is done, still running, or
 not started; --cancel stops the moves of a plan (each partition goes back
 to the replicas it had); --list shows every move in progress.
+
+A plan may name a log dir for each replica ("log_dirs", absolute paths,
+"any" for the broker's choice): --execute first tells each broker the dir
+of its replica (AlterReplicaLogDirs; a broker that has no replica yet
+remembers it and creates the replica there), then starts the moves, then
+repeats the AlterReplicaLogDirs the brokers answered REPLICA_NOT_AVAILABLE
+until they accept it or --timeout passes; --verify also reports each
+replica's move between log dirs, done once DescribeLogDirs shows it only
+in its dir.
 
 --throttle B (with --execute) bounds the moves' replication to B bytes/s:
 it sets leader.replication.throttled.rate and
@@ -135,12 +145,8 @@ func readPlan(path string) (reassignmentPlan, error) {
 	if len(plan.Partitions) == 0 {
 		return plan, fmt.Errorf("%s: no partitions", path)
 	}
-	for _, p := range plan.Partitions {
-		for _, d := range p.LogDirs {
-			if d != "" && d != "any" {
-				return plan, fmt.Errorf("%s: %s-%d: log dirs other than \"any\": reassign without them, then move the replicas between log dirs with \"moldau log move --plan %s\"", path, p.Topic, p.Partition, path)
-			}
-		}
+	if _, err := planLogMoves(plan, path); err != nil {
+		return plan, err
 	}
 	return plan, nil
 }
@@ -267,11 +273,22 @@ func reassignExecute(ctx context.Context, e *env, adm *kadm.Client, plan reassig
 			fmt.Fprintf(e.stdout, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.\nThe inter-broker throttle limit was set to %d B/s\n", throttle)
 		}
 	}
+	moves, err := planLogMoves(plan, "")
+	if err != nil {
+		return err
+	}
+	if len(moves) > 0 {
+		// First, so that a broker that gets a new replica creates it in
+		// its dir (it answers REPLICA_NOT_AVAILABLE and remembers it).
+		if _, _, err := alterLogDirs(ctx, adm, moves); err != nil {
+			return err
+		}
+	}
 	req := kadm.AlterPartitionAssignmentsReq{}
 	for _, p := range plan.Partitions {
 		req.Assign(p.Topic, p.Partition, p.Replicas)
 	}
-	return alterAssignments(ctx, e, adm, req, func() {
+	err = alterAssignments(ctx, e, adm, req, func() {
 		if e.json {
 			return
 		}
@@ -279,6 +296,45 @@ func reassignExecute(ctx context.Context, e *env, adm *kadm.Client, plan reassig
 		writePlan(e.stdout, cur)
 		fmt.Fprintln(e.stdout, "\nSave this to use as the --reassignment-json-file option during rollback")
 	}, "Successfully started partition reassignment", cur)
+	if err != nil || len(moves) == 0 {
+		return err
+	}
+	return executeLogMoves(ctx, e, adm, moves)
+}
+
+// executeLogMoves is kafka-reassign-partitions.sh's executeMoves: it sends
+// the plan's replica moves between log dirs until every broker accepted
+// its own, retrying those answered REPLICA_NOT_AVAILABLE (a replica the
+// reassignment has not created yet) until --timeout.
+func executeLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logMove) error {
+	pending := moves
+	var started []string
+	for {
+		ok, unavailable, err := alterLogDirs(ctx, adm, pending)
+		if err != nil {
+			return err
+		}
+		for _, m := range ok {
+			started = append(started, fmt.Sprintf("%s-%d-%d", m.Topic, m.Partition, m.Broker))
+		}
+		if pending = unavailable; len(pending) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			var left []string
+			for _, m := range pending {
+				left = append(left, fmt.Sprintf("%s-%d-%d", m.Topic, m.Partition, m.Broker))
+			}
+			return fmt.Errorf("timed out before log directories could be altered (no replica yet of %s)", strings.Join(left, ","))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if !e.json {
+		sort.Strings(started)
+		fmt.Fprintf(e.stdout, "Successfully started log directory move for: %s\n", strings.Join(started, ","))
+	}
+	return nil
 }
 
 func reassignCancel(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
@@ -357,10 +413,24 @@ func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassign
 	for _, p := range cur.Partitions {
 		now[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = p.Replicas
 	}
+	type replicaDir struct {
+		Broker int32  `json:"broker"`
+		Dir    string `json:"dir"`
+		State  string `json:"state"` // completed, in_progress, not_started
+	}
 	type status struct {
 		Partition string `json:"partition"`
 		State     string `json:"state"` // completed, in_progress, not_started
 		Replicas  []int32
+		LogDirs   []replicaDir `json:"log_dirs,omitempty"`
+	}
+	moves, err := planLogMoves(plan, "")
+	if err != nil {
+		return err
+	}
+	moveStates, _, err := logMoveStatuses(ctx, e, adm, moves)
+	if err != nil {
+		return err
 	}
 	var out []status
 	pending := 0
@@ -376,18 +446,46 @@ func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassign
 		default:
 			s.State, pending = "not_started", pending+1
 		}
+		if !e.json {
+			switch s.State {
+			case "in_progress":
+				fmt.Fprintf(e.stdout, "Reassignment of partition %s is still in progress.\n", key)
+			case "completed":
+				fmt.Fprintf(e.stdout, "Reassignment of partition %s is completed.\n", key)
+			default:
+				fmt.Fprintf(e.stdout, "There is no active reassignment of partition %s, but replica set is %v rather than %v.\n", key, now[key], p.Replicas)
+			}
+		}
+		// The replicas' moves between log dirs (kafka-reassign-partitions.sh's
+		// verifyReplicaMoves).
+		for _, m := range moveStates {
+			if m.Topic != p.Topic || m.Partition != p.Partition {
+				continue
+			}
+			rd := replicaDir{Broker: m.Broker, Dir: m.Dir}
+			name := fmt.Sprintf("%s-%d-%d", m.Topic, m.Partition, m.Broker)
+			switch {
+			case m.Done:
+				rd.State = "completed"
+			case m.Lag >= 0:
+				rd.State, pending = "in_progress", pending+1
+			default:
+				rd.State, pending = "not_started", pending+1
+			}
+			s.LogDirs = append(s.LogDirs, rd)
+			if e.json {
+				continue
+			}
+			switch rd.State {
+			case "completed":
+				fmt.Fprintf(e.stdout, "Reassignment of replica %s completed successfully.\n", name)
+			case "in_progress":
+				fmt.Fprintf(e.stdout, "Reassignment of replica %s is still in progress (the future replica in %s is %d offsets behind).\n", name, m.Dir, m.Lag)
+			default:
+				fmt.Fprintf(e.stdout, "Partition %s-%d on broker %d is not being moved from log dir %s to %s.\n", m.Topic, m.Partition, m.Broker, strings.Join(m.Current, ","), m.Dir)
+			}
+		}
 		out = append(out, s)
-		if e.json {
-			continue
-		}
-		switch s.State {
-		case "in_progress":
-			fmt.Fprintf(e.stdout, "Reassignment of partition %s is still in progress.\n", key)
-		case "completed":
-			fmt.Fprintf(e.stdout, "Reassignment of partition %s is completed.\n", key)
-		default:
-			fmt.Fprintf(e.stdout, "There is no active reassignment of partition %s, but replica set is %v rather than %v.\n", key, now[key], p.Replicas)
-		}
 	}
 	if e.json {
 		if err := writeJSON(e.stdout, out); err != nil {
@@ -395,7 +493,7 @@ func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassign
 		}
 	}
 	if pending > 0 {
-		return fmt.Errorf("%d of %d partition(s) not reassigned yet", pending, len(plan.Partitions))
+		return fmt.Errorf("%d partition(s) or replica move(s) of the plan not done yet", pending)
 	}
 	if !preserve {
 		if err := clearThrottles(ctx, adm, topics); err != nil {

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -93,6 +95,19 @@ func readLogMovePlan(path string) ([]logMove, error) {
 	if err := json.Unmarshal(b, &plan); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	moves, err := planLogMoves(plan, path)
+	if err != nil {
+		return nil, err
+	}
+	if len(moves) == 0 {
+		return nil, fmt.Errorf("%s: no replica with a log dir other than \"any\"", path)
+	}
+	return moves, nil
+}
+
+// planLogMoves are the replicas of a plan with a log dir other than "any":
+// the replica on broker replicas[i] goes to log_dirs[i].
+func planLogMoves(plan reassignmentPlan, path string) ([]logMove, error) {
 	var moves []logMove
 	for _, p := range plan.Partitions {
 		if len(p.LogDirs) == 0 {
@@ -111,87 +126,123 @@ func readLogMovePlan(path string) ([]logMove, error) {
 			moves = append(moves, logMove{Topic: p.Topic, Partition: p.Partition, Broker: p.Replicas[i], Dir: d})
 		}
 	}
-	if len(moves) == 0 {
-		return nil, fmt.Errorf("%s: no replica with a log dir other than \"any\"", path)
-	}
 	return moves, nil
 }
 
 // startLogMoves sends each broker its AlterReplicaLogDirs.
 func startLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logMove) error {
+	started, unavailable, err := alterLogDirs(ctx, adm, moves)
+	if !e.json {
+		for _, m := range started {
+			fmt.Fprintf(e.stdout, "Moving %s-%d on broker %d to %s\n", m.Topic, m.Partition, m.Broker, m.Dir)
+		}
+	}
+	var errs []error
+	for _, m := range unavailable {
+		errs = append(errs, fmt.Errorf("broker %d: %s-%d to %s: %w", m.Broker, m.Topic, m.Partition, m.Dir, kerr.ReplicaNotAvailable))
+	}
+	return errors.Join(append(errs, err)...)
+}
+
+// alterLogDirs sends each broker the AlterReplicaLogDirs of its moves. It
+// returns the moves the brokers accepted, those answered
+// REPLICA_NOT_AVAILABLE (the broker hosts no replica yet; it remembers the
+// dir for when it creates one), and the other failures.
+func alterLogDirs(ctx context.Context, adm *kadm.Client, moves []logMove) (started, unavailable []logMove, err error) {
 	byBroker := map[int32]kadm.AlterReplicaLogDirsReq{}
+	dirOf := map[logMove]string{}
 	for _, m := range moves {
 		req := byBroker[m.Broker]
 		s := kadm.TopicsSet{}
 		s.Add(m.Topic, m.Partition)
 		req.Add(m.Dir, s)
 		byBroker[m.Broker] = req
+		dirOf[logMove{Topic: m.Topic, Partition: m.Partition, Broker: m.Broker}] = m.Dir
 	}
-	brokers := make([]int32, 0, len(byBroker))
-	for b := range byBroker {
-		brokers = append(brokers, b)
-	}
-	sort.Slice(brokers, func(i, j int) bool { return brokers[i] < brokers[j] })
+	brokers := slices.Sorted(maps.Keys(byBroker))
 	var errs []error
 	for _, b := range brokers {
 		resps, err := adm.AlterBrokerReplicaLogDirs(ctx, b, byBroker[b])
 		if err != nil {
-			return fmt.Errorf("broker %d: %w", b, err)
+			return started, unavailable, fmt.Errorf("broker %d: %w", b, err)
 		}
 		for _, r := range resps.Sorted() {
-			if r.Err != nil {
-				errs = append(errs, fmt.Errorf("broker %d: %s-%d to %s: %w", b, r.Topic, r.Partition, r.Dir, r.Err))
-				continue
+			m := logMove{Topic: r.Topic, Partition: r.Partition, Broker: b, Dir: r.Dir}
+			if m.Dir == "" {
+				m.Dir = dirOf[logMove{Topic: r.Topic, Partition: r.Partition, Broker: b}]
 			}
-			if !e.json {
-				fmt.Fprintf(e.stdout, "Moving %s-%d on broker %d to %s\n", r.Topic, r.Partition, b, r.Dir)
+			switch {
+			case r.Err == nil:
+				started = append(started, m)
+			case errors.Is(r.Err, kerr.ReplicaNotAvailable):
+				unavailable = append(unavailable, m)
+			default:
+				errs = append(errs, fmt.Errorf("broker %d: %s-%d to %s: %w", b, r.Topic, r.Partition, m.Dir, r.Err))
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return started, unavailable, errors.Join(errs...)
+}
+
+// logMoveStatus is where a replica move stands: done once DescribeLogDirs
+// shows the partition only in the target dir; the future replica's lag
+// while it is copied (-1: no future replica); the dirs holding the current
+// replica.
+type logMoveStatus struct {
+	logMove
+	Done    bool     `json:"done"`
+	Lag     int64    `json:"offset_lag"`
+	Current []string `json:"current_dirs,omitempty"`
+}
+
+// logMoveStatuses asks each move's broker where the replica is.
+func logMoveStatuses(ctx context.Context, e *env, adm *kadm.Client, moves []logMove) ([]logMoveStatus, int, error) {
+	out := make([]logMoveStatus, len(moves))
+	pending := 0
+	for i, m := range moves {
+		s := kadm.TopicsSet{}
+		s.Add(m.Topic, m.Partition)
+		rctx, cancel := e.requestCtx(ctx)
+		dirs, err := adm.DescribeBrokerLogDirs(rctx, m.Broker, s)
+		cancel()
+		if err != nil {
+			return nil, 0, fmt.Errorf("describing log dirs of broker %d: %w", m.Broker, err)
+		}
+		st := logMoveStatus{logMove: m, Lag: -1}
+		done, inTarget := true, false
+		for dir, d := range dirs {
+			p, ok := d.Topics[m.Topic][m.Partition]
+			if !ok {
+				continue
+			}
+			switch {
+			case p.IsFuture:
+				done, st.Lag = false, p.OffsetLag
+			case filepath.Clean(dir) == filepath.Clean(m.Dir):
+				inTarget = true
+				st.Current = append(st.Current, dir)
+			default:
+				done = false
+				st.Current = append(st.Current, dir)
+			}
+		}
+		st.Done = done && inTarget
+		if !st.Done {
+			pending++
+		}
+		out[i] = st
+	}
+	return out, pending, nil
 }
 
 // waitLogMoves polls DescribeLogDirs until every replica is only in its
 // target dir.
 func waitLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logMove) error {
-	type status struct {
-		logMove
-		Done bool  `json:"done"`
-		Lag  int64 `json:"offset_lag"`
-	}
-	out := make([]status, len(moves))
 	last := time.Time{}
 	for {
-		pending := 0
-		for i, m := range moves {
-			s := kadm.TopicsSet{}
-			s.Add(m.Topic, m.Partition)
-			rctx, cancel := e.requestCtx(ctx)
-			dirs, err := adm.DescribeBrokerLogDirs(rctx, m.Broker, s)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("describing log dirs of broker %d: %w", m.Broker, err)
-			}
-			done, lag := true, int64(-1)
-			inTarget := false
-			for dir, d := range dirs {
-				p, ok := d.Topics[m.Topic][m.Partition]
-				if !ok {
-					continue
-				}
-				switch {
-				case p.IsFuture:
-					done, lag = false, p.OffsetLag
-				case filepath.Clean(dir) == filepath.Clean(m.Dir):
-					inTarget = true
-				default:
-					done = false
-				}
-			}
-			out[i] = status{logMove: m, Done: done && inTarget, Lag: lag}
-			if !out[i].Done {
-				pending++
-			}
+		out, pending, err := logMoveStatuses(ctx, e, adm, moves)
+		if err != nil {
+			return err
 		}
 		if pending == 0 {
 			if e.json {
