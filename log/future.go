@@ -24,8 +24,13 @@ package log
 // reads in flight finish.
 //
 // Crash safety, at start-up (settleFutureDirs): a "-future" dir whose
-// current log exists was a copy in progress: it is removed and the move
-// restarts from the beginning once the manager starts; a "-future" dir
+// current log exists was a copy in progress: once the manager starts, it
+// is loaded with a full recovery (every batch's CRC checked, a torn tail
+// cut) and cut back to where it agrees with the current log by their
+// leader epochs, as Kafka's ReplicaAlterLogDirsThread truncates a future
+// replica (Kafka's OffsetForLeaderEpoch against the current log), and the
+// copy resumes from its end; if it cannot be loaded it is removed and the
+// move starts over. A "-future" dir
 // without a current log was renamed by a swap that crashed between its two
 // renames, after the future was complete and fsynced: it is promoted to the
 // partition's log. A "-future" dir is never loaded as a partition's log
@@ -211,24 +216,40 @@ func (m *Manager) AlterLogDir(tp TopicPartition, path string) error {
 		return nil
 	}
 	dir := filepath.Join(d.path, tp.String()+"."+randomHex()+FutureDirSuffix)
-	fl, _, err := loadLog(logParams{
-		dir: dir, tp: tp, cfg: l.cfg, fsys: m.fsys,
-		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
-		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: l.topicID,
-		pidExpirationMs: m.cfg.ProducerIDExpirationMs, isNew: true, health: &d.health,
-	})
+	fl, err := m.loadFutureLog(l, l.cfg, d, dir, true)
 	if err != nil {
 		_ = m.fsys.RemoveAll(dir)
 		return fmt.Errorf("%w: creating future log %s: %w", kerr.KafkaStorageError, dir, err)
 	}
+	if err := m.startCopier(l, fl, d); err != nil {
+		_ = m.fsys.RemoveAll(dir)
+		return err
+	}
+	m.logger.Info("moving log between log dirs", "partition", tp.String(), "from", filepath.Dir(l.dir), "to", d.path)
+	return nil
+}
+
+// loadFutureLog opens (isNew: creates) a future log of l's in dir d, with
+// l's config cfg.
+func (m *Manager) loadFutureLog(l *Log, cfg Config, d *logDir, dir string, isNew bool) (*Log, error) {
+	fl, _, err := loadLog(logParams{
+		dir: dir, tp: l.tp, cfg: cfg, fsys: m.fsys,
+		logger: m.logger, now: m.cfg.Now, bg: &m.bg, scheduleDelete: m.scheduleDelete,
+		recoveryPoint: 0, logStartOffset: -1, highWatermark: -1, topicID: l.topicID,
+		pidExpirationMs: m.cfg.ProducerIDExpirationMs, isNew: isNew, health: &d.health,
+	})
+	return fl, err
+}
+
+// startCopier makes fl l's future log and starts its copier; l.mu held.
+// On failure fl is closed (its dir is the caller's).
+func (m *Manager) startCopier(l *Log, fl *Log, d *logDir) error {
 	f := &futureLog{log: fl, parent: d.path, stop: make(chan struct{})}
 	if !m.bg.Go(func(done <-chan struct{}) { m.copyToFuture(l, f, done) }) {
 		fl.Close()
-		_ = m.fsys.RemoveAll(dir)
 		return fmt.Errorf("%w: log manager is closing", kerr.KafkaStorageError)
 	}
 	l.future = f
-	m.logger.Info("moving log between log dirs", "partition", tp.String(), "from", filepath.Dir(l.dir), "to", d.path)
 	return nil
 }
 
@@ -555,11 +576,17 @@ func (m *Manager) swapDirs(l *Log, f *futureLog) ([]*Segment, string, error) {
 	return old, delDir, nil
 }
 
+// interruptedMove is a move between log dirs that a shutdown or crash
+// interrupted: the future log's dir and the log dir it is in.
+type interruptedMove struct {
+	parent, dir string
+}
+
 // settleFutureDirs handles the "-future" dirs found at start-up, before any
-// log is loaded: one whose current log exists is removed and its move
-// noted to restart; one without is promoted to the partition's log. If
-// some dir cannot be listed, the current log may be there: futures are
-// then left alone (and not loaded).
+// log is loaded: one whose current log exists is noted for Start to resume
+// (a second one for the same partition is removed); one without is
+// promoted to the partition's log. If some dir cannot be listed, the
+// current log may be there: futures are then left alone (and not loaded).
 func (m *Manager) settleFutureDirs() {
 	type future struct {
 		tp           TopicPartition
@@ -585,12 +612,14 @@ func (m *Manager) settleFutureDirs() {
 	}
 	for _, f := range futures {
 		if current[f.tp] {
-			m.logger.Info("removing the future log of an unfinished move; it restarts", "dir", f.full)
-			if err := m.fsys.RemoveAll(f.full); err != nil {
-				m.logger.Warn("removing future log failed", "dir", f.full, "err", err)
+			if _, dup := m.resume[f.tp]; !dup {
+				m.resume[f.tp] = interruptedMove{parent: f.parent, dir: f.full}
 				continue
 			}
-			m.resume[f.tp] = f.parent
+			m.logger.Info("removing a second future log of one partition", "dir", f.full)
+			if err := m.fsys.RemoveAll(f.full); err != nil {
+				m.logger.Warn("removing future log failed", "dir", f.full, "err", err)
+			}
 			continue
 		}
 		final := filepath.Join(f.parent, f.tp.String())
@@ -606,16 +635,125 @@ func (m *Manager) settleFutureDirs() {
 	}
 }
 
-// resumeMoves restarts the moves that a shutdown or crash interrupted
-// (Manager.Start).
+// resumeMoves resumes the moves that a shutdown or crash interrupted
+// (Manager.Start), each from its future log, or from scratch if that
+// cannot be loaded.
 func (m *Manager) resumeMoves() {
 	m.mu.Lock()
 	resume := m.resume
-	m.resume = map[TopicPartition]string{}
+	m.resume = map[TopicPartition]interruptedMove{}
 	m.mu.Unlock()
-	for tp, dir := range resume {
-		if err := m.AlterLogDir(tp, dir); err != nil {
-			m.logger.Warn("restarting move between log dirs failed", "partition", tp.String(), "to", dir, "err", err)
+	for tp, r := range resume {
+		err := m.resumeMove(tp, r)
+		if err == nil {
+			continue
+		}
+		m.logger.Warn("resuming a move between log dirs failed: it starts over", "partition", tp.String(), "dir", r.dir, "err", err)
+		if err := m.fsys.RemoveAll(r.dir); err != nil {
+			m.logger.Warn("removing future log failed", "dir", r.dir, "err", err)
+			continue
+		}
+		if err := m.AlterLogDir(tp, r.parent); err != nil {
+			m.logger.Warn("restarting move between log dirs failed", "partition", tp.String(), "to", r.parent, "err", err)
 		}
 	}
+}
+
+// resumeMove loads an interrupted move's future log, cuts it back to where
+// it agrees with the current log, and resumes the copy from there.
+func (m *Manager) resumeMove(tp TopicPartition, r interruptedMove) error {
+	d := m.logDirFor(r.parent)
+	if d == nil {
+		return fmt.Errorf("%w: log dir %s is not in log.dirs", kerr.LogDirNotFound, r.parent)
+	}
+	if err := d.failed(); err != nil {
+		return fmt.Errorf("%w: log dir %s is offline", kerr.KafkaStorageError, d.path)
+	}
+	m.mu.Lock()
+	l := m.logs[tp]
+	m.mu.Unlock()
+	if l == nil {
+		return fmt.Errorf("%w: no current log of %s", kerr.ReplicaNotAvailable, tp)
+	}
+	if err := l.Offline(); err != nil {
+		return err
+	}
+	fl, err := m.loadFutureLog(l, l.Config(), d, r.dir, false)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed || l.deleted:
+		err = fmt.Errorf("%w: %s is being deleted", kerr.ReplicaNotAvailable, tp)
+	case l.future != nil:
+		err = errors.New("another move of the partition started")
+	case filepath.Dir(l.dir) == d.path:
+		err = errors.New("the log is in that dir already")
+	}
+	var from int64
+	if err == nil {
+		from, err = alignFuture(l, fl)
+	}
+	if err == nil {
+		err = m.startCopier(l, fl, d)
+	} else {
+		fl.Close()
+	}
+	if err != nil {
+		return err
+	}
+	m.logger.Info("resuming a move between log dirs", "partition", tp.String(), "from", filepath.Dir(l.dir), "to", d.path, "future_log_end_offset", from)
+	return nil
+}
+
+// alignFuture cuts the future log fl back to the longest prefix that the
+// current log l has too, judged by their leader epochs (as Kafka truncates
+// a future replica with OffsetForLeaderEpoch against the current one):
+// for each epoch of the future, the current log must have that epoch from
+// the same offset, and as far. It returns the future's end offset after
+// it. l.mu held; fl is not shared yet.
+func alignFuture(l, fl *Log) (int64, error) {
+	fleo := fl.LogEndOffset()
+	fl.mu.Lock()
+	fes := slices.Clone(fl.epochs.entries)
+	fl.mu.Unlock()
+	target := fleo
+	if fleo > fl.LogStartOffset() && (len(fes) == 0 || fes[0].StartOffset > fl.LogStartOffset()) {
+		target = -1 // batches of no known epoch: nothing can be vouched for
+	}
+	ces := l.epochs.entries
+	for i, e := range fes {
+		if target < 0 {
+			break
+		}
+		end := fleo
+		if i+1 < len(fes) {
+			end = fes[i+1].StartOffset
+		}
+		j := slices.IndexFunc(ces, func(c EpochEntry) bool { return c.Epoch == e.Epoch })
+		if j < 0 || (i > 0 && ces[j].StartOffset != e.StartOffset) || ces[j].StartOffset > e.StartOffset {
+			target = e.StartOffset
+			break
+		}
+		cend := l.LogEndOffset()
+		if j+1 < len(ces) {
+			cend = ces[j+1].StartOffset
+		}
+		if cend < end {
+			target = cend
+			break
+		}
+	}
+	target = min(target, l.LogEndOffset())
+	if target >= fleo {
+		return fleo, nil
+	}
+	if target <= fl.LogStartOffset() {
+		start := l.LocalLogStartOffset()
+		return start, fl.TruncateFullyAndStartAt(start)
+	}
+	_, err := fl.TruncateTo(target)
+	return target, err
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -205,9 +206,11 @@ func TestAlterLogDirErrors(t *testing.T) {
 	}
 }
 
-// A move interrupted by a shutdown restarts from scratch at the next
-// start-up; a future dir without its current log (a crash between the
-// swap's renames) is promoted.
+// A move interrupted by a shutdown resumes from its future log at the next
+// start-up, cut back to where the current log still agrees with it (here
+// the current log was truncated and written again in a new leader epoch
+// while the broker was down); a future dir without its current log (a
+// crash between the swap's renames) is promoted.
 func TestMoveLogRestart(t *testing.T) {
 	d1, d2 := t.TempDir(), t.TempDir()
 	clock := newLtClock()
@@ -225,13 +228,12 @@ func TestMoveLogRestart(t *testing.T) {
 	for range 300 {
 		ltAppend(t, l, ltBatch(t, ltBatchSpec{n: 10, valueSize: 100}))
 	}
-	want := ftSpans(t, l)
 	if err := m.AlterLogDir(tp, dst); err != nil {
 		t.Fatal(err)
 	}
-	ftWait(t, "a future log with data", func() bool {
+	ftWait(t, "a future log with 40 KiB", func() bool {
 		_, size, _, ok := l.FutureInfo()
-		return ok && size > 0
+		return ok && size > 40<<10
 	})
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -240,19 +242,34 @@ func TestMoveLogRestart(t *testing.T) {
 	if len(names) != 1 || !strings.HasSuffix(names[0], FutureDirSuffix) {
 		t.Fatalf("after shutdown mid-move %s holds %v", dst, names)
 	}
+	futureDir := names[0]
 
-	m2 := ftManager(t, []string{d1, d2}, clock, 0)
-	if names := ftEntries(t, dst); len(names) != 0 {
-		t.Fatalf("the future dir survived the start-up: %v", names)
-	}
+	m2 := ftManager(t, []string{d1, d2}, clock, 64<<10)
 	l2 := m2.GetLog(tp)
 	if filepath.Dir(l2.Dir()) != filepath.Clean(src) {
 		t.Fatalf("serving from %s", l2.Dir())
 	}
+	// Offsets 100 on, which the future log has, are replaced in epoch 1
+	// by batches of 7 records (other batch boundaries than the 10s).
+	if _, err := l2.TruncateTo(100); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		if _, err := l2.Append(ltBatch(t, ltBatchSpec{n: 7, valueSize: 90}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := ftSpans(t, l2)
 	m2.Start()
+	if names := ftEntries(t, dst); len(names) != 1 || names[0] != futureDir {
+		t.Fatalf("after the restart %s holds %v, want the future log %s resumed", dst, names, futureDir)
+	}
+	if _, size, _, ok := l2.FutureInfo(); !ok || size == 0 {
+		t.Fatalf("the resumed move has no data (%d, %v)", size, ok)
+	}
 	ftWait(t, "the resumed move", func() bool { return filepath.Dir(l2.Dir()) == filepath.Clean(dst) })
-	if got := ftSpans(t, l2); len(got) != len(want) || got[len(got)-1] != want[len(want)-1] {
-		t.Fatalf("after the resumed move: %d batches, want %d", len(got), len(want))
+	if got := ftSpans(t, l2); !slices.Equal(got, want) {
+		t.Fatalf("after the resumed move the batches are\n%v\nwant\n%v", got, want)
 	}
 	if err := m2.Close(); err != nil {
 		t.Fatal(err)
@@ -271,7 +288,7 @@ func TestMoveLogRestart(t *testing.T) {
 	if l3 == nil || l3.Dir() != cur {
 		t.Fatalf("promoted log: %v", l3)
 	}
-	if got := ftSpans(t, l3); len(got) != len(want) || got[len(got)-1] != want[len(want)-1] {
+	if got := ftSpans(t, l3); !slices.Equal(got, want) {
 		t.Fatalf("promoted: %d batches, want %d", len(got), len(want))
 	}
 	if n1, n2 := ftEntries(t, src), ftEntries(t, dst); len(n1) != 0 || len(n2) != 1 {

@@ -140,9 +140,9 @@ type Manager struct {
 	offline map[TopicPartition]string
 	// preferred are the log dirs AlterLogDir asked for partitions not
 	// hosted yet (Kafka's preferredLogDirs); resume the moves a restart
-	// interrupted, restarted by Start (future.go).
+	// interrupted, resumed by Start (future.go).
 	preferred map[TopicPartition]string
-	resume    map[TopicPartition]string
+	resume    map[TopicPartition]interruptedMove
 	// dirs is set before any log is loaded and never changes.
 	dirs    []*logDir
 	started bool
@@ -203,7 +203,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		cfg: cfg, logger: cfg.Logger,
 		logs: make(map[TopicPartition]*Log), perDir: make(map[string]int),
 		offline:   make(map[TopicPartition]string),
-		preferred: make(map[TopicPartition]string), resume: make(map[TopicPartition]string),
+		preferred: make(map[TopicPartition]string), resume: make(map[TopicPartition]interruptedMove),
 	}
 	m.brokerEpoch.Store(-1)
 	m.fsys = &dirFailureFS{inner: cfg.FS, report: m.reportIOError}
