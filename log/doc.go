@@ -225,6 +225,14 @@
 // leaves nothing to replay. Snapshots are taken at the bases of the last
 // two segments on the way and at the log end after a replay.
 //
+// # File systems
+//
+// Every file goes through FS (fs.go): OSFS in production; FaultFS
+// (faultfs.go) fails chosen operations and models a crash that drops
+// un-synced appends, for tests; DelayFS (delayfs.go) makes every write,
+// truncate and fsync wait a delay that can change at run time, the slow
+// disk of `moldau dev` (only its nodes get one).
+//
 // # Storage errors
 //
 // No I/O error panics: every open, read, write, sync, truncate and rename

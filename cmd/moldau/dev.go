@@ -42,6 +42,8 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
   start N         start a stopped node    restart N   SIGTERM, then start
   kill-controller SIGKILL the active controller
   cut N           cut node N off (--from peers or clients); heal N lifts it
+  slow N          delay every write and fsync of node N's partition logs
+                  by --delay (0 restores the disk)
   lose FROM TO    lose the next request (--response: response) on the
                   link from FROM (a node, or 0 for the clients) to node TO
   check           check the counters against the logs now and print them
@@ -52,6 +54,7 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
   moldau dev kill 2 --dev localhost:8080
   moldau dev cut 3 --from peers; moldau dev heal 3
   moldau dev lose 0 1 --response
+  moldau dev slow 2 --delay 200ms; moldau dev slow 2 --delay 0
   moldau dev events > run.json`,
 		setup: func(fs *pflag.FlagSet) runner {
 			nodes := fs.Int("nodes", 3, "how many nodes (brokers and controllers in one process each)")
@@ -86,9 +89,10 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
 			devAddr := fs.String("dev", "localhost:8080", "for an ACTION: the running 'moldau dev' (its --listen)")
 			from := fs.String("from", "peers", "for cut: peers or clients")
 			response := fs.Bool("response", false, "for lose: lose the next response instead of the next request")
+			delay := fs.Duration("delay", 200*time.Millisecond, "for slow: the delay of each write and fsync of the node's partition logs (0: none)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
-					return devAction(ctx, e, *devAddr, args, *from, *response)
+					return devAction(ctx, e, *devAddr, args, *from, *response, *delay)
 				}
 				if *nodes < 1 || *nodes > 9 {
 					return usageErrorf(e, "--nodes must be 1 to 9")
@@ -151,7 +155,7 @@ func openBrowser(url string) {
 }
 
 // devAction runs an ACTION against a running `moldau dev`.
-func devAction(ctx context.Context, e *env, addr string, args []string, from string, response bool) error {
+func devAction(ctx context.Context, e *env, addr string, args []string, from string, response bool, delay time.Duration) error {
 	base := "http://" + addr
 	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
 		base = addr
@@ -183,6 +187,14 @@ func devAction(ctx context.Context, e *env, addr string, args []string, from str
 			return usageErrorf(e, "--from must be peers or clients")
 		}
 		method, path = "POST", "/api/dev/nodes/"+args[1]+"/cut-"+from
+	case "slow":
+		if err := need(1); err != nil {
+			return err
+		}
+		if delay < 0 {
+			return usageErrorf(e, "--delay must not be negative")
+		}
+		method, path, body = "POST", "/api/dev/nodes/"+args[1]+"/slow", map[string]any{"delay_ms": delay.Milliseconds()}
 	case "kill-controller":
 		if err := need(0); err != nil {
 			return err

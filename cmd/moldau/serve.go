@@ -60,7 +60,12 @@ func serve(args []string) error {
 		logger.Info("request memory pool derived from the memory budget",
 			"queued.max.request.bytes", cfg.QueuedMaxRequestBytes, "budget", cfg.MemoryBudget, "budget_from", cfg.MemoryBudgetSource)
 	}
-	b, err := broker.New(cfg, broker.Options{Logger: logger, AddScram: *addScram})
+	logFS, stopFaults, err := startDevFaultControl(logger)
+	if err != nil {
+		return err
+	}
+	defer stopFaults()
+	b, err := broker.New(cfg, broker.Options{Logger: logger, AddScram: *addScram, LogFS: logFS})
 	if err != nil {
 		return startupError(cfg, err)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -23,6 +25,13 @@ type Node struct {
 	// reach it through (what it advertises).
 	clientPort, replicationPort, controllerPort int
 	clientProxy, replicationProxy, ctrlProxy    *Proxy
+	// faultPort is the node's dev control listener (loopback): its disk
+	// delay is set there (see SlowDisk).
+	faultPort int
+
+	// diskDelay is the delay of every write and fsync of the node's
+	// partition logs; it survives a restart.
+	diskDelay atomic.Int64
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -45,6 +54,9 @@ type NodeState struct {
 	Dir             string `json:"dir"`
 	CutFromPeers    bool   `json:"cut_from_peers"`
 	CutFromClients  bool   `json:"cut_from_clients"`
+	// DiskDelayMs is the delay of each write and fsync of its partition
+	// logs (moldau dev slow); 0: a normal disk.
+	DiskDelayMs int64 `json:"disk_delay_ms"`
 }
 
 // Cluster is the dev cluster: its nodes, their proxies and the network
@@ -90,7 +102,7 @@ func newCluster(cfg ClusterConfig, events *EventLog) (*Cluster, error) {
 	for i := range cfg.Nodes {
 		n := &Node{ID: int32(i + 1), Dir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i+1)), state: "stopped"}
 		var err error
-		for _, p := range []*int{&n.clientPort, &n.replicationPort, &n.controllerPort} {
+		for _, p := range []*int{&n.clientPort, &n.replicationPort, &n.controllerPort, &n.faultPort} {
 			if *p, err = freePort(); err != nil {
 				c.Close()
 				return nil, err
@@ -152,6 +164,9 @@ func (c *Cluster) Start(id int32) error {
 		return err
 	}
 	cmd := exec.Command(c.exe, args...)
+	cmd.Env = append(os.Environ(),
+		fmt.Sprintf("%s=127.0.0.1:%d", FaultControlEnv, n.faultPort),
+		fmt.Sprintf("%s=%v", DiskDelayEnv, time.Duration(n.diskDelay.Load())))
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = childAttrs()
 	if err := cmd.Start(); err != nil {
@@ -212,6 +227,54 @@ func (c *Cluster) signal(id int32, sig syscall.Signal, state string, wait time.D
 	}
 }
 
+// The environment `moldau dev` gives its nodes, which `moldau serve`
+// reads (cmd/moldau/serve_devfault.go); no other broker has it.
+const (
+	// FaultControlEnv is a loopback host:port where the node serves
+	// GET and PUT /disk-delay?delay=200ms, and the switch that runs its
+	// partition logs (log.dirs) through a log.DelayFS.
+	FaultControlEnv = "MOLDAU_DEV_FAULT_CONTROL"
+	// DiskDelayEnv is the delay the node starts with (a Go duration).
+	DiskDelayEnv = "MOLDAU_DEV_DISK_DELAY"
+)
+
+// SlowDisk sets the delay of every write and fsync of node id's
+// partition logs (0: none). A running node is told at once through its
+// control listener; a stopped one starts with it; it survives restarts.
+func (c *Cluster) SlowDisk(ctx context.Context, id int32, delay time.Duration) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if delay < 0 || delay > time.Minute {
+		return fmt.Errorf("delay %v: want 0 to 1m", delay)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock() // a start or stop waits for the node to be told
+	n.diskDelay.Store(int64(delay))
+	if n.cmd == nil {
+		return nil
+	}
+	// The node opens its listener before its broker starts: a node that
+	// has just started may need a moment.
+	return poll(ctx, 5*time.Second, func() error {
+		url := fmt.Sprintf("http://127.0.0.1:%d/disk-delay?delay=%v", n.faultPort, delay)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("node %d's dev control: %w", id, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("node %d's dev control: %s", id, resp.Status)
+		}
+		return nil
+	})
+}
+
 // Restart stops node id if it runs (SIGTERM) and starts it again.
 func (c *Cluster) Restart(id int32) error {
 	n, err := c.node(id)
@@ -252,7 +315,8 @@ func (c *Cluster) States() []NodeState {
 		n.mu.Lock()
 		s := NodeState{ID: n.ID, State: n.state, ClientAddr: n.clientProxy.Addr(), ClientPort: n.clientPort,
 			ReplicationAddr: n.replicationProxy.Addr(), ControllerAddr: n.ctrlProxy.Addr(), Dir: n.Dir,
-			CutFromPeers: has(peers, n.ID), CutFromClients: has(clients, n.ID)}
+			CutFromPeers: has(peers, n.ID), CutFromClients: has(clients, n.ID),
+			DiskDelayMs: time.Duration(n.diskDelay.Load()).Milliseconds()}
 		if n.cmd != nil {
 			s.PID = n.cmd.Process.Pid
 		}

@@ -32,9 +32,18 @@
 // message: the client times out, or the next response it reads is for a
 // later request. Kill (SIGKILL), stop (SIGTERM), start and restart act on
 // the processes; KillController asks Metadata for the active controller
-// and kills it. A slow disk is not offered: the broker's data logs take
-// no file system hook from the command line (only the metadata log's FS
-// is injectable, and only in-process).
+// and kills it.
+//
+// A slow disk: every node is started with two environment variables
+// (FaultControlEnv, DiskDelayEnv) that no other broker gets. With them,
+// `moldau serve` runs the node's partition logs (log.dirs, not the
+// metadata quorum's log) through a log.DelayFS and serves GET and PUT
+// /disk-delay?delay=200ms on a loopback port of its own; [Cluster.SlowDisk]
+// sets it there, and keeps it for the node's next start. Each write,
+// truncate and fsync of those logs then waits the delay (reads do not),
+// so an acks=all produce to a partition the node leads takes at least
+// the delay. A broker started any other way uses the OS file system
+// directly: the hook costs production nothing.
 //
 // # Traffic, the ledger and the check
 //
@@ -69,6 +78,7 @@
 //
 // GET /api/dev/state, /api/dev/counters, /api/dev/events[?since=SEQ];
 // POST /api/dev/nodes/{id}/{kill|stop|start|restart|cut-peers|cut-clients|heal},
+// /api/dev/nodes/{id}/slow {delay_ms} (0: a normal disk),
 // /api/dev/controller/kill, /api/dev/lose {from, to, response},
 // /api/dev/producers (a [ProducerConfig]), /api/dev/producers/{name}/{stop|wait},
 // /api/dev/consumers (a [ConsumerConfig]), /api/dev/consumers/{name}/{close|crash|restart},

@@ -361,6 +361,28 @@ func (d *Dev) routes(mux *http.ServeMux) {
 		d.Events.Add("fault", fmt.Sprintf("node %d: %s", id, action), map[string]any{"node": id, "action": action})
 		return nil, nil
 	})
+	post("/api/dev/nodes/{id}/slow", func(r *http.Request) (any, error) {
+		id, err := node(r)
+		if err != nil {
+			return nil, err
+		}
+		var req struct {
+			DelayMs int64 `json:"delay_ms"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			return nil, err
+		}
+		delay := time.Duration(req.DelayMs) * time.Millisecond
+		if err := d.Cluster.SlowDisk(r.Context(), id, delay); err != nil {
+			return nil, err
+		}
+		text := fmt.Sprintf("node %d: disk slowed by %v a write and fsync", id, delay)
+		if delay == 0 {
+			text = fmt.Sprintf("node %d: disk back to normal", id)
+		}
+		d.Events.Add("fault", text, map[string]any{"node": id, "action": "slow", "delay_ms": req.DelayMs})
+		return nil, nil
+	})
 	post("/api/dev/controller/kill", func(r *http.Request) (any, error) {
 		id, err := d.KillController(r.Context())
 		if err != nil {

@@ -23,6 +23,9 @@ panel.innerHTML = `
       <select id="dev-lose-what"><option value="false">request</option><option value="true">response</option></select>
       from <select id="dev-lose-from"></select> to <select id="dev-lose-to"></select>
       <button type="button" data-dev="lose">Lose</button></span>
+    <span class="dev-slow"><label for="dev-slow-node">Slow the disk of</label> <select id="dev-slow-node"></select>
+      <label>by <input id="dev-slow-ms" type="number" value="200" min="0" max="60000" style="width:5em"> ms</label>
+      <button type="button" data-dev="slow">Slow disk</button></span>
   </div>
 </div>
 <div class="dev-row">
@@ -74,14 +77,16 @@ function nodeCard(n) {
   const cut = [n.cut_from_peers ? 'cut from peers' : '', n.cut_from_clients ? 'cut from clients' : ''].filter(Boolean).join(', ');
   return `<div class="dev-node" data-dev-node="${n.id}" data-state="${esc(n.state)}" data-cut-peers="${n.cut_from_peers}" data-cut-clients="${n.cut_from_clients}">
     <strong>node ${n.id}</strong> <span class="dev-state">${esc(n.state)}${n.pid ? ' (pid ' + n.pid + ')' : ''}</span>
-    <span class="muted">${esc(n.client_addr)}</span> ${cut ? '<span class="warn">' + esc(cut) + '</span>' : ''}<br>
+    <span class="muted">${esc(n.client_addr)}</span> ${cut ? '<span class="warn">' + esc(cut) + '</span>' : ''}
+    ${n.disk_delay_ms ? `<span class="warn dev-disk" data-disk-delay="${n.disk_delay_ms}">disk +${n.disk_delay_ms} ms</span>` : ''}<br>
     ${up ? `<button type="button" data-dev="kill" data-node="${n.id}">kill -9</button>
     <button type="button" data-dev="stop" data-node="${n.id}">stop</button>
     <button type="button" data-dev="restart" data-node="${n.id}">restart</button>` :
     `<button type="button" data-dev="start" data-node="${n.id}">start</button>`}
     <button type="button" data-dev="cut-peers" data-node="${n.id}">cut from peers</button>
     <button type="button" data-dev="cut-clients" data-node="${n.id}">cut from clients</button>
-    <button type="button" data-dev="heal" data-node="${n.id}">heal</button></div>`;
+    <button type="button" data-dev="heal" data-node="${n.id}">heal</button>
+    ${n.disk_delay_ms ? `<button type="button" data-dev="unslow" data-node="${n.id}">normal disk</button>` : ''}</div>`;
 }
 
 function counters(c) {
@@ -124,7 +129,7 @@ function render() {
   if (!state) return;
   $('dev-nodes').innerHTML = state.nodes.map(nodeCard).join('');
   const opts = (withClients) => (withClients ? '<option value="0">clients</option>' : '') + state.nodes.map((n) => `<option value="${n.id}">node ${n.id}</option>`).join('');
-  for (const [id, cl] of [['dev-lose-from', true], ['dev-lose-to', false]]) {
+  for (const [id, cl] of [['dev-lose-from', true], ['dev-lose-to', false], ['dev-slow-node', false]]) {
     const sel = $(id);
     const v = sel.value;
     if (sel.options.length !== state.nodes.length + (cl ? 1 : 0)) { sel.innerHTML = opts(cl); if (v) sel.value = v; }
@@ -162,7 +167,9 @@ panel.addEventListener('click', (ev) => {
   const a = b.dataset.dev;
   const node = b.dataset.node;
   const name = b.dataset.name && encodeURIComponent(b.dataset.name);
-  if (node) post(`/api/dev/nodes/${node}/${a}`);
+  if (node && a === 'unslow') post(`/api/dev/nodes/${node}/slow`, { delay_ms: 0 });
+  else if (node) post(`/api/dev/nodes/${node}/${a}`);
+  else if (a === 'slow') post(`/api/dev/nodes/${$('dev-slow-node').value}/slow`, { delay_ms: +$('dev-slow-ms').value });
   else if (a === 'controller-kill') post('/api/dev/controller/kill');
   else if (a === 'lose') post('/api/dev/lose', { from: +$('dev-lose-from').value, to: +$('dev-lose-to').value, response: $('dev-lose-what').value === 'true' });
   else if (a === 'check') post('/api/dev/check');
