@@ -197,15 +197,13 @@
 // its leader with a consumer's Fetch (the broker's wiring) whenever it
 // needs it caught up.
 //
-// Not yet: a consumer of __remote_log_metadata for brokers that host no
-// replica of a metadata partition; rebuilding a follower's leader epochs
-// and producer state before the local start from the store (the rest of
-// Kafka's buildRemoteLogAuxState: such a follower that becomes leader
-// knows no producer that wrote only below it); the copy and fetch quotas
-// (remote.log.manager.*.max.bytes.per.second); DelayedRemoteListOffsets
-// (a ListOffsets by timestamp searches the store on its handler
-// goroutine); a retry of a deleted topic's remote deletion after a
-// restart; and the gauges (remote log size, copy lag).
+// Not yet: rebuilding a follower's leader epochs and producer state
+// before the local start from the store (the rest of Kafka's
+// buildRemoteLogAuxState: such a follower that becomes leader knows no
+// producer that wrote only below it, and answers OffsetForLeaderEpoch
+// wrongly for epochs that ended below it); DelayedRemoteListOffsets (a
+// ListOffsets by timestamp searches the store on its handler goroutine,
+// bounded by ListOffsetsTimeout).
 //
 // # Shutdown
 //
