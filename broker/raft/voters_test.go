@@ -161,9 +161,17 @@ func TestAddAndRemoveVoters(t *testing.T) {
 	appendAndCommit(t, c.nodes[l], e, "after-restart")
 	c.waitState(want)
 	for _, id := range rest {
-		ids, err := listSnapshots(c.nodes[id].cfg.FS, c.nodes[id].ml.dir)
+		dir := c.nodes[id].ml.dir
+		ids, err := listSnapshots(c.nodes[id].cfg.FS, dir)
 		if err != nil || len(ids) == 0 {
 			t.Fatalf("node %d has no snapshot: %v", id, err)
+		}
+		data, err := readWholeFile(c.nodes[id].cfg.FS, filepath.Join(dir, snapshotFileName(ids[len(ids)-1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set, ok := snapshotVoters(data); !ok || len(set) < 3 {
+			t.Fatalf("node %d: snapshot %v holds no voter set (%v)", id, ids[len(ids)-1], set)
 		}
 	}
 }
