@@ -391,11 +391,11 @@ func (b *Broker) newMetadataQuorum() error {
 		Voters:    cfg.QuorumVoters,
 		Bootstrap: cfg.QuorumBootstrapServers,
 		Dir:       metaDir,
-		Logger:   b.log,
-		Registry: b.registry,
-		Config:   cfg,
-		FS:       b.opts.MetadataLogFS,
-		Dial:     b.controllerDial,
+		Logger:    b.log,
+		Registry:  b.registry,
+		Config:    cfg,
+		FS:        b.opts.MetadataLogFS,
+		Dial:      b.controllerDial,
 	}, b.loader, b.controller)
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
