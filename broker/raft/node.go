@@ -584,6 +584,13 @@ func (n *Node) persist(rd *raft.Ready) error {
 	}
 	n.assignOffsets(rd.Entries)
 	n.confAppended(lead == n.id, int32(hs.GetTerm()))
+	// The configuration in force came from a VotersRecord the leader's
+	// log has just truncated (an uncommitted change in the log at
+	// start-up): go back to the newest set left.
+	if set, idx := n.ml.latestVoters(); idx < n.confIndex {
+		n.logger.Warn("the voter set in force was truncated from the log; reverting", "voters", set.IDs(), "index", idx)
+		n.applyVoters(set, idx)
+	}
 	if n.metrics != nil {
 		n.metrics.appended(lead == n.id, rd.Entries, n.ml.l.LogEndOffset()-startLeo)
 	}
