@@ -170,9 +170,10 @@ func New(cfg *config.KafkaConfig, opts Options) (_ *Broker, err error) {
 		return nil, err
 	}
 	newClusterID := defaultClusterID(cfg.QuorumVoters)
-	if newClusterID == "" && !cfg.IsController() && !hasMetaProperties(cfg.LogDirs) {
-		// A new broker-only node that knows the quorum by its bootstrap
-		// servers only: the controllers tell the cluster id.
+	if newClusterID == "" && (!cfg.IsController() || len(cfg.QuorumBootstrapServers) > 0) && !hasMetaProperties(cfg.LogDirs) {
+		// A new node that knows the quorum by its bootstrap servers
+		// only (a broker, or a controller joining a dynamic quorum):
+		// the controllers tell the cluster id.
 		if newClusterID, err = b.discoverClusterID(); err != nil {
 			return nil, err
 		}
@@ -386,14 +387,15 @@ func (b *Broker) newMetadataQuorum() error {
 		Registerer:           b.registry,
 	})
 	b.quorum, err = openQuorum(quorumConfig{
-		NodeID:   cfg.NodeID,
-		Voters:   cfg.QuorumVoters,
-		Dir:      metaDir,
-		Logger:   b.log,
-		Registry: b.registry,
-		Config:   cfg,
-		FS:       b.opts.MetadataLogFS,
-		Dial:     b.controllerDial,
+		NodeID:    cfg.NodeID,
+		Voters:    cfg.QuorumVoters,
+		Bootstrap: cfg.QuorumBootstrapServers,
+		Dir:       metaDir,
+		Logger:    b.log,
+		Registry:  b.registry,
+		Config:    cfg,
+		FS:        b.opts.MetadataLogFS,
+		Dial:      b.controllerDial,
 	}, b.loader, b.controller)
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
@@ -404,6 +406,8 @@ func (b *Broker) newMetadataQuorum() error {
 	ctrlHandler.SetCluster(b.clusterID, b.loader.Image, b.quorum.Leader)
 	b.channel = network.NewControllerChannel(cfg.NodeID, b.log, cfg.QuorumVoters, b.quorum.Leader, ctrlHandler)
 	b.channel.SetDialer(b.controllerDial)
+	// Voters added since (KIP-853) are found in the voter set.
+	b.channel.SetAddresses(b.quorum.node.ControllerAddress)
 	b.ctrlHandler = ctrlHandler
 	return nil
 }

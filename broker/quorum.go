@@ -59,7 +59,7 @@ const inProcessAddr = "in-process:0"
 
 func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.QuorumController) (*quorum, error) {
 	voters := c.Voters
-	if len(voters) == 0 {
+	if len(voters) == 0 && len(c.Bootstrap) == 0 {
 		voters = map[int32]string{c.NodeID: inProcessAddr}
 	}
 	q := &quorum{loader: loader, ctrl: ctrl, log: c.Logger}
@@ -71,8 +71,13 @@ func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.Quorum
 	if c.Observer {
 		open, voters = raft.OpenObserver, c.Voters
 	}
+	listener := ""
+	if names := c.Config.ControllerListenerNames; len(names) > 0 {
+		listener = names[0]
+	}
 	node, err := open(raft.Config{
 		NodeID:                      c.NodeID,
+		ListenerName:                listener,
 		Voters:                      voters,
 		Bootstrap:                   c.Bootstrap,
 		Dir:                         c.Dir,
@@ -251,7 +256,7 @@ func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 				rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = info.LeaderID, info.LeaderEpoch, info.HighWatermark
 				for _, v := range info.Voters {
 					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-					rs.ReplicaID, rs.LogEndOffset = v.ReplicaID, v.LogEndOffset
+					rs.ReplicaID, rs.LogEndOffset, rs.ReplicaDirectoryID = v.ReplicaID, v.LogEndOffset, v.DirectoryID
 					rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = v.LastFetchTimestamp, v.LastCaughtUpTimestamp
 					rp.CurrentVoters = append(rp.CurrentVoters, rs)
 				}
@@ -268,17 +273,12 @@ func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Version >= 2 && err == nil {
-		// The voters' endpoints, as the controllers registered them
-		// (ControllerRegistration), as Kafka lists its voter set's.
-		im := q.loader.Image()
-		for _, v := range info.Voters {
-			c := im.Controllers[v.ReplicaID]
-			if c == nil {
-				continue
-			}
+		// The voters' endpoints, from the voter set (the VotersRecord,
+		// or controller.quorum.voters), as Kafka lists them.
+		for _, v := range q.node.Voters() {
 			n := kmsg.NewDescribeQuorumResponseNode()
-			n.NodeID = c.ID
-			for _, e := range c.Endpoints {
+			n.NodeID = v.ID
+			for _, e := range v.Endpoints {
 				l := kmsg.NewDescribeQuorumResponseNodeListener()
 				l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
 				n.Listeners = append(n.Listeners, l)
@@ -287,4 +287,18 @@ func (q *quorum) DescribeQuorum(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQ
 		}
 	}
 	return resp
+}
+
+// AddRaftVoter implements kapi.QuorumAPI (KIP-853).
+func (q *quorum) AddRaftVoter(ctx context.Context, req *kmsg.AddRaftVoterRequest) error {
+	v := raft.Voter{ID: req.VoterID, DirectoryID: req.VoterDirectoryID, MinKRaftVersion: 0, MaxKRaftVersion: 1}
+	for _, l := range req.Listeners {
+		v.Endpoints = append(v.Endpoints, raft.Endpoint{Name: l.Name, Host: l.Host, Port: uint16(l.Port)})
+	}
+	return q.node.AddVoter(ctx, v)
+}
+
+// RemoveRaftVoter implements kapi.QuorumAPI (KIP-853).
+func (q *quorum) RemoveRaftVoter(ctx context.Context, req *kmsg.RemoveRaftVoterRequest) error {
+	return q.node.RemoveVoter(ctx, req.VoterID, req.VoterDirectoryID)
 }

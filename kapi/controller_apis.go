@@ -43,6 +43,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -97,6 +98,10 @@ type QuorumAPI interface {
 	// max wait (at most 500 ms) for a commit without holding a handler.
 	Fetch(req *kmsg.FetchRequest, done func(*kmsg.FetchResponse))
 	FetchSnapshot(*kmsg.FetchSnapshotRequest) *kmsg.FetchSnapshotResponse
+	// AddRaftVoter and RemoveRaftVoter change the voters (KIP-853),
+	// returning once the new set is committed; errors wrap kerr codes.
+	AddRaftVoter(context.Context, *kmsg.AddRaftVoterRequest) error
+	RemoveRaftVoter(context.Context, *kmsg.RemoveRaftVoterRequest) error
 }
 
 // ControllerHandler serves the controller plane. Safe for concurrent use.
@@ -167,6 +172,8 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{67, 0, 0},  // AllocateProducerIds
 	{70, 0, 0},  // ControllerRegistration
 	{73, 0, 0},  // AssignReplicasToDirs
+	{80, 0, 1},  // AddRaftVoter (KIP-853)
+	{81, 0, 0},  // RemoveRaftVoter
 }
 
 // NewControllerHandler returns the controller plane's handler.
@@ -330,6 +337,26 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotLeaderForPartition)
 		}
 		return h.quorum.FetchSnapshot(req), nil
+	case *kmsg.AddRaftVoterRequest:
+		if h.quorum == nil {
+			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)
+		}
+		ctx, cancel := context.WithTimeout(ctx, voterChangeTimeout(req.TimeoutMillis)-5*time.Second)
+		defer cancel()
+		if err := h.quorum.AddRaftVoter(ctx, req); err != nil {
+			return nil, err
+		}
+		return req.ResponseKind(), nil
+	case *kmsg.RemoveRaftVoterRequest:
+		if h.quorum == nil {
+			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)
+		}
+		ctx, cancel := context.WithTimeout(ctx, voterChangeTimeout(0)-5*time.Second)
+		defer cancel()
+		if err := h.quorum.RemoveRaftVoter(ctx, req); err != nil {
+			return nil, err
+		}
+		return req.ResponseKind(), nil
 	}
 	return nil, fmt.Errorf("%w: %s is not a controller request", kerr.InvalidRequest, kmsg.NameForKey(req.Key()))
 }

@@ -115,6 +115,14 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 			resp.Entries = append(resp.Entries, re)
 		}
 		return resp
+	case *kmsg.AddRaftVoterRequest:
+		resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
+	case *kmsg.RemoveRaftVoterRequest:
+		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp
 	case *kmsg.DescribeQuorumRequest:
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = code
@@ -295,6 +303,10 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 			}
 		}
 	case *kmsg.DescribeQuorumResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.AddRaftVoterResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.RemoveRaftVoterResponse:
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.AlterClientQuotasResponse:
 		for _, e := range r.Entries {

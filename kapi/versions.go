@@ -118,6 +118,8 @@ func init() {
 		{key: 69, min: 0, max: 1, async: (*Handler).handleConsumerGroupDescribe},
 		{key: 74, min: 0, max: 1, sync: clusterOp(az.DescribeConfigs, (*Handler).handleListConfigResources)},
 		{key: 75, min: 0, max: 0, sync: (*Handler).handleDescribeTopicPartitions},
+		{key: 80, min: 0, max: 1, async: forwarded(clusterOp(az.Alter, (*Handler).handleAddRaftVoter))},
+		{key: 81, min: 0, max: 0, async: forwarded(clusterOp(az.Alter, (*Handler).handleRemoveRaftVoter))},
 		// Share groups (KIP-932), only while share.version is 1: v1 and
 		// up, as Kafka 4.1 and later (v0 was 4.0's early access).
 		{key: 76, min: 1, max: 1, async: (*Handler).handleShareGroupHeartbeat, shareGroups: true},

@@ -597,7 +597,12 @@ func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
 	case len(voters) == 0 && !controllerRole && len(c.QuorumBootstrapServers) == 0:
 		return &ValueError{Name: "controller.quorum.voters", Value: "", Expected: "the voters of the metadata quorum, id@host:port,...: if process.roles=broker, either controller.quorum.bootstrap.servers must contain the set of bootstrap controllers or controller.quorum.voters must contain a parseable set of controllers"}
 	case len(voters) == 0 && controllerRole && len(c.QuorumBootstrapServers) > 0:
-		return &ValueError{Name: "controller.quorum.bootstrap.servers", Value: strings.Join(c.QuorumBootstrapServers, ","), Expected: "unset on a controller: dynamic quorums (KIP-853) are not supported yet; use controller.quorum.voters"}
+		// A controller joining a quorum (KIP-853): it follows the log as
+		// an observer until AddRaftVoter adds it.
+		if len(c.ControllerListeners) == 0 {
+			return &ValueError{Name: "controller.listener.names", Value: strings.Join(c.ControllerListenerNames, ","), Expected: "the name of a listener in listeners, for the controller (e.g. CONTROLLER with listeners=...,CONTROLLER://host:port)"}
+		}
+		return nil
 	case len(voters) == 0 && !c.IsBroker():
 		return &ValueError{Name: "controller.quorum.voters", Value: "", Expected: "the voters of the metadata quorum, id@host:port,..., including this node, when process.roles=controller"}
 	case len(voters) == 0 && !controllerRole && len(c.ControllerListenerNames) == 0:

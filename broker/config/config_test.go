@@ -99,7 +99,6 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"process.roles=broker", "listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.bootstrap.servers=h:9093"}, `no KRaft controller listeners from controller.listener.names when process.roles=broker`},
 		{[]string{"process.roles=broker", "controller.quorum.bootstrap.servers=nohost"}, `host:port entries`},
 		{[]string{"process.roles=broker", "controller.quorum.bootstrap.servers=h:9093"}, `controller.listener.names`},
-		{[]string{"process.roles=broker,controller", "listeners=PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names=CONTROLLER", "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "controller.quorum.bootstrap.servers=h:9093"}, `dynamic quorums (KIP-853) are not supported yet`},
 		{[]string{"moldau.metrics.listener=nope"}, `moldau.metrics.listener`},
 		{[]string{"novalue"}, `expected key=value`},
 	} {

@@ -67,6 +67,10 @@ type applier struct {
 	sinceSnap  int64     // bytes delivered since the last snapshot
 	snapOffset int64     // end offset of the last snapshot loaded or written
 	snapAt     time.Time // when the last snapshot was loaded or written (or the node opened)
+	// voters is the newest VotersRecord delivered (or in the snapshot
+	// loaded), nil while there is none (kraft.version 0): snapshots
+	// carry it after their header, as Kafka's do.
+	voters VoterSet
 }
 
 type pendingLeader struct {
@@ -156,6 +160,10 @@ func (a *applier) step() (bool, error) {
 			return false, err
 		}
 		a.sm.HandleLoadSnapshot(r)
+		a.voters = nil
+		if set, ok := snapshotVoters(snap.data); ok {
+			a.voters = set
+		}
 		a.next, a.snapOffset, a.sinceSnap, a.snapAt = snap.id.Offset, snap.id.Offset, 0, a.n.cfg.Now()
 		a.lastIndex = snap.hdr.LastContainedRaftIndex
 		a.lastEpoch, a.lastTs = snap.id.Epoch, snap.hdr.LastContainedLogTimestamp
@@ -227,6 +235,9 @@ func (a *applier) deliver(hw int64) error {
 	a.lastIndex += uint64(len(batches))
 	for _, b := range batches {
 		a.sinceSnap += int64(b.SizeInBytes)
+		if b.voters != nil {
+			a.voters = b.voters
+		}
 	}
 	return nil
 }
@@ -249,7 +260,7 @@ func (a *applier) writeSnapshot() error {
 	index := a.lastIndex
 	id := OffsetAndEpoch{Offset: a.next, Epoch: a.lastEpoch}
 	w, err := newSnapshotWriter(a.n.cfg.FS, a.n.ml.dir, id,
-		snapshotHeader{LastContainedLogTimestamp: a.lastTs, LastContainedRaftIndex: index, EndOffset: id.Offset}, snapshotBatchBytes)
+		snapshotHeader{LastContainedLogTimestamp: a.lastTs, LastContainedRaftIndex: index, EndOffset: id.Offset}, snapshotBatchBytes, a.voters)
 	if err != nil {
 		return fmt.Errorf("raft: creating snapshot %s: %w", id, err)
 	}
@@ -289,7 +300,9 @@ func (n *Node) WaitForCommit(ctx context.Context, epoch int32, offset int64) err
 		err := n.err
 		n.mu.Unlock()
 		return err
-	case n.st.epoch == epoch && n.st.leader == n.cfg.NodeID && offset < n.st.hw:
+	case n.st.epoch == epoch && offset < n.st.hw:
+		// Committed in the epoch (a leader that removed itself has
+		// stepped down in the same epoch: its batches stay committed).
 		n.mu.Unlock()
 		return nil
 	case n.st.epoch != epoch || n.st.leader != n.cfg.NodeID:
@@ -326,7 +339,7 @@ func (n *Node) resolveWaiters(hw int64, epoch int32, isLeader bool) {
 	kept := n.waiters[:0]
 	for _, w := range n.waiters {
 		switch {
-		case w.epoch == epoch && isLeader && w.offset < hw:
+		case w.epoch == epoch && w.offset < hw:
 			w.done <- nil
 		case w.epoch != epoch || !isLeader:
 			w.done <- &NotLeaderError{LeaderID: n.st.leader, Epoch: epoch, Asked: w.epoch}

@@ -23,12 +23,21 @@ var MetadataTopicPartition = log.TopicPartition{Topic: "__cluster_metadata", Par
 // Config configures a Node. Zero values take the defaults noted, which are
 // Kafka's where Kafka has the setting.
 type Config struct {
-	// NodeID is this node's node.id; it must be one of Voters.
+	// NodeID is this node's node.id. Open starts it as a voter if it is
+	// one of the newest voter set (the log's, else Voters), else as an
+	// observer that becomes a voter once a committed VotersRecord names
+	// it (KIP-853).
 	NodeID int32
 	// Voters maps each voter's node id to its controller listener
-	// address (controller.quorum.voters, see ParseVoters). The set is
-	// static: it is the raft configuration, never changed by the log.
+	// address (controller.quorum.voters, see ParseVoters): the voter set
+	// of a quorum whose log has no VotersRecord yet (kraft.version 0).
+	// Once AddVoter or RemoveVoter changed the set, the log's newest
+	// VotersRecord is the set, whatever Voters says.
 	Voters map[int32]string
+	// ListenerName is the controller listener's name
+	// (controller.listener.names' first; default CONTROLLER): the
+	// endpoint of a voter that peers dial.
+	ListenerName string
 	// Dir is metadata.log.dir; the log and snapshots live in
 	// Dir/__cluster_metadata-0.
 	Dir        string
@@ -103,6 +112,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.ListenerName == "" {
+		c.ListenerName = "CONTROLLER"
+	}
 	if c.FS == nil {
 		c.FS = log.OSFS{}
 	}
@@ -151,13 +163,10 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("raft: node.id %d is a voter, not an observer", c.NodeID)
 		}
 		return c, nil
-	case len(c.Voters) == 0:
-		return c, errors.New("raft: no voters (controller.quorum.voters)")
+	case len(c.Voters) == 0 && len(c.Bootstrap) == 0:
+		return c, errors.New("raft: no voters (controller.quorum.voters) and no bootstrap servers")
 	case c.NodeID < 0:
 		return c, fmt.Errorf("raft: node.id %d is negative", c.NodeID)
-	}
-	if _, ok := c.Voters[c.NodeID]; !ok {
-		return c, fmt.Errorf("raft: node.id %d is not among the voters %v", c.NodeID, c.voterIDs())
 	}
 	if c.ElectionTimeout < 2*c.TickInterval {
 		return c, fmt.Errorf("raft: election timeout %v is under two ticks of %v", c.ElectionTimeout, c.TickInterval)

@@ -216,8 +216,17 @@
 //     acknowledgement the leader got.
 //   - Raft indices count batches, offsets count records (above); KRaft
 //     uses offsets for both.
-//   - The voter set is static (controller.quorum.voters, KIP-595); no
-//     KIP-853 dynamic voters, no KRaftVersion/Voters control records.
+//   - Voters (KIP-853, voters.go, voter_change.go): the voter set starts
+//     as controller.quorum.voters (kraft.version 0, no control record);
+//     AddVoter/RemoveVoter write a control batch with a VotersRecord
+//     (type 6; the first change also a KRaftVersionRecord, type 5), which
+//     snapshots carry after their header. The newest VotersRecord in
+//     snapshot + log is the configuration at start-up (as Kafka); at run
+//     time a change takes effect when committed (etcd's ApplyConfChange),
+//     one at a time. Kafka refuses changes at kraft.version 0; Moldau
+//     upgrades to 1 with the first change. A node not in the set opens as
+//     an observer and becomes a voter when a committed VotersRecord names
+//     it. UpdateRaftVoter is not served.
 //   - Observers fetch committed batches only (the leader never answers
 //     past its high watermark), so an observer's log never diverges and
 //     Fetch's diverging epoch is never set; Kafka's observers fetch the

@@ -36,7 +36,7 @@ func TestSnapshotWriteAndRead(t *testing.T) {
 	dir := t.TempDir()
 	id := OffsetAndEpoch{Offset: 100, Epoch: 3}
 	hdr := snapshotHeader{LastContainedLogTimestamp: 1_700_000_000_000, LastContainedRaftIndex: 42, EndOffset: 100}
-	w, err := newSnapshotWriter(log.OSFS{}, dir, id, hdr, 1024)
+	w, err := newSnapshotWriter(log.OSFS{}, dir, id, hdr, 1024, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestHandleTransportRequestChecksMessages(t *testing.T) {
 	n := c.nodes[1]
 	for _, m := range []*pb.Message{
 		{Type: pb.MsgHeartbeat.Enum(), To: new(uint64(3)), From: new(uint64(3))}, // not for node 1 (raft id 2)
-		{Type: pb.MsgHeartbeat.Enum(), To: new(raftID(1)), From: new(raftID(9))}, // not a voter
+		{Type: pb.MsgHeartbeat.Enum(), To: new(raftID(1)), From: new(raftID(1))}, // from itself
 		{Type: pb.MsgHup.Enum(), To: new(raftID(1)), From: new(raftID(2))},       // local only
 		{Type: pb.MsgProp.Enum(), To: new(raftID(1)), From: new(raftID(2))},      // no forwarding
 	} {

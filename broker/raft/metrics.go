@@ -73,7 +73,7 @@ func (m *raftMetrics) Collect(ch chan<- prometheus.Metric) {
 	gauge("current_epoch", float64(st.epoch))
 	gauge("current_vote", float64(st.vote))
 	state := roleName(st.role)
-	if n.observer {
+	if n.isObserver() {
 		state = "observer"
 	}
 	gauge("current_state", 1, state)

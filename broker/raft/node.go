@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -81,6 +82,15 @@ type Node struct {
 	epochStart int64       // offset of this leader's LeaderChange batch
 	contact    map[uint64]time.Time
 	caughtUp   map[uint64]time.Time
+	// conf is the voter set etcd's tracker has (applied when its
+	// VotersRecord committed), confIndex the index of that record;
+	// committed the last committed index; confWait the voter change
+	// proposed and not yet in the log (see voter_change.go).
+	conf      VoterSet
+	confIndex uint64
+	committed uint64
+	confWait  *voterChange
+	confReqs  chan *voterChange
 
 	mu      sync.Mutex
 	st      status
@@ -91,10 +101,13 @@ type Node struct {
 	fetchWaiters []func()
 	// served caches the snapshot observers fetch.
 	served snapshotCache
-	// observer: this node is a metadata observer (OpenObserver), not a
-	// voter; rn and tr are nil and obs runs instead of run.
-	observer bool
-	obs      *observer
+	// obsMode: this node is a metadata observer (OpenObserver, or Open
+	// of a node not in the voter set), not a voter; rn and tr are nil and
+	// obs runs instead of run. promote: it becomes a voter once a
+	// committed VotersRecord names it (Open only).
+	obsMode atomic.Bool
+	promote bool
+	obs     *observer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -116,6 +129,7 @@ type status struct {
 	sinceLead time.Time      // when the leader was last lost (election latency)
 	heard     map[int32]time.Time
 	snap      OffsetAndEpoch // the newest snapshot (zero: none)
+	conf      VoterSet       // the voter set in force here
 	// observers are the observers that fetched from this leader, by node id.
 	observers map[int32]observerProgress
 }
@@ -153,7 +167,10 @@ type inflightAppend struct {
 
 // Open opens the metadata log in cfg.Dir, replays its newest snapshot and
 // log to sm (from a goroutine of the node, see Listener), and joins the
-// quorum. A quorum of one elects itself at once.
+// quorum. A quorum of one elects itself at once. A node that is not in the
+// newest voter set (the log's, else cfg.Voters) starts as an observer, as
+// Kafka's controllers do, and becomes a voter once a committed
+// VotersRecord names it (AddVoter, KIP-853).
 func Open(cfg Config, sm StateMachine) (*Node, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -164,30 +181,21 @@ func Open(cfg Config, sm StateMachine) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: opening %s: %w", filepath.Join(cfg.Dir, MetadataTopicPartition.String()), err)
 	}
-	n := &Node{
-		cfg: cfg, logger: logger, id: raftID(cfg.NodeID), ml: ml,
-		inbox: make(chan []*pb.Message, 256), proposals: make(chan *proposal, 256),
-		wake: make(chan struct{}, 1), epochStart: -1,
-		contact: map[uint64]time.Time{}, caughtUp: map[uint64]time.Time{},
+	set, _ := ml.latestVoters()
+	if _, ok := set.Get(cfg.NodeID); !ok {
+		if len(cfg.Bootstrap) == 0 && len(set) == 0 {
+			ml.l.Close()
+			return nil, fmt.Errorf("raft: node.id %d is not a voter and there are no voters or bootstrap servers to follow", cfg.NodeID)
+		}
+		logger.Info("not in the voter set; starting as an observer until added", "voters", set.IDs())
+		return openObserver(cfg, logger, ml, snap, sm, true)
 	}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.written = newQuorumState(int32(ml.hs.GetTerm()), nodeID(ml.hs.GetVote()), -1, ml.voters)
+	n := newNode(cfg, logger, ml)
 	n.st = status{leader: -1, epoch: int32(ml.hs.GetTerm()), vote: nodeID(ml.hs.GetVote()), hw: ml.offsetOf(ml.hs.GetCommit() + 1),
 		leo: ml.l.LogEndOffset(), logStart: ml.l.LogStartOffset(), sinceLead: cfg.Now(), heard: map[int32]time.Time{},
 		snap: ml.snap, observers: map[int32]observerProgress{}}
 	if ml.snap.Offset == 0 {
 		n.st.hw = 0
-	}
-	n.rn, err = raft.NewRawNode(&raft.Config{
-		ID: n.id, ElectionTick: int(cfg.ElectionTimeout / cfg.TickInterval), HeartbeatTick: 1,
-		Storage: ml, Applied: ml.hs.GetCommit(),
-		MaxSizePerMsg: 1 << 20, MaxCommittedSizePerReady: 64 << 20, MaxUncommittedEntriesSize: 256 << 20,
-		MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
-		Logger: raftLogger{logger},
-	})
-	if err != nil {
-		ml.l.Close()
-		return nil, fmt.Errorf("raft: %w", err)
 	}
 	n.app = newApplier(n, sm, snap)
 	if cfg.Registerer != nil {
@@ -197,19 +205,62 @@ func Open(cfg Config, sm StateMachine) (*Node, error) {
 			return nil, fmt.Errorf("raft: registering metrics: %w", err)
 		}
 	}
+	if err := n.startVoter(ml.hs.GetCommit()); err != nil {
+		n.closeLog()
+		return nil, err
+	}
+	n.g.Go(n.app.run)
+	return n, nil
+}
+
+// newNode is the part of a node voters and observers share.
+func newNode(cfg Config, logger *slog.Logger, ml *metadataLog) *Node {
+	n := &Node{
+		cfg: cfg, logger: logger, id: raftID(cfg.NodeID), ml: ml,
+		inbox: make(chan []*pb.Message, 256), proposals: make(chan *proposal, 256),
+		confReqs: make(chan *voterChange, 16),
+		wake:     make(chan struct{}, 1), epochStart: -1,
+		contact: map[uint64]time.Time{}, caughtUp: map[uint64]time.Time{},
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.conf, n.confIndex = ml.latestVoters()
+	n.st.conf = n.conf
+	return n
+}
+
+// startVoter creates the RawNode on the log (applied: the index the
+// state machine has been handed up to) and starts the raft goroutine and
+// the transport: at Open, or when an observer is added to the voters.
+func (n *Node) startVoter(applied uint64) error {
+	ml, cfg := n.ml, n.cfg
+	n.conf, n.confIndex = ml.latestVoters()
+	n.written = newQuorumState(int32(ml.hs.GetTerm()), nodeID(ml.hs.GetVote()), -1, ml.voterIDs())
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID: n.id, ElectionTick: int(cfg.ElectionTimeout / cfg.TickInterval), HeartbeatTick: 1,
+		Storage: ml, Applied: applied,
+		MaxSizePerMsg: 1 << 20, MaxCommittedSizePerReady: 64 << 20, MaxUncommittedEntriesSize: 256 << 20,
+		MaxInflightMsgs: 256, CheckQuorum: true, PreVote: true, DisableProposalForwarding: true,
+		StepDownOnRemoval: true, Logger: raftLogger{n.logger},
+	})
+	if err != nil {
+		return fmt.Errorf("raft: %w", err)
+	}
+	n.rn = rn
+	n.committed = applied
 	n.tr = newTransport(n)
-	if len(cfg.Voters) == 1 {
+	n.mu.Lock()
+	n.st.conf = n.conf
+	n.mu.Unlock()
+	if len(n.conf) == 1 && n.conf[0].ID == cfg.NodeID {
 		if err := n.campaign(); err != nil {
-			n.closeLog()
-			return nil, fmt.Errorf("raft: campaigning: %w", err)
+			return fmt.Errorf("raft: campaigning: %w", err)
 		}
 	}
-	logger.Info("metadata quorum node starting", "voters", cfg.voterIDs(), "epoch", ml.hs.GetTerm(),
+	n.logger.Info("metadata quorum node starting", "voters", n.conf.IDs(), "epoch", ml.hs.GetTerm(),
 		"log_start_offset", ml.l.LogStartOffset(), "log_end_offset", ml.l.LogEndOffset(), "snapshot", ml.snap.String())
 	n.g.Go(n.run)
-	n.g.Go(n.app.run)
 	n.tr.start()
-	return n, nil
+	return nil
 }
 
 // Close stops every goroutine of the node and closes its log. Idempotent.
@@ -309,7 +360,7 @@ func (n *Node) NodeID() int32 { return n.cfg.NodeID }
 // fails at once with a *NotLeaderError if this node is not the leader of
 // epoch.
 func (n *Node) ScheduleAppend(epoch int32, records [][]byte) (int64, error) {
-	if n.observer {
+	if n.isObserver() {
 		le := n.LeaderAndEpoch()
 		return 0, &NotLeaderError{LeaderID: le.LeaderID, Epoch: le.Epoch, Asked: epoch}
 	}
@@ -371,6 +422,8 @@ func (n *Node) run(done <-chan struct{}) {
 				}
 				break
 			}
+		case vc := <-n.confReqs:
+			n.proposeVoterChange(vc)
 		case p := <-n.proposals:
 			n.propose(p)
 			for range 1024 {
@@ -476,6 +529,7 @@ func (n *Node) handleReady() error {
 		n.afterReady(&rd)
 		n.rn.Advance(rd)
 	}
+	n.voterChangeAppended()
 	return nil
 }
 
@@ -488,6 +542,8 @@ func (n *Node) persist(rd *raft.Ready) error {
 			return fmt.Errorf("raft: installing the leader's snapshot: %w", err)
 		}
 		n.logger.Info("installed snapshot from the leader", "snapshot", id.String(), "index", hdr.LastContainedRaftIndex)
+		// etcd took the snapshot's configuration.
+		n.setConf(n.ml.latestVoters())
 	}
 	lead := n.lastLead
 	if rd.SoftState != nil {
@@ -497,7 +553,7 @@ func (n *Node) persist(rd *raft.Ready) error {
 	if hs == nil {
 		hs = n.ml.hs
 	}
-	qs := newQuorumState(int32(hs.GetTerm()), nodeID(hs.GetVote()), nodeID(lead), n.ml.voters)
+	qs := newQuorumState(int32(hs.GetTerm()), nodeID(hs.GetVote()), nodeID(lead), n.ml.voterIDs())
 	if qs.LeaderEpoch != n.written.LeaderEpoch || qs.VotedID != n.written.VotedID || qs.LeaderID != n.written.LeaderID {
 		if err := writeQuorumState(n.cfg.FS, filepath.Join(n.ml.dir, quorumStateFile), qs); err != nil {
 			return fmt.Errorf("raft: writing quorum-state: %w", err)
@@ -527,6 +583,14 @@ func (n *Node) persist(rd *raft.Ready) error {
 		}
 	}
 	n.assignOffsets(rd.Entries)
+	n.confAppended(lead == n.id, int32(hs.GetTerm()))
+	// The configuration in force came from a VotersRecord the leader's
+	// log has just truncated (an uncommitted change in the log at
+	// start-up): go back to the newest set left.
+	if set, idx := n.ml.latestVoters(); idx < n.confIndex {
+		n.logger.Warn("the voter set in force was truncated from the log; reverting", "voters", set.IDs(), "index", idx)
+		n.applyVoters(set, idx)
+	}
 	if n.metrics != nil {
 		n.metrics.appended(lead == n.id, rd.Entries, n.ml.l.LogEndOffset()-startLeo)
 	}
@@ -563,9 +627,11 @@ func (n *Node) assignOffsets(ents []*pb.Entry) {
 // afterReady publishes the new state: commits to the applier, status,
 // leader changes, commit waiters.
 func (n *Node) afterReady(rd *raft.Ready) {
+	n.applyConfEntries(rd.CommittedEntries)
 	st := n.rn.BasicStatus()
 	if k := len(rd.CommittedEntries); k > 0 {
 		ci := rd.CommittedEntries[k-1].GetIndex()
+		n.committed = ci
 		hw := n.ml.offsetOf(ci + 1)
 		n.ml.l.UpdateHighWatermark(hw)
 		// Known before the applier can deliver up to it, so that its
@@ -637,10 +703,10 @@ func (n *Node) onTick() {
 	now := n.cfg.Now()
 	n.contact[n.id] = now
 	st := n.rn.Status()
-	voters := make([]ReplicaState, 0, len(n.ml.voters))
-	for _, v := range n.ml.voters {
-		rid := raftID(v)
-		rs := ReplicaState{ReplicaID: v, LogEndOffset: -1, LastFetchTimestamp: -1, LastCaughtUpTimestamp: -1}
+	voters := make([]ReplicaState, 0, len(n.conf))
+	for _, v := range n.conf {
+		rid := raftID(v.ID)
+		rs := ReplicaState{ReplicaID: v.ID, DirectoryID: v.DirectoryID, LogEndOffset: -1, LastFetchTimestamp: -1, LastCaughtUpTimestamp: -1}
 		if pr, ok := st.Progress[rid]; ok {
 			if pr.Match >= n.ml.base {
 				rs.LogEndOffset = n.ml.offsetOf(pr.Match + 1)

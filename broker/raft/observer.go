@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -68,16 +69,20 @@ func OpenObserver(cfg Config, sm StateMachine) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: opening %s: %w", filepath.Join(cfg.Dir, MetadataTopicPartition.String()), err)
 	}
-	n := &Node{
-		cfg: cfg, logger: logger, id: raftID(cfg.NodeID), ml: ml, observer: true,
-		wake: make(chan struct{}, 1), epochStart: -1,
-	}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	return openObserver(cfg, logger, ml, snap, sm, false)
+}
+
+// openObserver starts an observer on an opened log; promote: it becomes a
+// voter once a committed VotersRecord names it.
+func openObserver(cfg Config, logger *slog.Logger, ml *metadataLog, snap *loadedSnapshot, sm StateMachine, promote bool) (*Node, error) {
+	n := newNode(cfg, logger, ml)
+	n.obsMode.Store(true)
+	n.promote = promote
 	// Everything in an observer's log is committed.
 	leo := ml.l.LogEndOffset()
 	ml.l.UpdateHighWatermark(leo)
 	n.st = status{leader: -1, epoch: int32(ml.hs.GetTerm()), vote: -1, hw: leo, leo: leo, logStart: ml.l.LogStartOffset(),
-		sinceLead: cfg.Now(), heard: map[int32]time.Time{}, snap: ml.snap, observers: map[int32]observerProgress{}}
+		sinceLead: cfg.Now(), heard: map[int32]time.Time{}, snap: ml.snap, observers: map[int32]observerProgress{}, conf: n.conf}
 	n.app = newApplier(n, sm, snap)
 	n.app.commitTo(leo, ml.last)
 	if cfg.Registerer != nil {
@@ -88,9 +93,10 @@ func OpenObserver(cfg Config, sm StateMachine) (*Node, error) {
 		}
 	}
 	o := &observer{n: n, book: map[int32]string{}}
-	for id, addr := range cfg.Voters {
-		o.book[id] = addr
-		o.bootstrap = append(o.bootstrap, addr)
+	for _, v := range n.conf {
+		if addr := v.Addr(cfg.ListenerName); addr != "" {
+			o.bootstrap = append(o.bootstrap, addr)
+		}
 	}
 	if len(o.bootstrap) == 0 {
 		o.bootstrap = append(o.bootstrap, cfg.Bootstrap...)
@@ -107,7 +113,7 @@ func OpenObserver(cfg Config, sm StateMachine) (*Node, error) {
 // voter's from controller.quorum.voters, or the leader's as a fetch
 // response named it.
 func (n *Node) ControllerAddress(id int32) (string, bool) {
-	if addr, ok := n.cfg.Voters[id]; ok {
+	if addr, ok := n.voterAddr(id); ok {
 		return addr, true
 	}
 	if n.obs == nil {
@@ -144,6 +150,11 @@ func (o *observer) run(done <-chan struct{}) {
 		err := o.fetch()
 		var fatal *observerFatal
 		switch {
+		case errors.Is(err, errPromoted):
+			if err := n.becomeVoter(); err != nil {
+				n.fail(err)
+			}
+			return
 		case errors.As(err, &fatal):
 			n.fail(fatal.err)
 			return
@@ -267,7 +278,7 @@ func (o *observer) learn(brokers []kmsg.FetchResponseBroker) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, b := range brokers {
-		if _, voter := o.n.cfg.Voters[b.NodeID]; !voter && b.Host != "" {
+		if _, voter := o.n.voterAddr(b.NodeID); !voter && b.Host != "" {
 			o.book[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 		}
 	}
@@ -324,7 +335,35 @@ func (o *observer) appendBatches(leo int64, chunk []byte, leaderHW int64) error 
 		}
 	}
 	o.published(leaderHW)
+	return o.maybePromoted()
+}
+
+// maybePromoted returns errPromoted once the log's newest voter set names
+// this node (an observer opened by Open: a controller being added).
+func (o *observer) maybePromoted() error {
+	n := o.n
+	set, idx := n.ml.latestVoters()
+	if idx > n.confIndex {
+		n.conf, n.confIndex = set, idx
+		n.mu.Lock()
+		n.st.conf = set
+		n.mu.Unlock()
+	}
+	if _, ok := set.Get(n.cfg.NodeID); ok && n.promote {
+		return errPromoted
+	}
 	return nil
+}
+
+// becomeVoter starts the raft node on the observer's log (observer
+// goroutine, which returns after it). Everything in the log is committed
+// and handed to the applier.
+func (n *Node) becomeVoter() error {
+	ml := n.ml
+	ml.hs = &pb.HardState{Term: new(ml.hs.GetTerm()), Vote: new(uint64(0)), Commit: new(ml.last)}
+	n.obsMode.Store(false)
+	n.logger.Info("added to the voters; starting as a voter", "log_end_offset", ml.l.LogEndOffset())
+	return n.startVoter(ml.last)
 }
 
 // published updates the status after the log or snapshot changed and
@@ -384,14 +423,14 @@ func (o *observer) fetchSnapshot(conn *observerConn, id OffsetAndEpoch, leaderHW
 		return fmt.Errorf("snapshot %s from %s is not valid (end offset %d): %v", id, conn.addr, hdr.EndOffset, err)
 	}
 	snap := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
-		Index: new(hdr.LastContainedRaftIndex), Term: new(uint64(id.Epoch)), ConfState: n.ml.cs}}
+		Index: new(hdr.LastContainedRaftIndex), Term: new(uint64(id.Epoch)), ConfState: confStateOf(n.conf)}}
 	if _, _, err := n.ml.installSnapshot(snap, n.app.loadSnapshot); err != nil {
 		return &observerFatal{fmt.Errorf("raft: installing the leader's snapshot %s: %w", id, err)}
 	}
 	n.ml.l.UpdateHighWatermark(n.ml.l.LogEndOffset())
 	n.logger.Info("installed snapshot from the leader", "snapshot", id.String(), "index", hdr.LastContainedRaftIndex)
 	o.published(leaderHW)
-	return nil
+	return o.maybePromoted()
 }
 
 // observerConn is the observer's connection to a controller listener,

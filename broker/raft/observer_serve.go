@@ -39,6 +39,7 @@ const (
 type observerProgress struct {
 	leo       int64
 	lastFetch time.Time
+	caughtUp  time.Time // the last fetch at or past the high watermark
 }
 
 // snapshotCache keeps the snapshot last served whole in memory, so that
@@ -129,7 +130,7 @@ func (n *Node) fetchNow(req *kmsg.FetchRequest) (*kmsg.FetchResponse, bool) {
 	}
 	if req.Version >= 16 && leaderKnown {
 		le := n.LeaderAndEpoch()
-		if addr, ok := n.cfg.Voters[le.LeaderID]; ok {
+		if addr, ok := n.voterAddr(le.LeaderID); ok {
 			if host, port, err := net.SplitHostPort(addr); err == nil {
 				if p, err := strconv.ParseInt(port, 10, 32); err == nil {
 					b := kmsg.NewFetchResponseBroker()
@@ -153,7 +154,11 @@ func (n *Node) fetchMetadata(replica int32, offset int64, maxBytes int32) kmsg.F
 		leader, epoch, hw, snap, stopped := n.st.leader, n.st.epoch, n.st.hw, n.st.snap, n.err != nil
 		isLeader := leader == n.cfg.NodeID && n.st.hwKnown
 		if _, known := n.st.observers[replica]; isLeader && replica >= 0 && (known || len(n.st.observers) < maxObservers) {
-			n.st.observers[replica] = observerProgress{leo: offset, lastFetch: n.cfg.Now()}
+			op := observerProgress{leo: offset, lastFetch: n.cfg.Now(), caughtUp: n.st.observers[replica].caughtUp}
+			if offset >= hw {
+				op.caughtUp = op.lastFetch
+			}
+			n.st.observers[replica] = op
 		}
 		n.mu.Unlock()
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch

@@ -32,6 +32,9 @@ type Batch struct {
 	// Records. Listeners see it so that they see every offset commit.
 	Control bool
 	Records [][]byte
+
+	// voters is the VotersRecord of a control batch, if it holds one.
+	voters VoterSet
 }
 
 // buildDataBatch frames records as one uncompressed magic-v2 batch, each
@@ -58,6 +61,24 @@ func buildControlBatch(offset int64, epoch int32, ts int64, typ int16, value []b
 	b.PartitionLeaderEpoch = epoch
 	b.Control = true
 	b.Add(ts, controlKey(typ), value)
+	out, _ := b.Build(nil) // uncompressed: cannot fail
+	return out
+}
+
+// controlRecord is one record of a control batch.
+type controlRecord struct {
+	typ   int16
+	value []byte
+}
+
+// buildControlBatchOf returns a control batch of the records, in order.
+func buildControlBatchOf(offset int64, epoch int32, ts int64, recs ...controlRecord) []byte {
+	b := log.NewBatchBuilder(offset)
+	b.PartitionLeaderEpoch = epoch
+	b.Control = true
+	for _, r := range recs {
+		b.Add(ts, controlKey(r.typ), r.value)
+	}
 	out, _ := b.Build(nil) // uncompressed: cannot fail
 	return out
 }
@@ -187,12 +208,19 @@ func decodeBatch(b []byte) (Batch, int16, error) {
 			break
 		}
 		if out.Control {
+			t, err := controlType(r.Key)
+			if err != nil {
+				return Batch{}, 0, err
+			}
 			if ctype < 0 {
-				if ctype, err = controlType(r.Key); err != nil {
-					return Batch{}, 0, err
-				}
+				ctype = t
 				if ctype == ControlSnapshotHeader || ctype == ControlSnapshotFooter {
 					out.Records = append(out.Records, r.Value)
+				}
+			}
+			if t == ControlVoters {
+				if out.voters, err = parseVoters(r.Value); err != nil {
+					return Batch{}, 0, err
 				}
 			}
 			continue

@@ -211,7 +211,9 @@ type SnapshotWriter struct {
 	err        error
 }
 
-func newSnapshotWriter(fsys log.FS, dir string, id OffsetAndEpoch, h snapshotHeader, maxBatchBytes int) (*SnapshotWriter, error) {
+// voters, if not nil, are written right after the header with a
+// KRaftVersionRecord (kraft.version 1), as Kafka's snapshot writer does.
+func newSnapshotWriter(fsys log.FS, dir string, id OffsetAndEpoch, h snapshotHeader, maxBatchBytes int, voters VoterSet) (*SnapshotWriter, error) {
 	w := &SnapshotWriter{fsys: fsys, dir: dir, id: id, appendTime: h.LastContainedLogTimestamp, maxBatch: maxBatchBytes}
 	f, err := fsys.OpenFile(w.partPath(), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -223,6 +225,15 @@ func newSnapshotWriter(fsys log.FS, dir string, id OffsetAndEpoch, h snapshotHea
 	if err := w.write(hdr); err != nil {
 		w.abort()
 		return nil, err
+	}
+	if voters != nil {
+		b := buildControlBatchOf(w.nextOffset, id.Epoch, h.LastContainedLogTimestamp,
+			controlRecord{typ: ControlKRaftVersion, value: kraftVersionValue(1)}, controlRecord{typ: ControlVoters, value: votersValue(voters)})
+		w.nextOffset += 2
+		if err := w.write(b); err != nil {
+			w.abort()
+			return nil, err
+		}
 	}
 	return w, nil
 }

@@ -14,6 +14,7 @@ import (
 // DescribeQuorumResponse ReplicaState). Timestamps are ms, -1 if unknown.
 type ReplicaState struct {
 	ReplicaID    int32
+	DirectoryID  [16]byte
 	LogEndOffset int64 // -1 if unknown
 	// LastFetchTimestamp is when the leader last heard from the voter
 	// (an append or heartbeat response; etcd pushes where KRaft fetches).
@@ -67,7 +68,7 @@ func (n *Node) DescribeQuorum() (QuorumInfo, error) {
 func (n *Node) State() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.observer {
+	if n.isObserver() {
 		return "observer"
 	}
 	return roleName(n.st.role)

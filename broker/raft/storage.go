@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/moldau/moldau/log"
 )
@@ -28,8 +30,17 @@ type metadataLog struct {
 	fsys   log.FS
 	dir    string
 	logger *slog.Logger
-	voters []int32 // Kafka ids
-	cs     *pb.ConfState
+	// static is controller.quorum.voters as a voter set (kraft.version
+	// 0); base the voter set at snapIndex (the snapshot's VotersRecord,
+	// else static); hist the VotersRecords in the log after it, oldest
+	// first. The newest is the quorum's configuration (Kafka's
+	// KRaftControlRecordStateMachine); see voters.go.
+	static VoterSet
+	base0  VoterSet
+	hist   []voterEntry
+	// convertedConf are the last offsets of the conf-change proposals the
+	// last append turned into VotersRecord batches (the leader's own).
+	convertedConf []int64
 
 	hs *pb.HardState // as persisted in quorum-state
 	// snap is the newest snapshot (zero Offset: none); snapIndex its raft
@@ -59,6 +70,8 @@ type metadataLog struct {
 	// some of them, so the node reports this one.
 	storageErr error
 	buf        []byte
+	// snapHasVoters: the snapshot held a VotersRecord.
+	snapHasVoters bool
 }
 
 type termStart struct{ term, start uint64 }
@@ -71,9 +84,77 @@ const (
 
 var _ raft.Storage = (*metadataLog)(nil)
 
-// InitialState implements raft.Storage.
+type voterEntry struct {
+	index uint64
+	set   VoterSet
+}
+
+// InitialState implements raft.Storage: the configuration is the newest
+// voter set in the snapshot and log (see doc.go, Voters).
 func (s *metadataLog) InitialState() (*pb.HardState, *pb.ConfState, error) {
-	return s.hs, s.cs, nil
+	set, _ := s.latestVoters()
+	return s.hs, confStateOf(set), nil
+}
+
+// latestVoters returns the newest voter set and the index it was written
+// at (the snapshot's index, or 0, for the base set).
+func (s *metadataLog) latestVoters() (VoterSet, uint64) {
+	if k := len(s.hist); k > 0 {
+		return s.hist[k-1].set, s.hist[k-1].index
+	}
+	if s.snap.Offset > 0 {
+		return s.base0, s.snapIndex
+	}
+	return s.base0, 0
+}
+
+// votersAt is the voter set as of index i (i >= snapIndex).
+func (s *metadataLog) votersAt(i uint64) VoterSet {
+	set := s.base0
+	for _, e := range s.hist {
+		if e.index <= i {
+			set = e.set
+		}
+	}
+	return set
+}
+
+// kraftVersion is 1 once a VotersRecord exists, else 0.
+func (s *metadataLog) kraftVersion() int16 {
+	if len(s.hist) > 0 || s.snapHasVoters {
+		return 1
+	}
+	return 0
+}
+
+// voterIDs are the newest voter set's ids.
+func (s *metadataLog) voterIDs() []int32 {
+	set, _ := s.latestVoters()
+	return set.IDs()
+}
+
+func confStateOf(set VoterSet) *pb.ConfState {
+	cs := &pb.ConfState{AutoLeave: new(false)}
+	for _, v := range set {
+		cs.Voters = append(cs.Voters, raftID(v.ID))
+	}
+	return cs
+}
+
+// setSnapshotVoters makes the voters at the snapshot the base and drops
+// the records it covers.
+func (s *metadataLog) setSnapshotVoters(set VoterSet, has bool) {
+	if has {
+		s.base0, s.snapHasVoters = set, true
+	} else {
+		for _, e := range s.hist {
+			if e.index <= s.snapIndex {
+				s.snapHasVoters = true
+			}
+		}
+		s.base0 = s.votersAt(s.snapIndex)
+	}
+	s.hist = slices.DeleteFunc(s.hist, func(e voterEntry) bool { return e.index <= s.snapIndex })
 }
 
 // FirstIndex implements raft.Storage.
@@ -146,7 +227,7 @@ func (s *metadataLog) Snapshot() (*pb.Snapshot, error) {
 		Metadata: &pb.SnapshotMetadata{
 			Index:     new(s.snapIndex),
 			Term:      new(uint64(s.snap.Epoch)),
-			ConfState: s.cs,
+			ConfState: confStateOf(s.votersAt(s.snapIndex)),
 		},
 	}, nil
 }
@@ -195,7 +276,7 @@ func (s *metadataLog) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 			size += uint64(len(b))
 			out = append(out, &pb.Entry{
 				Term: new(uint64(h.PartitionLeaderEpoch)), Index: new(idx),
-				Type: pb.EntryNormal.Enum(), Data: b,
+				Type: entryType(b, h).Enum(), Data: b,
 			})
 			idx++
 			if idx >= hi {
@@ -261,13 +342,23 @@ func (s *metadataLog) append(ents []*pb.Entry, self int32, now int64) error {
 	buf := s.buf[:0]
 	next := s.l.LogEndOffset()
 	offs, terms := s.offs, s.terms
+	hist := s.hist
+	s.convertedConf = s.convertedConf[:0]
 	for i, e := range ents {
 		idx, term := e.GetIndex(), e.GetTerm()
 		if idx != first+uint64(i) || term > math.MaxInt32 || term < s.lastTermOr(terms, 0) {
 			return fmt.Errorf("raft: entry %d (term %d) out of order", idx, term)
 		}
 		if len(e.GetData()) == 0 {
-			e.Data = buildControlBatch(next, int32(term), now, ControlLeaderChange, leaderChangeValue(self, s.voters))
+			e.Data = buildControlBatch(next, int32(term), now, ControlLeaderChange, leaderChangeValue(self, s.voterIDs()))
+		}
+		converted := false
+		if e.GetType() == pb.EntryConfChangeV2 && !isBatch(e.Data) {
+			data, err := s.confChangeBatch(e.Data, next, int32(term), now, hist)
+			if err != nil {
+				return fmt.Errorf("raft: entry %d: %w", idx, err)
+			}
+			e.Data, converted = data, true
 		}
 		h, err := log.ParseBatchHeader(e.Data)
 		if err != nil || h.TotalSize() != len(e.Data) {
@@ -286,6 +377,14 @@ func (s *metadataLog) append(ents []*pb.Entry, self int32, now int64) error {
 		if n := len(terms); n == 0 || terms[n-1].term != term {
 			terms = append(terms, termStart{term: term, start: idx})
 		}
+		if converted {
+			s.convertedConf = append(s.convertedConf, h.LastOffset()+next-h.BaseOffset)
+		}
+		if h.IsControl() {
+			if set, ok := votersOf(e.Data); ok {
+				hist = append(hist, voterEntry{index: idx, set: set})
+			}
+		}
 		next += int64(h.LastOffsetDelta) + 1
 		buf = append(buf, e.Data...)
 	}
@@ -293,7 +392,7 @@ func (s *metadataLog) append(ents []*pb.Entry, self int32, now int64) error {
 	if _, err := s.l.AppendAsFollower(buf); err != nil {
 		return err
 	}
-	s.offs, s.terms = offs, terms
+	s.offs, s.terms, s.hist = offs, terms, hist
 	s.last = first + uint64(len(ents)) - 1
 	s.cacheAppend(ents)
 	return nil
@@ -342,6 +441,7 @@ func (s *metadataLog) truncateTo(index uint64) error {
 	}
 	s.offs = s.offs[:index-s.base]
 	s.last = index - 1
+	s.hist = slices.DeleteFunc(s.hist, func(e voterEntry) bool { return e.index >= index })
 	for len(s.terms) > 0 && s.terms[len(s.terms)-1].start >= index {
 		s.terms = s.terms[:len(s.terms)-1]
 	}
@@ -382,6 +482,12 @@ func (s *metadataLog) installSnapshot(snap *pb.Snapshot, loaded func(*loadedSnap
 	}
 	old := s.snap
 	s.snap, s.snapIndex, s.snapData = id, md.GetIndex(), snap.GetData()
+	s.hist = nil
+	if set, ok := snapshotVoters(snap.GetData()); ok {
+		s.base0, s.snapHasVoters = set, true
+	} else if !s.snapHasVoters {
+		s.base0 = s.static
+	}
 	s.base, s.offs, s.terms = s.snapIndex+1, nil, nil
 	s.first, s.last = s.snapIndex+1, s.snapIndex
 	s.cache, s.cacheStart, s.cacheBytes = nil, s.first, 0
@@ -407,6 +513,7 @@ func (s *metadataLog) snapshotCreated(id OffsetAndEpoch, index uint64, retention
 	}
 	old := s.snap
 	s.snap, s.snapIndex, s.snapData = id, index, nil
+	s.setSnapshotVoters(nil, false)
 	if old.Offset > 0 {
 		if err := deleteSnapshot(s.fsys, s.dir, old); err != nil {
 			s.logger.Warn("deleting old snapshot failed", "snapshot", old.String(), "err", err)
@@ -471,4 +578,60 @@ func (s *metadataLog) setFirst() {
 		s.cache = append([]*pb.Entry(nil), s.cache[n:]...)
 		s.cacheStart += n
 	}
+}
+
+// isBatch reports whether b is one whole record batch.
+func isBatch(b []byte) bool {
+	h, err := log.ParseBatchHeader(b)
+	return err == nil && h.TotalSize() == len(b)
+}
+
+// entryType is the etcd entry type of a batch: a control batch holding a
+// VotersRecord is a configuration change (etcd counts them before an
+// election), everything else a normal entry.
+func entryType(b []byte, h log.BatchHeader) pb.EntryType {
+	if h.IsControl() {
+		if _, ok := votersOf(b); ok {
+			return pb.EntryConfChangeV2
+		}
+	}
+	return pb.EntryNormal
+}
+
+// confChangeBatch turns a conf-change proposal (etcd's marshalled
+// ConfChangeV2, whose Context is the new VotersRecord) into the control
+// batch the log holds: a KRaftVersionRecord first if the quorum was still
+// at kraft.version 0, then the VotersRecord.
+func (s *metadataLog) confChangeBatch(data []byte, offset int64, epoch int32, now int64, hist []voterEntry) ([]byte, error) {
+	cc := &pb.ConfChangeV2{}
+	if err := proto.Unmarshal(data, cc); err != nil {
+		return nil, fmt.Errorf("malformed conf change: %w", err)
+	}
+	if _, err := parseVoters(cc.GetContext()); err != nil {
+		return nil, err
+	}
+	var recs []controlRecord
+	if len(hist) == 0 && s.kraftVersion() == 0 {
+		recs = append(recs, controlRecord{typ: ControlKRaftVersion, value: kraftVersionValue(1)})
+	}
+	recs = append(recs, controlRecord{typ: ControlVoters, value: cc.GetContext()})
+	return buildControlBatchOf(offset, epoch, now, recs...), nil
+}
+
+// snapshotVoters returns the VotersRecord of a snapshot (right after its
+// header), if it has one.
+func snapshotVoters(data []byte) (VoterSet, bool) {
+	var set VoterSet
+	found := false
+	_, _ = splitBatches(data, func(b []byte, h log.BatchHeader) error {
+		if !h.IsControl() {
+			return errStop
+		}
+		if v, ok := votersOf(b); ok {
+			set, found = v, true
+			return errStop
+		}
+		return nil
+	})
+	return set, found
 }

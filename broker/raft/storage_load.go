@@ -48,7 +48,13 @@ func openMetadataLog(cfg Config, logger *slog.Logger) (*metadataLog, *loadedSnap
 	if res.TruncatedBytes > 0 {
 		logger.Warn("truncated a torn tail of the metadata log", "bytes", res.TruncatedBytes, "log_end_offset", l.LogEndOffset())
 	}
-	s := &metadataLog{l: l, fsys: cfg.FS, dir: dir, logger: logger, voters: cfg.voterIDs()}
+	static := staticVoterSet(cfg.Voters, cfg.ListenerName)
+	s := &metadataLog{l: l, fsys: cfg.FS, dir: dir, logger: logger, static: static, base0: static}
+	if snap != nil {
+		if set, ok := snapshotVoters(snap.data); ok {
+			s.base0, s.snapHasVoters = set, true
+		}
+	}
 	if err := s.load(snap); err != nil {
 		l.Close()
 		return nil, nil, err
@@ -113,7 +119,7 @@ func (s *metadataLog) load(snap *loadedSnapshot) error {
 		}
 	}
 	for {
-		bases, epochs, err := scanBatchHeaders(l)
+		bases, epochs, confs, err := scanBatchHeaders(l)
 		if err != nil {
 			return err
 		}
@@ -129,6 +135,12 @@ func (s *metadataLog) load(snap *loadedSnapshot) error {
 			s.base = s.snapIndex + 1 - uint64(before)
 		}
 		s.offs = bases
+		s.hist = nil
+		for _, c := range confs {
+			if idx := s.base + uint64(c.index); snap == nil || idx > s.snapIndex {
+				s.hist = append(s.hist, voterEntry{index: idx, set: c.set})
+			}
+		}
 		for i, e := range epochs {
 			if len(s.terms) == 0 || s.terms[len(s.terms)-1].term != uint64(e) {
 				s.terms = append(s.terms, termStart{term: uint64(e), start: s.base + uint64(i)})
@@ -167,45 +179,47 @@ func (s *metadataLog) matchSnapshot(bases []int64, epochs []int32) (bool, int) {
 	return true, before
 }
 
-// scanBatchHeaders reads every batch header of the log, in order.
-func scanBatchHeaders(l *log.Log) (bases []int64, epochs []int32, err error) {
+// scanBatchHeaders reads every batch header of the log, in order, and
+// the VotersRecords (confs: their position in bases).
+func scanBatchHeaders(l *log.Log) (bases []int64, epochs []int32, confs []voterEntry, err error) {
 	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
 		fd, err := l.Read(off, readChunk, math.MaxInt64, true)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		chunk, err := fd.Records.ReadInto(nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(chunk) == 0 {
-			return nil, nil, fmt.Errorf("raft: no batch at offset %d before the log end %d", off, l.LogEndOffset())
+			return nil, nil, nil, fmt.Errorf("raft: no batch at offset %d before the log end %d", off, l.LogEndOffset())
 		}
-		if _, err := splitBatches(chunk, func(_ []byte, h log.BatchHeader) error {
+		if _, err := splitBatches(chunk, func(b []byte, h log.BatchHeader) error {
 			if h.BaseOffset < off {
 				return nil
 			}
 			if len(bases) > 0 && epochs[len(epochs)-1] > h.PartitionLeaderEpoch {
 				return fmt.Errorf("raft: batch at offset %d has epoch %d after epoch %d", h.BaseOffset, h.PartitionLeaderEpoch, epochs[len(epochs)-1])
 			}
+			if h.IsControl() {
+				if set, ok := votersOf(b); ok {
+					confs = append(confs, voterEntry{index: uint64(len(bases)), set: set})
+				}
+			}
 			bases = append(bases, h.BaseOffset)
 			epochs = append(epochs, h.PartitionLeaderEpoch)
 			off = h.NextOffset()
 			return nil
 		}); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return bases, epochs, nil
+	return bases, epochs, confs, nil
 }
 
 // loadHardState reads quorum-state into etcd's HardState. The commit index
 // starts at the snapshot's (see doc.go).
 func (s *metadataLog) loadHardState(cfg Config) error {
-	s.cs = &pb.ConfState{AutoLeave: new(false)}
-	for _, id := range s.voters {
-		s.cs.Voters = append(s.cs.Voters, raftID(id))
-	}
 	qs, ok, err := readQuorumState(cfg.FS, filepath.Join(s.dir, quorumStateFile))
 	if err != nil {
 		return err
@@ -215,15 +229,6 @@ func (s *metadataLog) loadHardState(cfg Config) error {
 		term = uint64(max(qs.LeaderEpoch, 0))
 		if qs.VotedID >= 0 {
 			vote = raftID(qs.VotedID)
-		}
-		if len(qs.CurrentVoters) > 0 {
-			var ids []int32
-			for _, v := range qs.CurrentVoters {
-				ids = append(ids, v.VoterID)
-			}
-			if fmt.Sprint(ids) != fmt.Sprint(s.voters) {
-				s.logger.Warn("quorum-state lists other voters than controller.quorum.voters; using the configuration", "quorum_state", ids, "configured", s.voters)
-			}
 		}
 	}
 	if lt, err := s.Term(s.last); err == nil && lt > term {

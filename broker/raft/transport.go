@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,7 +104,7 @@ func networkMsg(t pb.MessageType) bool {
 // it). The messages are queued for the raft goroutine; the error says why
 // some were not (also coded in the body), for the caller's log.
 func (n *Node) HandleTransportRequest(body []byte) ([]byte, error) {
-	if n.observer {
+	if n.isObserver() {
 		return ackBody(kerr.InvalidRequest), fmt.Errorf("raft: node %d is an observer, not a voter", n.cfg.NodeID)
 	}
 	msgs, err := decodeMessages(body)
@@ -135,8 +136,10 @@ func (n *Node) checkInbound(msgs []*pb.Message) error {
 		if m.GetTo() != n.id {
 			return fmt.Errorf("raft: message for node %d reached node %d", nodeID(m.GetTo()), n.cfg.NodeID)
 		}
-		if _, ok := n.cfg.Voters[nodeID(m.GetFrom())]; !ok || m.GetFrom() == n.id {
-			return fmt.Errorf("raft: message from node %d, not a peer voter", nodeID(m.GetFrom()))
+		// Any other node may send: the voter set changes (KIP-853), and
+		// etcd raft ignores messages from nodes outside its configuration.
+		if m.GetFrom() == n.id || m.GetFrom() == raft.None {
+			return fmt.Errorf("raft: message from node %d, not a peer", nodeID(m.GetFrom()))
 		}
 		if !networkMsg(m.GetType()) {
 			return fmt.Errorf("raft: message type %s does not travel between voters", m.GetType())
@@ -158,8 +161,11 @@ func ackBody(code *kerr.Error) []byte {
 // goroutine: a full queue drops the message and reports the peer
 // unreachable (and a dropped snapshot failed), as etcd's rafthttp does.
 type transport struct {
-	n     *Node
-	peers map[uint64]*peer
+	n *Node
+
+	mu      sync.Mutex
+	peers   map[uint64]*peer
+	started bool
 }
 
 type peer struct {
@@ -168,28 +174,64 @@ type peer struct {
 	addr      string
 	queue     chan *pb.Message
 	connected atomic.Bool
+	// ctx ends when the node stops or the peer leaves the voter set.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newTransport(n *Node) *transport {
 	t := &transport{n: n, peers: map[uint64]*peer{}}
-	for id, addr := range n.cfg.Voters {
-		if id == n.cfg.NodeID {
-			continue
-		}
-		rid := raftID(id)
-		t.peers[rid] = &peer{t: t, id: rid, addr: addr, queue: make(chan *pb.Message, n.cfg.PeerQueueSize)}
-	}
+	t.setPeers(n.conf)
 	return t
 }
 
 func (t *transport) start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.started = true
 	for _, p := range t.peers {
 		t.n.g.Go(p.run)
 	}
 }
 
+// setPeers makes the peers the voters of set other than this node: a
+// sender for each new one (or one whose address changed), the senders of
+// the others stopped (raft goroutine).
+func (t *transport) setPeers(set VoterSet) {
+	n := t.n
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keep := map[uint64]bool{}
+	for _, v := range set {
+		if v.ID == n.cfg.NodeID {
+			continue
+		}
+		rid, addr := raftID(v.ID), v.Addr(n.cfg.ListenerName)
+		keep[rid] = true
+		if p := t.peers[rid]; p != nil && p.addr == addr {
+			continue
+		} else if p != nil {
+			p.cancel()
+		}
+		p := &peer{t: t, id: rid, addr: addr, queue: make(chan *pb.Message, n.cfg.PeerQueueSize)}
+		p.ctx, p.cancel = context.WithCancel(n.ctx)
+		t.peers[rid] = p
+		if t.started {
+			n.g.Go(p.run)
+		}
+	}
+	for rid, p := range t.peers {
+		if !keep[rid] {
+			p.cancel()
+			delete(t.peers, rid)
+		}
+	}
+}
+
 // send queues msgs for their peers (raft goroutine).
 func (t *transport) send(msgs []*pb.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, m := range msgs {
 		p := t.peers[m.GetTo()]
 		if p == nil {
@@ -209,6 +251,8 @@ func (t *transport) send(msgs []*pb.Message) {
 // disconnected counts peers without a live connection (Kafka's
 // number-unknown-voter-connections).
 func (t *transport) disconnected() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	k := 0
 	for _, p := range t.peers {
 		if !p.connected.Load() {
@@ -222,8 +266,9 @@ func (t *transport) disconnected() int {
 // acknowledgement (the socket server handles one request per connection
 // at a time). A failed dial or request drops the batch, reports the peer
 // unreachable and backs off before redialling.
-func (p *peer) run(done <-chan struct{}) {
+func (p *peer) run(<-chan struct{}) {
 	n := p.t.n
+	done := p.ctx.Done()
 	var conn *peerConn
 	defer func() {
 		if conn != nil {
@@ -307,7 +352,7 @@ func (p *peer) failed(batch []*pb.Message, err error) {
 
 func (p *peer) dial() (*peerConn, error) {
 	n := p.t.n
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, n.cfg.RequestTimeout)
 	defer cancel()
 	c, err := n.cfg.Dial(ctx, "tcp", p.addr)
 	if err != nil {
@@ -316,7 +361,7 @@ func (p *peer) dial() (*peerConn, error) {
 	pc := &peerConn{c: c, r: bufio.NewReader(c), clientID: fmt.Sprintf("moldau-raft-%d", n.cfg.NodeID)}
 	// Closing the node cuts a request short rather than waiting for its
 	// deadline.
-	pc.stop = context.AfterFunc(n.ctx, func() { c.Close() })
+	pc.stop = context.AfterFunc(p.ctx, func() { c.Close() })
 	return pc, nil
 }
 
