@@ -280,7 +280,7 @@ func reassignExecute(ctx context.Context, e *env, adm *kadm.Client, plan reassig
 	if len(moves) > 0 {
 		// First, so that a broker that gets a new replica creates it in
 		// its dir (it answers REPLICA_NOT_AVAILABLE and remembers it).
-		if _, _, err := alterLogDirs(ctx, adm, moves); err != nil {
+		if _, _, _, err := alterLogDirs(ctx, adm, moves); err != nil {
 			return err
 		}
 	}
@@ -305,12 +305,13 @@ func reassignExecute(ctx context.Context, e *env, adm *kadm.Client, plan reassig
 // executeLogMoves is kafka-reassign-partitions.sh's executeMoves: it sends
 // the plan's replica moves between log dirs until every broker accepted
 // its own, retrying those answered REPLICA_NOT_AVAILABLE (a replica the
-// reassignment has not created yet) until --timeout.
+// reassignment has not created yet) or sent to a broker missing from the
+// metadata until --timeout.
 func executeLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logMove) error {
 	pending := moves
 	var started []string
 	for {
-		ok, unavailable, err := alterLogDirs(ctx, adm, pending)
+		ok, unavailable, _, err := alterLogDirs(ctx, adm, pending)
 		if err != nil {
 			return err
 		}
@@ -326,7 +327,7 @@ func executeLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logM
 			for _, m := range pending {
 				left = append(left, fmt.Sprintf("%s-%d-%d", m.Topic, m.Partition, m.Broker))
 			}
-			return fmt.Errorf("timed out before log directories could be altered (no replica yet of %s)", strings.Join(left, ","))
+			return fmt.Errorf("timed out before log directories could be altered (no replica yet, or its broker not in the metadata, of %s)", strings.Join(left, ","))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -131,7 +131,7 @@ func planLogMoves(plan reassignmentPlan, path string) ([]logMove, error) {
 
 // startLogMoves sends each broker its AlterReplicaLogDirs.
 func startLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logMove) error {
-	started, unavailable, err := alterLogDirs(ctx, adm, moves)
+	started, unavailable, missing, err := alterLogDirs(ctx, adm, moves)
 	if !e.json {
 		for _, m := range started {
 			fmt.Fprintf(e.stdout, "Moving %s-%d on broker %d to %s\n", m.Topic, m.Partition, m.Broker, m.Dir)
@@ -139,16 +139,21 @@ func startLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logMov
 	}
 	var errs []error
 	for _, m := range unavailable {
+		if slices.Contains(missing, m.Broker) {
+			errs = append(errs, fmt.Errorf("broker %d: %s-%d to %s: the broker is not in the cluster's metadata", m.Broker, m.Topic, m.Partition, m.Dir))
+			continue
+		}
 		errs = append(errs, fmt.Errorf("broker %d: %s-%d to %s: %w", m.Broker, m.Topic, m.Partition, m.Dir, kerr.ReplicaNotAvailable))
 	}
 	return errors.Join(append(errs, err)...)
 }
 
 // alterLogDirs sends each broker the AlterReplicaLogDirs of its moves. It
-// returns the moves the brokers accepted, those answered
-// REPLICA_NOT_AVAILABLE (the broker hosts no replica yet; it remembers the
-// dir for when it creates one), and the other failures.
-func alterLogDirs(ctx context.Context, adm *kadm.Client, moves []logMove) (started, unavailable []logMove, err error) {
+// returns the moves the brokers accepted, those to retry (answered
+// REPLICA_NOT_AVAILABLE: the broker hosts no replica yet and remembers the
+// dir for when it creates one; or sent to a broker in missing, absent from
+// the metadata), and the other failures.
+func alterLogDirs(ctx context.Context, adm *kadm.Client, moves []logMove) (started, unavailable []logMove, missing []int32, err error) {
 	byBroker := map[int32]kadm.AlterReplicaLogDirsReq{}
 	dirOf := map[logMove]string{}
 	for _, m := range moves {
@@ -164,7 +169,20 @@ func alterLogDirs(ctx context.Context, adm *kadm.Client, moves []logMove) (start
 	for _, b := range brokers {
 		resps, err := adm.AlterBrokerReplicaLogDirs(ctx, b, byBroker[b])
 		if err != nil {
-			return started, unavailable, fmt.Errorf("broker %d: %w", b, err)
+			if ctx.Err() == nil && !brokerListed(ctx, adm, b) {
+				// A broker missing from the metadata (restarting, or
+				// fenced a moment) is waited for, as Kafka's admin
+				// client waits for a node: its moves are retried as
+				// REPLICA_NOT_AVAILABLE ones are.
+				missing = append(missing, b)
+				for _, m := range moves {
+					if m.Broker == b {
+						unavailable = append(unavailable, m)
+					}
+				}
+				continue
+			}
+			return started, unavailable, missing, fmt.Errorf("broker %d: %w", b, err)
 		}
 		for _, r := range resps.Sorted() {
 			m := logMove{Topic: r.Topic, Partition: r.Partition, Broker: b, Dir: r.Dir}
@@ -181,7 +199,13 @@ func alterLogDirs(ctx context.Context, adm *kadm.Client, moves []logMove) (start
 			}
 		}
 	}
-	return started, unavailable, errors.Join(errs...)
+	return started, unavailable, missing, errors.Join(errs...)
+}
+
+// brokerListed reports whether the cluster's metadata lists broker b.
+func brokerListed(ctx context.Context, adm *kadm.Client, b int32) bool {
+	bs, err := adm.ListBrokers(ctx)
+	return err == nil && slices.Contains(bs.NodeIDs(), b)
 }
 
 // logMoveStatus is where a replica move stands: done once DescribeLogDirs
