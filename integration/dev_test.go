@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -47,7 +49,8 @@ var devURL = regexp.MustCompile(`dev panel on (http://[0-9.:]+) `)
 func startDev(t *testing.T, flags ...string) *devProcess {
 	t.Helper()
 	d := &devProcess{t: t, out: &syncBuffer{}}
-	d.cmd = exec.Command(moldauBinary(t), append(append([]string{"dev"}, devTestFlags...), flags...)...)
+	dir := t.TempDir()
+	d.cmd = exec.Command(moldauBinary(t), append(append([]string{"dev", "--dir", dir}, devTestFlags...), flags...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -68,6 +71,11 @@ func startDev(t *testing.T, flags ...string) *devProcess {
 		}
 		if t.Failed() {
 			t.Logf("moldau dev output:\n%s", d.out.String())
+			logs, _ := filepath.Glob(filepath.Join(dir, "node-*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s (the last 16 KiB):\n%s", filepath.Base(l), b[max(len(b)-16<<10, 0):])
+			}
 		}
 	})
 	eventually(t, 60*time.Second, func() error {
