@@ -209,8 +209,8 @@ func producerCounters(c dev.Counters, name string) dev.ProducerCounters {
 // partition moving to the new log end after records are produced; a
 // consumer group's lag at 0 once it has read everything; after `moldau
 // dev kill` (SIGKILL) of the leader its card crossed out and another
-// replica's lane leading within the session timeout. A screenshot of
-// each step is kept.
+// replica's lane leading within the session timeout; then the run
+// exported and replayed (checkReplay). A screenshot of each step is kept.
 func TestDevBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	d := startDev(t, "--partitions", "1")
@@ -247,6 +247,7 @@ func TestDevBrowser(t *testing.T) {
 	b.poll(10*time.Second, "the kill and the leader change in the event log",
 		`[...document.querySelectorAll('#dev-events li[data-kind="fault"]')].some(li => /kill/.test(li.textContent)) && !!document.querySelector('#dev-events li[data-kind="leader"]')`)
 	b.screenshot("event-log")
+	checkReplay(t, b, d, leader)
 }
 
 // A node cut off from its peers by its proxies is fenced and drops out of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -31,19 +32,31 @@ page with the error. With --metrics-url, it also reads those Prometheus
 pages (a Moldau broker's moldau.metrics.listener) for bytes and messages
 per second.
 
+With --replay FILE it polls nothing: it plays back a run exported by
+'moldau dev events' (or the dev panel's Export button), the page showing
+the cluster as it was, frame after frame, with a timeline to play,
+pause, seek and speed up, and the run's event log beside it (click an
+event to see the cluster then). Quiet stretches of the run play in at
+most two seconds.
+
 One poll is bounded by --timeout, at most 5s. The page needs no network
 beyond the console: its files are in the binary. /api/snapshot answers
 the current snapshot as JSON, /api/events streams them. SIGINT or SIGTERM
 stops the console.`,
 		example: `  moldau console --brokers localhost:9092
   moldau console --listen :8080 --metrics-url http://localhost:9308/metrics
-  curl -s localhost:8080/api/snapshot | jq '.topics[].name'`,
+  curl -s localhost:8080/api/snapshot | jq '.topics[].name'
+  moldau dev events --dev localhost:8080 > run.json && moldau console --replay run.json --listen localhost:8081`,
 		setup: func(fs *pflag.FlagSet) runner {
 			listen := fs.String("listen", "localhost:8080", "the HTTP address to serve the console on")
 			metrics := fs.StringSlice("metrics-url", nil, "a Prometheus /metrics URL of a Moldau broker to read (repeatable or comma-separated)")
 			interval := fs.Duration("interval", time.Second, "the time between two polls of the cluster")
 			maxClients := fs.Int("max-clients", 32, "how many browser tabs may follow the console at once")
+			replay := fs.String("replay", "", "play back this run exported by 'moldau dev events' instead of polling a cluster")
 			return func(ctx context.Context, e *env, args []string) error {
+				if *replay != "" {
+					return replayConsole(ctx, e, *replay, *listen, *maxClients)
+				}
 				if *interval < 100*time.Millisecond {
 					return usageErrorf(e, "--interval must be at least 100ms")
 				}
@@ -63,4 +76,26 @@ stops the console.`,
 			}
 		},
 	}
+}
+
+// replayConsole serves the console on a recorded run.
+func replayConsole(ctx context.Context, e *env, file, listen string, maxClients int) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	run, err := console.ReadRun(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	cfg := console.Config{
+		Listen: listen, MaxClients: maxClients,
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Ready: func(addr net.Addr) {
+			first, last := time.UnixMilli(run.Frames[0].Time), time.UnixMilli(run.Frames[len(run.Frames)-1].Time)
+			fmt.Fprintf(e.stderr, "moldau console: serving http://%s replaying %s (%d frames, %d events, %s to %s); Ctrl-C stops\n",
+				addr, file, len(run.Frames), len(run.Events), first.Format(time.DateTime), last.Format(time.TimeOnly))
+		},
+	}
+	return console.ServeReplay(ctx, cfg, run)
 }

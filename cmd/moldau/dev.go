@@ -48,7 +48,8 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
                   link from FROM (a node, or 0 for the clients) to node TO
   check           check the counters against the logs now and print them
   state           print the nodes and counters (JSON)
-  events          print the event log (JSON), the run's export`,
+  events          print the run's export (JSON): the event log and the
+                  console's snapshots over time, for 'moldau console --replay'`,
 		example: `  moldau dev                                   # three nodes, console on localhost:8080
   moldau dev --nodes 5 --dir ./dev-data --acks 1 --unclean-leader-election
   moldau dev kill 2 --dev localhost:8080
@@ -212,7 +213,7 @@ func devAction(ctx context.Context, e *env, addr string, args []string, from str
 	case "state":
 		method, path = "GET", "/api/dev/state"
 	case "events":
-		method, path = "GET", "/api/dev/events"
+		method, path = "GET", "/api/dev/run"
 	default:
 		return usageErrorf(e, "unknown action %q", a)
 	}

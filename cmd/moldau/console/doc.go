@@ -40,7 +40,12 @@
 // `moldau dev` (package dev) serves this console with more: Config.Mount
 // adds its handlers to the mux and hands it the [Poller], whose snapshots
 // it follows for its event log; Config.Scripts adds its panel's module to
-// the page. The animated diagram builds on the same Snapshot: new parts
+// the page. A [Recorder] keeps a poller's snapshots as frames (each the
+// top-level fields that changed) for a [Run], the export of a dev run;
+// [ServeReplay] serves the page on a [Replay] of one instead of a poller
+// (both are a source of snapshots to the handler), with its timeline
+// module (web/replay.js) and /api/replay to play, pause and seek. The
+// animated diagram builds on the same Snapshot: new parts
 // are new fields, the page's diagram reads Snapshot.Brokers and
 // Snapshot.Topics.
 package console

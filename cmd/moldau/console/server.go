@@ -98,21 +98,46 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer cl.Close()
+	poller := NewPoller(cl, cfg.Interval, cfg.Timeout, cfg.MetricsURLs, cfg.Logger)
+	h := newHandler(poller, cfg)
+	if cfg.Mount != nil {
+		cfg.Mount(h.mux, poller)
+	}
+	return serve(ctx, cfg, h, poller.Run)
+}
+
+// ServeReplay serves a console that plays run back instead of polling a
+// cluster (`moldau console --replay`), with its timeline on the page,
+// until ctx is done. cfg.Brokers, Mount and the polling settings are not
+// used.
+func ServeReplay(ctx context.Context, cfg Config, run *Run) error {
+	cfg.defaults()
+	r, err := NewReplay(run)
+	if err != nil {
+		return err
+	}
+	cfg.Scripts = append([]string{"/static/replay.js"}, cfg.Scripts...)
+	h := newHandler(r, cfg)
+	r.mount(h.mux)
+	return serve(ctx, cfg, h, r.Run)
+}
+
+// serve listens, runs the snapshot source's loop and the HTTP server
+// until ctx is done, then stops both and waits for them.
+func serve(ctx context.Context, cfg Config, h *handler, run func(context.Context)) error {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	poller := NewPoller(cl, cfg.Interval, cfg.Timeout, cfg.MetricsURLs, cfg.Logger)
-	h := newHandler(poller, cfg)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return h.ctx }}
 
 	var wg sync.WaitGroup
-	pctx, stopPoller := context.WithCancel(ctx)
-	defer stopPoller()
-	wg.Go(func() { poller.Run(pctx) })
+	sctx, stopSource := context.WithCancel(ctx)
+	defer stopSource()
+	wg.Go(func() { run(sctx) })
 	serveErr := make(chan error, 1)
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
-	cfg.Logger.Info("console listening", "addr", ln.Addr().String(), "brokers", cfg.Brokers)
+	cfg.Logger.Info("console listening", "addr", ln.Addr().String())
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
@@ -121,11 +146,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	case <-ctx.Done():
 	case err = <-serveErr:
 	}
-	stopPoller()
+	stopSource()
 	h.cancel() // ends the event streams, which Shutdown would wait for
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	shctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+	if serr := srv.Shutdown(shctx); serr != nil && err == nil {
 		err = serr
 	}
 	wg.Wait()
@@ -135,10 +160,16 @@ func Serve(ctx context.Context, cfg Config) error {
 	return err
 }
 
+// source is where the console's snapshots come from: a [Poller] on a
+// live cluster, or a [Replay] of a recorded run.
+type source interface {
+	Current() (*Snapshot, <-chan struct{})
+}
+
 // handler serves the page, the assets, the snapshot and the event stream.
 type handler struct {
 	mux     *http.ServeMux
-	poller  *Poller
+	src     source
 	cfg     Config
 	slots   chan struct{} // one per event stream being served
 	ctx     context.Context
@@ -146,9 +177,9 @@ type handler struct {
 	indexed []byte // web/index.html
 }
 
-func newHandler(p *Poller, cfg Config) *handler {
+func newHandler(src source, cfg Config) *handler {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &handler{mux: http.NewServeMux(), poller: p, cfg: cfg, slots: make(chan struct{}, cfg.MaxClients), ctx: ctx, cancel: cancel}
+	h := &handler{mux: http.NewServeMux(), src: src, cfg: cfg, slots: make(chan struct{}, cfg.MaxClients), ctx: ctx, cancel: cancel}
 	static, _ := fs.Sub(webFS, "web")
 	h.indexed, _ = fs.ReadFile(static, "index.html")
 	if len(cfg.Scripts) > 0 {
@@ -162,9 +193,6 @@ func newHandler(p *Poller, cfg Config) *handler {
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux.HandleFunc("GET /api/snapshot", h.snapshot)
 	h.mux.HandleFunc("GET /api/events", h.events)
-	if cfg.Mount != nil {
-		cfg.Mount(h.mux, p)
-	}
 	return h
 }
 
@@ -182,7 +210,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 // snapshot answers the current snapshot as JSON; 503 before the first
 // poll finished.
 func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
-	s, _ := h.poller.Current()
+	s, _ := h.src.Current()
 	if s == nil {
 		http.Error(w, "no snapshot yet", http.StatusServiceUnavailable)
 		return
@@ -215,7 +243,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	defer heartbeat.Stop()
 	var sent int64
 	for {
-		s, changed := h.poller.Current()
+		s, changed := h.src.Current()
 		if s != nil && s.Seq != sent {
 			if err := writeEvent(w, s); err != nil || rc.Flush() != nil {
 				return

@@ -22,6 +22,9 @@ func testPoller() *Poller {
 func testServer(t *testing.T, p *Poller, cfg Config) (*httptest.Server, *handler) {
 	cfg.defaults()
 	h := newHandler(p, cfg)
+	if cfg.Mount != nil {
+		cfg.Mount(h.mux, p)
+	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.cancel(); srv.Close() })
 	return srv, h

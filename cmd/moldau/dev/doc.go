@@ -72,11 +72,15 @@
 // rebalances seen by the built-in consumers, transaction outcomes, and
 // anomalies found by checks. It keeps the last 10,000 in memory and is
 // exported as JSON by GET /api/dev/events (the console's own /api/events
-// is its snapshot stream).
+// is its snapshot stream). A [console.Recorder] follows the console's
+// snapshots; GET /api/dev/run (`moldau dev events`) exports the events
+// with its frames as a [console.Run], which `moldau console --replay`
+// plays back.
 //
 // # API
 //
-// GET /api/dev/state, /api/dev/counters, /api/dev/events[?since=SEQ];
+// GET /api/dev/state, /api/dev/counters, /api/dev/events[?since=SEQ],
+// /api/dev/run[?download=1];
 // POST /api/dev/nodes/{id}/{kill|stop|start|restart|cut-peers|cut-clients|heal},
 // /api/dev/nodes/{id}/slow {delay_ms} (0: a normal disk),
 // /api/dev/controller/kill, /api/dev/lose {from, to, response},

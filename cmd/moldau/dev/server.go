@@ -62,6 +62,8 @@ type Dev struct {
 	Traffic *Traffic
 	Ledger  *Ledger
 	Events  *EventLog
+	// Recorder keeps the console's snapshots over time, for replay.
+	Recorder *console.Recorder
 	// observer reaches the nodes directly (not through the proxies):
 	// the controller lookup and the log checks.
 	observer *kgo.Client
@@ -98,7 +100,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		}
 		fmt.Fprintf(cfg.Out, "moldau dev: data in %s (kept)\n", cfg.Dir)
 	}
-	d := &Dev{cfg: cfg, Events: &EventLog{}, Ledger: newLedger()}
+	d := &Dev{cfg: cfg, Events: &EventLog{}, Ledger: newLedger(), Recorder: console.NewRecorder()}
 	d.Cluster, err = newCluster(ClusterConfig{Nodes: cfg.Nodes, Dir: cfg.Dir, Exe: cfg.Exe, Overrides: cfg.Overrides}, d.Events)
 	if err != nil {
 		return err
@@ -144,6 +146,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 			mux.Handle("GET /dev/static/", http.StripPrefix("/dev/static/", http.FileServerFS(static)))
 			d.routes(mux)
 			wg.Go(func() { watch(ctx, p, d.Events) })
+			wg.Go(func() { console.Record(ctx, p, d.Recorder) })
 		},
 		Ready: cfg.Ready,
 	})
@@ -300,6 +303,12 @@ func (d *Dev) routes(mux *http.ServeMux) {
 			w.Header().Set("Content-Disposition", `attachment; filename="moldau-dev-events.json"`)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"events": evs, "dropped": dropped})
+	})
+	mux.HandleFunc("GET /api/dev/run", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("download") != "" {
+			w.Header().Set("Content-Disposition", `attachment; filename="moldau-dev-run.json"`)
+		}
+		writeJSON(w, http.StatusOK, d.run())
 	})
 	post := func(path string, fn func(r *http.Request) (any, error)) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
@@ -463,4 +472,20 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// run is the run's export: its event log and the console's frames, for
+// `moldau console --replay`.
+func (d *Dev) run() console.Run {
+	evs, dropped := d.Events.Since(0)
+	out := make([]console.RunEvent, len(evs))
+	for i, e := range evs {
+		out[i] = console.RunEvent(e)
+	}
+	frames, interval := d.Recorder.Frames()
+	if frames == nil {
+		frames = []console.Frame{}
+	}
+	return console.Run{Format: console.RunFormat, Version: console.RunVersion, Events: out, Dropped: dropped,
+		FrameIntervalMs: interval.Milliseconds(), Frames: frames}
 }

@@ -113,9 +113,14 @@ function recordLag(s) {
 }
 
 function onSnapshot(ev) {
+  const prev = snap;
   snap = JSON.parse(ev.data);
+  if (prev && snap.time < prev.time) lagHistory.clear(); // a replay went back in time
   recordLag(snap);
   schedule(false);
+  // Extension modules (the dev panel, the replay timeline) follow the
+  // snapshots through this event.
+  window.dispatchEvent(new CustomEvent('moldau-snapshot', { detail: snap }));
 }
 
 function connect() {

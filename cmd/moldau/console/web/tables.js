@@ -4,7 +4,7 @@
 // Space selects it and the details panel shows it. Keys join names with
 // "|" (never in a Kafka topic name; an HTML attribute cannot hold NUL).
 
-import { esc, num, bytes, ago, list, sparkline } from './util.js';
+import { esc, num, bytes, ago, list, sparkline, clock } from './util.js';
 
 function row(kind, key, cells, selected, extra = '') {
   return '<tr tabindex="0" data-kind="' + kind + '" data-key="' + esc(key) + '"' + (selected ? ' aria-selected="true"' : '') + extra + '>' +
@@ -54,7 +54,7 @@ export function groupsTable(snap, ui, history) {
 }
 
 export function txnsTable(snap, ui) {
-  const now = Date.now();
+  const now = clock.now();
   const rows = snap.transactions.map((x) => row('txn', x.id, [
     esc(x.id), esc(x.state), num(x.producer_id), num(x.producer_epoch), num(x.coordinator),
     x.partitions.reduce((n, t) => n + t.partitions.length, 0), x.start_time > 0 ? ago(x.start_time, now) : '–', esc(x.error || ''),

@@ -20,8 +20,12 @@ export function bytes(n) {
   return (i === 0 ? n : n.toFixed(1)) + ' ' + units[i];
 }
 
+// clock is the page's idea of now: the wall clock, or the time of the
+// frame on show when a recorded run is replayed.
+export const clock = { now: () => Date.now() };
+
 // ago prints the time since a Unix-ms timestamp.
-export function ago(ms, now = Date.now()) {
+export function ago(ms, now = clock.now()) {
   if (ms == null || ms < 0) return '–';
   const s = Math.max(0, Math.round((now - ms) / 1000));
   if (s < 60) return s + ' s';

@@ -51,7 +51,7 @@ panel.innerHTML = `
 <div class="dev-row"><div id="dev-counters"></div></div>
 <div class="dev-row"><div id="dev-anomalies"></div></div>
 <div class="dev-row dev-events-row">
-  <h3>Events <button type="button" data-dev="check">Check the logs now</button> <a href="/api/dev/events?download=1" download="moldau-dev-events.json">Export JSON</a></h3>
+  <h3>Events <button type="button" data-dev="check">Check the logs now</button> <a href="/api/dev/run?download=1" download="moldau-dev-run.json">Export the run (JSON, for moldau console --replay)</a></h3>
   <ol id="dev-events" reversed></ol>
 </div>
 <p id="dev-error" class="warn" role="alert"></p>`;
