@@ -46,6 +46,9 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
                   by --delay (0 restores the disk)
   lose FROM TO    lose the next request (--response: response) on the
                   link from FROM (a node, or 0 for the clients) to node TO
+  rebuild         replace the cluster with a new, empty one built from this
+                  command's flags (--nodes, --partitions, --acks, ...) as
+                  'moldau dev' would start it; the counters start again
   check           check the counters against the logs now and print them
   state           print the nodes and counters (JSON)
   events          print the run's export (JSON): the event log and the
@@ -56,6 +59,7 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
   moldau dev cut 3 --from peers; moldau dev heal 3
   moldau dev lose 0 1 --response
   moldau dev slow 2 --delay 200ms; moldau dev slow 2 --delay 0
+  moldau dev rebuild --nodes 5 --partitions 6 --acks 1 --min-insync-replicas 1
   moldau dev events > run.json`,
 		setup: func(fs *pflag.FlagSet) runner {
 			nodes := fs.Int("nodes", 3, "how many nodes (brokers and controllers in one process each)")
@@ -91,43 +95,59 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
 			from := fs.String("from", "peers", "for cut: peers or clients")
 			response := fs.Bool("response", false, "for lose: lose the next response instead of the next request")
 			delay := fs.Duration("delay", 200*time.Millisecond, "for slow: the delay of each write and fsync of the node's partition logs (0: none)")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return devAction(ctx, e, *devAddr, args, *from, *response, *delay)
-				}
-				if *nodes < 1 || *nodes > 9 {
-					return usageErrorf(e, "--nodes must be 1 to 9")
-				}
-				exe, err := os.Executable()
-				if err != nil {
-					return err
+			// settings are the cluster and traffic the flags describe.
+			settings := func(e *env) (dev.Settings, error) {
+				if *nodes < 1 || *nodes > dev.MaxNodes {
+					return dev.Settings{}, usageErrorf(e, "--nodes must be 1 to %d", dev.MaxNodes)
 				}
 				tc := map[string]string{"min.insync.replicas": strconv.Itoa(*minISR), "unclean.leader.election.enable": strconv.FormatBool(*unclean)}
 				for _, kv := range *topicCfg {
 					k, v, ok := strings.Cut(kv, "=")
 					if !ok {
-						return usageErrorf(e, "--topic-config %q: want key=value", kv)
+						return dev.Settings{}, usageErrorf(e, "--topic-config %q: want key=value", kv)
 					}
 					tc[k] = v
 				}
+				st := dev.Settings{Nodes: *nodes, Topic: *topic, Partitions: *partitions, ReplicationFactor: *rf, TopicConfigs: tc}
+				idem := *idempotent && (*acks == "all" || *acks == "-1")
+				for i := range *producers {
+					st.Producers = append(st.Producers, dev.ProducerConfig{Name: fmt.Sprintf("p%d", i+1), Topic: *topic, Rate: *rate, Burst: *burst,
+						Keys: *keys, Acks: *acks, Idempotent: &idem, Transactional: *txn, TxnRecords: *txnRecords, AbortEvery: *abortEvery,
+						TombstoneEvery: *tombstones, LingerMs: int(*linger / time.Millisecond)})
+				}
+				for i := range *consumers {
+					st.Consumers = append(st.Consumers, dev.ConsumerConfig{Name: fmt.Sprintf("c%d", i+1), Group: *group, Topic: *topic,
+						Protocol: *protocol, Assignor: *assignor, Isolation: *isolation, CommitIntervalMs: int(*commit / time.Millisecond)})
+				}
+				return st, nil
+			}
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					var body any
+					if args[0] == "rebuild" {
+						st, err := settings(e)
+						if err != nil {
+							return err
+						}
+						body = st
+					}
+					return devAction(ctx, e, *devAddr, args, *from, *response, *delay, body)
+				}
+				st, err := settings(e)
+				if err != nil {
+					return err
+				}
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
 				cfg := dev.Config{
-					Nodes: *nodes, Dir: *dir, Exe: exe, Listen: *listen, Overrides: *overrides,
-					Topic: *topic, Partitions: *partitions, ReplicationFactor: *rf, TopicConfigs: tc,
+					Settings: st, Dir: *dir, Exe: exe, Listen: *listen, Overrides: *overrides,
 					CheckInterval: *checkEvery, Out: e.stderr,
 					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 				}
 				if *checkEvery == 0 {
 					cfg.CheckInterval = -1
-				}
-				idem := *idempotent && (*acks == "all" || *acks == "-1")
-				for i := range *producers {
-					cfg.Producers = append(cfg.Producers, dev.ProducerConfig{Name: fmt.Sprintf("p%d", i+1), Topic: *topic, Rate: *rate, Burst: *burst,
-						Keys: *keys, Acks: *acks, Idempotent: &idem, Transactional: *txn, TxnRecords: *txnRecords, AbortEvery: *abortEvery,
-						TombstoneEvery: *tombstones, LingerMs: int(*linger / time.Millisecond)})
-				}
-				for i := range *consumers {
-					cfg.Consumers = append(cfg.Consumers, dev.ConsumerConfig{Name: fmt.Sprintf("c%d", i+1), Group: *group, Topic: *topic,
-						Protocol: *protocol, Assignor: *assignor, Isolation: *isolation, CommitIntervalMs: int(*commit / time.Millisecond)})
 				}
 				cfg.Ready = func(addr net.Addr) {
 					url := "http://" + addr.String()
@@ -156,7 +176,7 @@ func openBrowser(url string) {
 }
 
 // devAction runs an ACTION against a running `moldau dev`.
-func devAction(ctx context.Context, e *env, addr string, args []string, from string, response bool, delay time.Duration) error {
+func devAction(ctx context.Context, e *env, addr string, args []string, from string, response bool, delay time.Duration, body any) error {
 	base := "http://" + addr
 	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
 		base = addr
@@ -173,7 +193,6 @@ func devAction(ctx context.Context, e *env, addr string, args []string, from str
 		return nil
 	}
 	var method, path string
-	var body any
 	switch a := args[0]; a {
 	case "kill", "stop", "start", "restart", "heal":
 		if err := need(1); err != nil {
@@ -208,6 +227,11 @@ func devAction(ctx context.Context, e *env, addr string, args []string, from str
 		f, _ := strconv.Atoi(args[1])
 		t, _ := strconv.Atoi(args[2])
 		method, path, body = "POST", "/api/dev/lose", map[string]any{"from": f, "to": t, "response": response}
+	case "rebuild":
+		if err := need(0); err != nil {
+			return err
+		}
+		method, path = "POST", "/api/dev/rebuild"
 	case "check":
 		method, path = "POST", "/api/dev/check"
 	case "state":

@@ -26,8 +26,8 @@ const (
 )
 
 // Poller polls a cluster and publishes a Snapshot whenever it changes.
-// Current and Changed are safe for concurrent use; Run and Poll are called
-// from one goroutine.
+// Current and SetClient are safe for concurrent use; Run and Poll are
+// called from one goroutine.
 type Poller struct {
 	cl       *kgo.Client
 	adm      *kadm.Client
@@ -41,6 +41,7 @@ type Poller struct {
 	mu      sync.Mutex
 	cur     *Snapshot
 	changed chan struct{} // closed when cur is replaced
+	next    *kgo.Client   // SetClient's client, taken by the next poll
 
 	// Owned by the polling goroutine.
 	tick        int
@@ -69,6 +70,15 @@ func (p *Poller) Current() (*Snapshot, <-chan struct{}) {
 	return p.cur, p.changed
 }
 
+// SetClient makes the next polls ask the cluster through cl (a dev
+// cluster rebuilt with other nodes). The poller does not close either
+// client; a poll under way finishes with the old one.
+func (p *Poller) SetClient(cl *kgo.Client) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next = cl
+}
+
 // Run polls until ctx is done.
 func (p *Poller) Run(ctx context.Context) {
 	t := time.NewTimer(0)
@@ -89,6 +99,15 @@ func (p *Poller) Run(ctx context.Context) {
 func (p *Poller) Poll(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	p.mu.Lock()
+	if p.next != nil {
+		p.cl, p.adm = p.next, kadm.NewClient(p.next)
+		p.adm.SetTimeoutMillis(int32(p.timeout / time.Millisecond))
+		p.next = nil
+		clear(p.unsupported)
+		clear(p.lastMetrics)
+	}
+	p.mu.Unlock()
 	prev, _ := p.Current()
 	next := p.build(ctx, prev)
 	p.tick++

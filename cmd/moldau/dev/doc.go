@@ -18,6 +18,13 @@
 // them (SIGTERM, SIGKILL after 15 s: the last nodes of a stopping quorum
 // cannot finish a controlled shutdown).
 //
+// A [session] is one build of the cluster with its clients, traffic and
+// ledger; [Dev.Rebuild] (POST /api/dev/rebuild, `moldau dev rebuild`)
+// closes it (SIGKILL, data removed) and starts another from new
+// [Settings], handing the console's poller a client on the new nodes
+// (console.Poller.SetClient). The event log and the recording outlive
+// sessions.
+//
 // # Links and faults
 //
 // A proxy forwards Kafka frames (a 4-byte size, then the frame) one at a
@@ -86,6 +93,7 @@
 // /api/dev/controller/kill, /api/dev/lose {from, to, response},
 // /api/dev/producers (a [ProducerConfig]), /api/dev/producers/{name}/{stop|wait},
 // /api/dev/consumers (a [ConsumerConfig]), /api/dev/consumers/{name}/{close|crash|restart},
-// /api/dev/check. POSTs take JSON only (Content-Type application/json),
+// /api/dev/check, /api/dev/rebuild (a [Settings]); GET /api/dev/settings.
+// POSTs take JSON only (Content-Type application/json),
 // so another site's form cannot reach them without a CORS preflight.
 package dev

@@ -27,7 +27,9 @@ var webFS embed.FS
 
 // Config is how `moldau dev` runs.
 type Config struct {
-	Nodes int
+	// Settings are the cluster's shape, its topic and the traffic it
+	// starts with; a rebuild replaces them.
+	Settings
 	// Dir is the data folder; empty: a temporary one, removed on exit.
 	Dir string
 	// Exe is the moldau binary the nodes run.
@@ -36,15 +38,6 @@ type Config struct {
 	Listen string
 	// Overrides are Kafka properties every node gets.
 	Overrides []string
-	// Topic is created at start with Partitions, ReplicationFactor and
-	// TopicConfigs (min.insync.replicas, ...); empty: none.
-	Topic             string
-	Partitions        int32
-	ReplicationFactor int16
-	TopicConfigs      map[string]string
-	// Producers and Consumers start once the topic exists.
-	Producers []ProducerConfig
-	Consumers []ConsumerConfig
 	// CheckInterval is how often the logs are read back to check the
 	// delivery counters (default 3s; negative: only on request).
 	CheckInterval time.Duration
@@ -55,27 +48,84 @@ type Config struct {
 	Ready func(addr net.Addr)
 }
 
+// Settings are what rebuilding the cluster changes (POST
+// /api/dev/rebuild, `moldau dev rebuild`): the nodes, the topic created at
+// start with Partitions, ReplicationFactor and TopicConfigs
+// (min.insync.replicas, unclean.leader.election.enable, retention.ms,
+// cleanup.policy, ...; empty Topic: none), and the built-in producers
+// and consumers started once it exists.
+type Settings struct {
+	Nodes             int               `json:"nodes"`
+	Topic             string            `json:"topic"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	TopicConfigs      map[string]string `json:"topic_configs"`
+	Producers         []ProducerConfig  `json:"producers"`
+	Consumers         []ConsumerConfig  `json:"consumers"`
+}
+
+// MaxNodes bounds a dev cluster.
+const MaxNodes = 9
+
+func (st Settings) validate() error {
+	switch {
+	case st.Nodes < 1 || st.Nodes > MaxNodes:
+		return fmt.Errorf("nodes must be 1 to %d, not %d", MaxNodes, st.Nodes)
+	case st.Topic != "" && (st.Partitions < 1 || st.Partitions > 10000):
+		return fmt.Errorf("partitions must be 1 to 10000, not %d", st.Partitions)
+	case st.Topic != "" && st.ReplicationFactor < 1:
+		return fmt.Errorf("the replication factor must be at least 1, not %d", st.ReplicationFactor)
+	}
+	return nil
+}
+
 // Dev is a running dev cluster with its traffic, ledger and events.
 type Dev struct {
-	cfg     Config
-	Cluster *Cluster
-	Traffic *Traffic
-	Ledger  *Ledger
-	Events  *EventLog
+	cfg    Config
+	ctx    context.Context // Serve's: a session lives within it
+	Events *EventLog
 	// Recorder keeps the console's snapshots over time, for replay.
 	Recorder *console.Recorder
+
+	mu      sync.Mutex
+	s       *session        // the cluster serving now
+	poller  *console.Poller // the console's, once it is mounted
+	checkMu sync.Mutex
+	// rebuildMu makes rebuilds one at a time.
+	rebuildMu sync.Mutex
+}
+
+// session is one build of the cluster: its nodes, the clients on it, the
+// traffic and the ledger of what the traffic sent. A rebuild closes it
+// and starts another; the event log and the recording go on.
+type session struct {
+	settings Settings
+	Cluster  *Cluster
+	Traffic  *Traffic
+	Ledger   *Ledger
 	// observer reaches the nodes directly (not through the proxies):
 	// the controller lookup and the log checks.
 	observer *kgo.Client
-	checkMu  sync.Mutex
+	// console is the console poller's client after a rebuild (the first
+	// is console.Serve's own).
+	console *kgo.Client
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// cur is the session serving now.
+func (d *Dev) cur() *session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.s
 }
 
 // Serve starts the cluster and serves the console with the dev panel and
 // API until ctx is done; then it stops the traffic and the nodes, and
 // removes a temporary data folder.
 func Serve(ctx context.Context, cfg Config) (err error) {
-	if cfg.Nodes < 1 {
-		return errors.New("--nodes must be at least 1")
+	if err := cfg.Settings.validate(); err != nil {
+		return err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -100,49 +150,31 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		}
 		fmt.Fprintf(cfg.Out, "moldau dev: data in %s (kept)\n", cfg.Dir)
 	}
-	d := &Dev{cfg: cfg, Events: &EventLog{}, Ledger: newLedger(), Recorder: console.NewRecorder()}
-	d.Cluster, err = newCluster(ClusterConfig{Nodes: cfg.Nodes, Dir: cfg.Dir, Exe: cfg.Exe, Overrides: cfg.Overrides}, d.Events)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d := &Dev{cfg: cfg, ctx: ctx, Events: &EventLog{}, Recorder: console.NewRecorder()}
+	d.s, err = d.startSession(cfg.Settings)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := d.Cluster.Close(); cerr != nil && err == nil {
+		if cerr := d.cur().close(false); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	for _, n := range d.Cluster.Nodes {
-		if err := d.Cluster.Start(n.ID); err != nil {
-			return err
-		}
-		d.Events.Add("node", fmt.Sprintf("node %d started", n.ID), map[string]any{"node": n.ID})
-	}
-	for _, s := range d.Cluster.States() {
-		fmt.Fprintf(cfg.Out, "  node %d: clients %s (its own listener 127.0.0.1:%d), peers %s, controller %s, log %s/node-%d.log\n",
-			s.ID, s.ClientAddr, s.ClientPort, s.ReplicationAddr, s.ControllerAddr, cfg.Dir, s.ID)
-	}
-	d.observer, err = kgo.NewClient(kgo.SeedBrokers(d.Cluster.Seeds()...), kgo.Dialer(d.Cluster.DirectDialer()),
-		kgo.ClientID("moldau-dev-observer"), kgo.RetryTimeout(5*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	defer d.observer.Close()
-	d.Traffic = newTraffic(d.Cluster.Seeds(), d.Ledger, d.Events)
-	defer d.Traffic.Close()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Go(func() { d.setUp(ctx) })
-	if cfg.CheckInterval > 0 {
-		wg.Go(func() { d.checkLoop(ctx) })
-	}
 	static, _ := fs.Sub(webFS, "web")
+	first := d.cur().Cluster
 	return console.Serve(ctx, console.Config{
-		Brokers: d.Cluster.Seeds(), Listen: cfg.Listen, Interval: 500 * time.Millisecond, Logger: cfg.Logger,
-		ClientOpts: []kgo.Opt{kgo.Dialer(d.Cluster.DirectDialer())},
+		Brokers: first.Seeds(), Listen: cfg.Listen, Interval: 500 * time.Millisecond, Logger: cfg.Logger,
+		ClientOpts: []kgo.Opt{kgo.Dialer(first.DirectDialer())},
 		Scripts:    []string{"/dev/static/panel.js"},
 		Mount: func(mux *http.ServeMux, p *console.Poller) {
+			d.mu.Lock()
+			d.poller = p
+			d.mu.Unlock()
 			mux.Handle("GET /dev/static/", http.StripPrefix("/dev/static/", http.FileServerFS(static)))
 			d.routes(mux)
 			wg.Go(func() { watch(ctx, p, d.Events) })
@@ -152,16 +184,115 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	})
 }
 
+// startSession starts a cluster of st's shape in the data folder, its
+// clients and traffic, and (in the background) waits for it to serve,
+// creates the topic and starts the built-in producers and consumers.
+func (d *Dev) startSession(st Settings) (*session, error) {
+	c, err := newCluster(ClusterConfig{Nodes: st.Nodes, Dir: d.cfg.Dir, Exe: d.cfg.Exe, Overrides: d.cfg.Overrides}, d.Events)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{settings: st, Cluster: c, Ledger: newLedger()}
+	for _, n := range c.Nodes {
+		if err := c.Start(n.ID); err != nil {
+			c.Close()
+			return nil, err
+		}
+		d.Events.Add("node", fmt.Sprintf("node %d started", n.ID), map[string]any{"node": n.ID})
+	}
+	for _, ns := range c.States() {
+		fmt.Fprintf(d.cfg.Out, "  node %d: clients %s (its own listener 127.0.0.1:%d), peers %s, controller %s, log %s/node-%d.log\n",
+			ns.ID, ns.ClientAddr, ns.ClientPort, ns.ReplicationAddr, ns.ControllerAddr, d.cfg.Dir, ns.ID)
+	}
+	s.observer, err = kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.Dialer(c.DirectDialer()),
+		kgo.ClientID("moldau-dev-observer"), kgo.RetryTimeout(5*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.Traffic = newTraffic(c.Seeds(), s.Ledger, d.Events)
+	ctx, cancel := context.WithCancel(d.ctx)
+	s.cancel = cancel
+	s.wg.Go(func() { d.setUp(ctx, s) })
+	if d.cfg.CheckInterval > 0 {
+		s.wg.Go(func() { d.checkLoop(ctx, s) })
+	}
+	return s, nil
+}
+
+// close stops the session: its background work, its traffic and clients,
+// and its nodes (SIGTERM, or SIGKILL when discard: its data is about to
+// go).
+func (s *session) close(discard bool) error {
+	s.cancel()
+	s.wg.Wait()
+	s.Traffic.Close()
+	s.observer.Close()
+	if s.console != nil {
+		s.console.Close()
+	}
+	if discard {
+		for _, n := range s.Cluster.Nodes {
+			s.Cluster.Kill(n.ID) // a node not running says so: nothing to do
+		}
+	}
+	return s.Cluster.Close()
+}
+
+// Rebuild replaces the cluster with a new one of st's shape: the traffic
+// stops, every node is killed and its data removed, and the new nodes
+// start empty in the same folder (their logs go on in node-N.log) with
+// the topic and the traffic st names. The event log and the recording
+// go on across it; the delivery counters start again.
+func (d *Dev) Rebuild(st Settings) error {
+	if err := st.validate(); err != nil {
+		return err
+	}
+	d.rebuildMu.Lock()
+	defer d.rebuildMu.Unlock()
+	if d.ctx.Err() != nil {
+		return d.ctx.Err()
+	}
+	old := d.cur()
+	d.Events.Add("cluster", fmt.Sprintf("rebuilding: %d nodes, topic %s with %d partitions, replication factor %d, %v; %d producers, %d consumers",
+		st.Nodes, st.Topic, st.Partitions, st.ReplicationFactor, st.TopicConfigs, len(st.Producers), len(st.Consumers)), map[string]any{"settings": st})
+	old.close(true)
+	for _, n := range old.Cluster.Nodes {
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return err
+		}
+	}
+	s, err := d.startSession(st)
+	if err != nil {
+		return fmt.Errorf("starting the new cluster: %w", err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Cluster.Seeds()...), kgo.Dialer(s.Cluster.DirectDialer()), kgo.ClientID("moldau-console"),
+		kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(5*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
+	if err != nil {
+		s.close(true)
+		return err
+	}
+	s.console = cl
+	d.mu.Lock()
+	d.s = s
+	if d.poller != nil {
+		d.poller.SetClient(cl)
+	}
+	d.mu.Unlock()
+	return nil
+}
+
 // setUp waits for the cluster, creates the topic and starts the traffic.
-func (d *Dev) setUp(ctx context.Context) {
-	adm := kadm.NewClient(d.observer)
+func (d *Dev) setUp(ctx context.Context, s *session) {
+	adm := kadm.NewClient(s.observer)
+	st := s.settings
 	// Every node must list every broker. A client of its own per try:
 	// a kgo client whose first Metadata came from a node that had just
 	// started has been seen to be answered with that one broker for
 	// tens of seconds.
 	err := poll(ctx, 60*time.Second, func() error {
-		for _, seed := range d.Cluster.Seeds() {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.Dialer(d.Cluster.DirectDialer()), kgo.RetryTimeout(2*time.Second))
+		for _, seed := range s.Cluster.Seeds() {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.Dialer(s.Cluster.DirectDialer()), kgo.RetryTimeout(2*time.Second))
 			if err != nil {
 				return err
 			}
@@ -170,8 +301,8 @@ func (d *Dev) setUp(ctx context.Context) {
 			if err != nil {
 				return err
 			}
-			if len(m.Brokers) < d.cfg.Nodes {
-				return fmt.Errorf("%s lists %d of %d brokers", seed, len(m.Brokers), d.cfg.Nodes)
+			if len(m.Brokers) < st.Nodes {
+				return fmt.Errorf("%s lists %d of %d brokers", seed, len(m.Brokers), st.Nodes)
 			}
 		}
 		return nil
@@ -182,12 +313,12 @@ func (d *Dev) setUp(ctx context.Context) {
 		}
 		return
 	}
-	fmt.Fprintf(d.cfg.Out, "moldau dev: %d nodes serving (seed brokers %s)\n", d.cfg.Nodes, joinComma(d.Cluster.Seeds()))
+	fmt.Fprintf(d.cfg.Out, "moldau dev: %d nodes serving (seed brokers %s)\n", st.Nodes, joinComma(s.Cluster.Seeds()))
 	d.Events.Add("node", "every node serves", nil)
-	if d.cfg.Topic != "" {
-		rf := min(d.cfg.ReplicationFactor, int16(d.cfg.Nodes))
+	if st.Topic != "" {
+		rf := min(st.ReplicationFactor, int16(st.Nodes))
 		cfgs := map[string]*string{}
-		for k, v := range d.cfg.TopicConfigs {
+		for k, v := range st.TopicConfigs {
 			// A min.insync.replicas above the replication factor (one
 			// node, say) would refuse every acks=all write.
 			if n, err := strconv.Atoi(v); k == "min.insync.replicas" && err == nil && n > int(rf) {
@@ -196,25 +327,26 @@ func (d *Dev) setUp(ctx context.Context) {
 			}
 			cfgs[k] = &v
 		}
-		if _, err := adm.CreateTopic(ctx, d.cfg.Partitions, rf, cfgs, d.cfg.Topic); err != nil {
-			fmt.Fprintf(d.cfg.Out, "moldau dev: creating topic %s: %v\n", d.cfg.Topic, err)
+		if _, err := adm.CreateTopic(ctx, st.Partitions, rf, cfgs, st.Topic); err != nil {
+			fmt.Fprintf(d.cfg.Out, "moldau dev: creating topic %s: %v\n", st.Topic, err)
+			d.Events.Add("topic", fmt.Sprintf("creating topic %s failed: %v", st.Topic, err), nil)
 		} else {
-			d.Events.Add("topic", fmt.Sprintf("topic %s created: %d partitions, replication factor %d, %v", d.cfg.Topic, d.cfg.Partitions, rf, d.cfg.TopicConfigs), nil)
+			d.Events.Add("topic", fmt.Sprintf("topic %s created: %d partitions, replication factor %d, %v", st.Topic, st.Partitions, rf, st.TopicConfigs), nil)
 		}
 	}
-	for _, p := range d.cfg.Producers {
-		if err := d.Traffic.AddProducer(p); err != nil {
+	for _, p := range st.Producers {
+		if err := s.Traffic.AddProducer(p); err != nil {
 			fmt.Fprintf(d.cfg.Out, "moldau dev: producer: %v\n", err)
 		}
 	}
-	for _, c := range d.cfg.Consumers {
-		if err := d.Traffic.AddConsumer(c); err != nil {
+	for _, c := range st.Consumers {
+		if err := s.Traffic.AddConsumer(c); err != nil {
 			fmt.Fprintf(d.cfg.Out, "moldau dev: consumer: %v\n", err)
 		}
 	}
 }
 
-func (d *Dev) checkLoop(ctx context.Context) {
+func (d *Dev) checkLoop(ctx context.Context, s *session) {
 	t := time.NewTicker(d.cfg.CheckInterval)
 	defer t.Stop()
 	for {
@@ -222,31 +354,32 @@ func (d *Dev) checkLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			d.check(ctx)
+			d.check(ctx, s)
 		}
 	}
 }
 
-// check runs one check of the delivery counters against the logs.
-func (d *Dev) check(ctx context.Context) error {
+// check runs one check of session s's delivery counters against the
+// logs.
+func (d *Dev) check(ctx context.Context, s *session) error {
 	d.checkMu.Lock()
 	defer d.checkMu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	return d.Ledger.Check(ctx, d.observer, d.Events)
+	return s.Ledger.Check(ctx, s.observer, d.Events)
 }
 
 // KillController kills (SIGKILL) the active controller and returns its id.
 func (d *Dev) KillController(ctx context.Context) (int32, error) {
-	req := kadm.NewClient(d.observer)
-	m, err := req.BrokerMetadata(ctx)
+	s := d.cur()
+	m, err := kadm.NewClient(s.observer).BrokerMetadata(ctx)
 	if err != nil {
 		return -1, err
 	}
 	if m.Controller < 0 {
 		return -1, errors.New("no active controller")
 	}
-	return m.Controller, d.Cluster.Kill(m.Controller)
+	return m.Controller, s.Cluster.Kill(m.Controller)
 }
 
 func poll(ctx context.Context, timeout time.Duration, cond func() error) error {
@@ -288,10 +421,14 @@ type State struct {
 
 func (d *Dev) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/dev/state", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, State{Nodes: d.Cluster.States(), Counters: d.Ledger.Counters()})
+		s := d.cur()
+		writeJSON(w, http.StatusOK, State{Nodes: s.Cluster.States(), Counters: s.Ledger.Counters()})
 	})
 	mux.HandleFunc("GET /api/dev/counters", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, d.Ledger.Counters())
+		writeJSON(w, http.StatusOK, d.cur().Ledger.Counters())
+	})
+	mux.HandleFunc("GET /api/dev/settings", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, d.cur().settings)
 	})
 	mux.HandleFunc("GET /api/dev/events", func(w http.ResponseWriter, r *http.Request) {
 		since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
@@ -335,7 +472,7 @@ func (d *Dev) routes(mux *http.ServeMux) {
 		if err != nil {
 			return 0, fmt.Errorf("node %q: not a number", r.PathValue("id"))
 		}
-		if _, err := d.Cluster.node(int32(id)); err != nil {
+		if _, err := d.cur().Cluster.node(int32(id)); err != nil {
 			return 0, err
 		}
 		return int32(id), nil
@@ -346,21 +483,22 @@ func (d *Dev) routes(mux *http.ServeMux) {
 			return nil, err
 		}
 		action := r.PathValue("action")
+		c := d.cur().Cluster
 		switch action {
 		case "kill":
-			err = d.Cluster.Kill(id)
+			err = c.Kill(id)
 		case "stop":
-			err = d.Cluster.Stop(id)
+			err = c.Stop(id)
 		case "start":
-			err = d.Cluster.Start(id)
+			err = c.Start(id)
 		case "restart":
-			err = d.Cluster.Restart(id)
+			err = c.Restart(id)
 		case "cut-peers":
-			d.Cluster.Net.Cut(id, false)
+			c.Net.Cut(id, false)
 		case "cut-clients":
-			d.Cluster.Net.Cut(id, true)
+			c.Net.Cut(id, true)
 		case "heal":
-			d.Cluster.Net.Heal(id)
+			c.Net.Heal(id)
 		default:
 			return nil, fmt.Errorf("unknown action %q: kill, stop, start, restart, cut-peers, cut-clients or heal", action)
 		}
@@ -382,7 +520,7 @@ func (d *Dev) routes(mux *http.ServeMux) {
 			return nil, err
 		}
 		delay := time.Duration(req.DelayMs) * time.Millisecond
-		if err := d.Cluster.SlowDisk(r.Context(), id, delay); err != nil {
+		if err := d.cur().Cluster.SlowDisk(r.Context(), id, delay); err != nil {
 			return nil, err
 		}
 		text := fmt.Sprintf("node %d: disk slowed by %v a write and fsync", id, delay)
@@ -408,15 +546,16 @@ func (d *Dev) routes(mux *http.ServeMux) {
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			return nil, err
 		}
-		if _, err := d.Cluster.node(req.To); err != nil {
+		c := d.cur().Cluster
+		if _, err := c.node(req.To); err != nil {
 			return nil, err
 		}
 		if req.From != Clients {
-			if _, err := d.Cluster.node(req.From); err != nil {
+			if _, err := c.node(req.From); err != nil {
 				return nil, err
 			}
 		}
-		d.Cluster.Net.LoseNext(req.Link, req.Response)
+		c.Net.LoseNext(req.Link, req.Response)
 		what := "request"
 		if req.Response {
 			what = "response"
@@ -429,41 +568,54 @@ func (d *Dev) routes(mux *http.ServeMux) {
 		if err := json.NewDecoder(r.Body).Decode(&cfg); err != nil {
 			return nil, err
 		}
-		return nil, d.Traffic.AddProducer(cfg)
+		return nil, d.cur().Traffic.AddProducer(cfg)
 	})
 	post("/api/dev/producers/{name}/stop", func(r *http.Request) (any, error) {
-		return nil, d.Traffic.StopProducer(r.PathValue("name"))
+		return nil, d.cur().Traffic.StopProducer(r.PathValue("name"))
 	})
 	post("/api/dev/producers/{name}/wait", func(r *http.Request) (any, error) {
 		ctx, cancel := context.WithTimeout(r.Context(), 60*time.Second)
 		defer cancel()
-		return nil, d.Traffic.WaitProducer(ctx, r.PathValue("name"))
+		return nil, d.cur().Traffic.WaitProducer(ctx, r.PathValue("name"))
 	})
 	post("/api/dev/consumers", func(r *http.Request) (any, error) {
 		var cfg ConsumerConfig
 		if err := json.NewDecoder(r.Body).Decode(&cfg); err != nil {
 			return nil, err
 		}
-		return nil, d.Traffic.AddConsumer(cfg)
+		return nil, d.cur().Traffic.AddConsumer(cfg)
 	})
 	post("/api/dev/consumers/{name}/{action}", func(r *http.Request) (any, error) {
 		name := r.PathValue("name")
 		switch a := r.PathValue("action"); a {
 		case "close":
-			return nil, d.Traffic.CloseConsumer(name)
+			return nil, d.cur().Traffic.CloseConsumer(name)
 		case "crash":
-			return nil, d.Traffic.CrashConsumer(name)
+			return nil, d.cur().Traffic.CrashConsumer(name)
 		case "restart":
-			return nil, d.Traffic.RestartConsumer(name)
+			return nil, d.cur().Traffic.RestartConsumer(name)
 		default:
 			return nil, fmt.Errorf("unknown action %q: close, crash or restart", a)
 		}
 	})
 	post("/api/dev/check", func(r *http.Request) (any, error) {
-		if err := d.check(r.Context()); err != nil {
+		s := d.cur()
+		if err := d.check(r.Context(), s); err != nil {
 			return nil, err
 		}
-		return d.Ledger.Counters(), nil
+		return s.Ledger.Counters(), nil
+	})
+	post("/api/dev/rebuild", func(r *http.Request) (any, error) {
+		var st Settings
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st); err != nil {
+			return nil, err
+		}
+		if err := d.Rebuild(st); err != nil {
+			return nil, err
+		}
+		return d.cur().settings, nil
 	})
 }
 

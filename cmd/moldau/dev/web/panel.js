@@ -1,7 +1,8 @@
 // The `moldau dev` panel, loaded into the console page: the nodes with
 // their faults, the built-in producers and consumers with their delivery
-// counters, and the event log. It polls /api/dev/state and
-// /api/dev/events once a second and posts actions to /api/dev/....
+// counters, the event log, and the settings that rebuild the cluster. It
+// polls /api/dev/state and /api/dev/events once a second and posts
+// actions to /api/dev/....
 
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 
@@ -48,6 +49,38 @@ panel.innerHTML = `
     <label>commit ms <input name="commit_interval_ms" type="number" value="1000" min="1" style="width:5em"></label>
     <button>Add consumer</button></form>
 </div>
+<details class="dev-row" id="dev-settings">
+  <summary>Settings: rebuild the cluster</summary>
+  <form id="dev-settings-form" class="dev-form">
+    <fieldset><legend>Cluster and topic</legend>
+      <label>nodes <input name="nodes" type="number" min="1" max="9" style="width:4em"></label>
+      <label>topic <input name="topic" size="8"></label>
+      <label>partitions <input name="partitions" type="number" min="1" style="width:5em"></label>
+      <label>replication factor <input name="replication_factor" type="number" min="1" max="9" style="width:4em"></label>
+      <label>min.insync.replicas <input name="min_isr" type="number" min="1" style="width:4em"></label>
+      <label><input name="unclean" type="checkbox"> unclean leader election</label>
+      <label>retention.ms <input name="retention_ms" type="number" min="-1" style="width:8em" placeholder="default"></label>
+      <label>cleanup.policy <select name="cleanup_policy"><option value="">default (delete)</option><option>delete</option><option>compact</option><option>compact,delete</option></select></label>
+    </fieldset>
+    <fieldset><legend>Built-in producers</legend>
+      <label>count <input name="producers" type="number" min="0" max="20" style="width:4em"></label>
+      <label>rate/s <input name="rate" type="number" min="1" style="width:5em"></label>
+      <label>acks <select name="acks"><option>all</option><option>1</option><option>0</option></select></label>
+      <label><input name="idempotent" type="checkbox"> idempotent</label>
+      <label><input name="transactional" type="checkbox"> transactions</label>
+      <label>linger ms <input name="linger_ms" type="number" min="0" style="width:5em"></label>
+    </fieldset>
+    <fieldset><legend>Built-in consumers</legend>
+      <label>count <input name="consumers" type="number" min="0" max="20" style="width:4em"></label>
+      <label>group <input name="group" size="10"></label>
+      <label>protocol <select name="protocol"><option>classic</option><option>consumer</option></select></label>
+      <label>assignor <select name="assignor"><option value="">default</option><option>cooperative-sticky</option><option>sticky</option><option>range</option><option>roundrobin</option><option>uniform</option></select></label>
+      <label>isolation <select name="isolation"><option>read_committed</option><option>read_uncommitted</option></select></label>
+      <label>commit ms <input name="commit_interval_ms" type="number" min="1" style="width:5em"></label>
+    </fieldset>
+    <button>Rebuild the cluster</button> <span class="muted">kills every node, removes its data and starts a new, empty cluster with these settings</span>
+  </form>
+</details>
 <div class="dev-row"><div id="dev-counters"></div></div>
 <div class="dev-row"><div id="dev-anomalies"></div></div>
 <div class="dev-row dev-events-row">
@@ -190,5 +223,70 @@ function formJSON(form) {
 $('dev-producer-form').addEventListener('submit', (ev) => { ev.preventDefault(); post('/api/dev/producers', formJSON(ev.target)); });
 $('dev-consumer-form').addEventListener('submit', (ev) => { ev.preventDefault(); post('/api/dev/consumers', formJSON(ev.target)); });
 
+// The settings form shows the cluster's settings; the first producer and
+// consumer stand for all of them.
+let settings = null;
+async function loadSettings() {
+  settings = await (await fetch('/api/dev/settings')).json();
+  const f = $('dev-settings-form').elements;
+  const tc = settings.topic_configs || {};
+  const p = (settings.producers || [])[0] || { rate: 10, acks: 'all', idempotent: true, linger_ms: 0 };
+  const c = (settings.consumers || [])[0] || { group: 'dev-group', protocol: 'classic', assignor: '', isolation: 'read_committed', commit_interval_ms: 1000 };
+  f.nodes.value = settings.nodes;
+  f.topic.value = settings.topic;
+  f.partitions.value = settings.partitions;
+  f.replication_factor.value = settings.replication_factor;
+  f.min_isr.value = tc['min.insync.replicas'] || 1;
+  f.unclean.checked = tc['unclean.leader.election.enable'] === 'true';
+  f.retention_ms.value = tc['retention.ms'] || '';
+  f.cleanup_policy.value = tc['cleanup.policy'] || '';
+  f.producers.value = (settings.producers || []).length;
+  f.rate.value = p.rate;
+  f.acks.value = p.acks || 'all';
+  f.idempotent.checked = p.idempotent !== false;
+  f.transactional.checked = !!p.transactional;
+  f.linger_ms.value = p.linger_ms || 0;
+  f.consumers.value = (settings.consumers || []).length;
+  f.group.value = c.group;
+  f.protocol.value = c.protocol || 'classic';
+  f.assignor.value = c.assignor || '';
+  f.isolation.value = c.isolation || 'read_committed';
+  f.commit_interval_ms.value = c.commit_interval_ms || 1000;
+}
+
+function settingsFromForm(form) {
+  const v = formJSON(form);
+  const tc = { ...(settings.topic_configs || {}), 'min.insync.replicas': String(v.min_isr), 'unclean.leader.election.enable': String(v.unclean) };
+  delete tc['retention.ms'];
+  delete tc['cleanup.policy'];
+  if (form.elements.retention_ms.value !== '') tc['retention.ms'] = String(v.retention_ms);
+  if (v.cleanup_policy) tc['cleanup.policy'] = v.cleanup_policy;
+  const template = (settings.producers || [])[0] || {};
+  const producers = [];
+  for (let i = 0; i < v.producers; i++) {
+    producers.push({ ...template, name: 'p' + (i + 1), topic: v.topic, rate: v.rate, acks: v.acks,
+      idempotent: v.idempotent && v.acks === 'all', transactional: v.transactional, linger_ms: v.linger_ms });
+  }
+  const consumers = [];
+  for (let i = 0; i < v.consumers; i++) {
+    consumers.push({ name: 'c' + (i + 1), group: v.group, topic: v.topic, protocol: v.protocol, assignor: v.assignor,
+      isolation: v.isolation, commit_interval_ms: v.commit_interval_ms });
+  }
+  return { nodes: v.nodes, topic: v.topic, partitions: v.partitions, replication_factor: v.replication_factor,
+    topic_configs: tc, producers, consumers };
+}
+
+$('dev-settings-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const b = ev.target.querySelector('button');
+  b.disabled = true;
+  b.textContent = 'Rebuilding…';
+  await post('/api/dev/rebuild', settingsFromForm(ev.target));
+  b.disabled = false;
+  b.textContent = 'Rebuild the cluster';
+  loadSettings();
+});
+
+loadSettings();
 refresh();
 setInterval(refresh, 1000);
