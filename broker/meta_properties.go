@@ -68,6 +68,20 @@ func ensureMetaProperties(dirs []string, nodeID int32, newClusterID string) (clu
 	return clusterID, nil
 }
 
+// metaDirectoryID is the directory.id of dir's meta.properties; zero if
+// it has none.
+func metaDirectoryID(dir string) [16]byte {
+	props, err := readProperties(filepath.Join(dir, metaPropertiesFile))
+	if err != nil {
+		return [16]byte{}
+	}
+	id, err := uuid.Parse(props["directory.id"])
+	if err != nil {
+		return [16]byte{}
+	}
+	return id
+}
+
 func readProperties(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
