@@ -249,6 +249,13 @@ func TestReplaceController(t *testing.T) {
 // knows the quorum by its bootstrap servers only.
 func startReplaceCluster(t *testing.T) *rolesCluster {
 	t.Helper()
+	return startReplaceClusterWith(t)
+}
+
+// startReplaceClusterWith is startReplaceCluster with more settings for
+// every node.
+func startReplaceClusterWith(t *testing.T, extra ...string) *rolesCluster {
+	t.Helper()
 	c := &rolesCluster{procs: map[int32]*brokerProcess{}}
 	for i := range 4 {
 		c.ctrls = append(c.ctrls, clusterNode{id: int32(i + 1), ctrl: freePort(t), dir: t.TempDir()})
@@ -262,14 +269,14 @@ func startReplaceCluster(t *testing.T) *rolesCluster {
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", n.id, n.ctrl))
 		bootstrap = append(bootstrap, fmt.Sprintf("127.0.0.1:%d", n.ctrl))
 	}
-	common := ([]string{"controller.listener.names=CONTROLLER",
+	common := append([]string{"controller.listener.names=CONTROLLER",
 		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		"moldau.metrics.listener=", "broker.session.timeout.ms=4000", "broker.heartbeat.interval.ms=500",
 		// Small snapshots, but segments larger than the batches of topics
 		// created concurrently (a batch over metadata.log.segment.bytes
 		// stops the quorum; Kafka requires 8 MiB segments).
 		"metadata.log.max.record.bytes.between.snapshots=2048", "metadata.log.segment.bytes=65536",
-		"metadata.max.retention.bytes=1"})
+		"metadata.max.retention.bytes=1"}, extra...)
 	c.start = func(id int32) {
 		var settings []string
 		var addr string
