@@ -24,7 +24,7 @@ const metadataTopic = "__cluster_metadata"
 func clusterCommand() *command {
 	return &command{
 		name:    "cluster",
-		summary: "Show the cluster (brokers, controller, API versions, quorum), elect leaders and move partitions.",
+		summary: "Show the cluster (brokers, controller, API versions, quorum), elect leaders, move partitions, add and remove controllers.",
 		subs:    []*command{clusterInfoCommand(), clusterElectCommand(), clusterReassignCommand(), clusterQuorumCommand()},
 	}
 }
