@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // quorumCLI runs `moldau cluster quorum ARGS...` and returns its output.
@@ -63,14 +61,7 @@ func (q cliQuorum) voterIDs() []int32 {
 // quorumNodeEndpoint is the controller endpoint DescribeQuorum v2 lists
 // for voter id.
 func quorumNodeEndpoint(cl *kgo.Client, id int32) (string, error) {
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := describeQuorumResponse(cl)
 	if err != nil {
 		return "", err
 	}
@@ -166,16 +157,7 @@ func TestQuorumCLI(t *testing.T) {
 	})
 	c.procs[removed].stop(t)
 	want := slices.DeleteFunc([]int32{1, 2, 3, newID}, func(id int32) bool { return id == removed })
-	eventually(t, 30*time.Second, func() error {
-		q, err := describeQuorum(cl)
-		if err != nil {
-			return err
-		}
-		if got := quorumVoters(q); !slices.Equal(got, want) {
-			return fmt.Errorf("voters %v, want %v", got, want)
-		}
-		return nil
-	})
+	waitQuorumVoters(t, cl, want, -1)
 
 	// Restart another follower on a new controller port: the leader
 	// cannot reach it at the old one until it writes the new endpoint.
@@ -193,17 +175,9 @@ func TestQuorumCLI(t *testing.T) {
 		if got != newAddr {
 			return fmt.Errorf("voter %d at %s, restarted on %s", moved, got, newAddr)
 		}
-		q, err := describeQuorum(cl)
-		if err != nil {
-			return err
-		}
-		for _, v := range q.CurrentVoters {
-			if v.ReplicaID == moved && v.LogEndOffset < q.HighWatermark {
-				return fmt.Errorf("voter %d at offset %d, high watermark %d", moved, v.LogEndOffset, q.HighWatermark)
-			}
-		}
 		return nil
 	})
+	waitQuorumVoters(t, cl, want, moved) // and the leader reaches it there
 	t.Logf("controller %d restarted on %s: in the voter set and caught up %v later", moved, newAddr, time.Since(restarted))
 	if _, err := describeQuorumCLI(t, "--bootstrap-controller", newAddr); err != nil {
 		t.Fatalf("describe through the moved controller: %v", err)
