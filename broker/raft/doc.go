@@ -242,8 +242,9 @@
 //     the leader it fetches from; here a voter restarted on another port
 //     hears from no leader (etcd pushes to the old address), so it asks
 //     the voters in turn and follows the leader their answers name. A
-//     leader whose own entry is stale writes the new set itself; Kafka's
-//     leader does not.
+//     leader whose own entry is stale writes the new set itself at its
+//     next check, where newer Kafka leaders write it at the start of
+//     their epoch.
 //   - Observers fetch committed batches only (the leader never answers
 //     past its high watermark), so an observer's log never diverges and
 //     Fetch's diverging epoch is never set; Kafka's observers fetch the

@@ -23,8 +23,9 @@ import (
 // again: the leader commits the new set with the other voters and then
 // sends to the new address. The voter checks every UpdateVoterPeriod,
 // and sooner after a retriable answer; a leader whose own entry is stale
-// writes the new set itself (Kafka's leader leaves it to the next
-// leader). Nothing is sent at kraft.version 0 (no VotersRecord yet).
+// writes the new set itself at its next check (newer Kafka leaders write
+// it with the start of their epoch). Nothing is sent at kraft.version 0
+// (no VotersRecord yet).
 
 // UpdateVoter is the leader's side of UpdateRaftVoter: v replaces the
 // voter of its id (and directory id, if the set has one) in a new
