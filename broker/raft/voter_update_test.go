@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// votersKnowKeys reports whether node n's voter set holds every voter of
+// votersUpToDate reports whether node n's voter set holds every voter of
 // ids with its directory id and with the endpoints the cluster's servers
 // listen on now.
 func (c *cluster) votersUpToDate(n *Node, ids ...int32) error {
@@ -31,7 +31,10 @@ func (c *cluster) votersUpToDate(n *Node, ids ...int32) error {
 }
 
 func TestUpdateVoter(t *testing.T) {
-	c := newClusterOf(t, 3, func(cfg *Config) { cfg.UpdateVoterPeriod = 200 * time.Millisecond }, true)
+	// A long election timeout: the error cases below name the epoch.
+	c := newClusterOf(t, 3, func(cfg *Config) {
+		cfg.UpdateVoterPeriod, cfg.ElectionTimeout = 200*time.Millisecond, 1500*time.Millisecond
+	}, true)
 	lid, epoch := c.leader(10 * time.Second)
 	appendAndCommit(t, c.nodes[lid], epoch, "a")
 	leader := c.nodes[lid]
