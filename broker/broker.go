@@ -386,6 +386,7 @@ func (b *Broker) newMetadataQuorum() error {
 		MaxReplicationFactor: 0, // replicated: no cap
 		Registerer:           b.registry,
 	})
+	metaDirID, _ := metaDirectoryID(metaDir)
 	b.quorum, err = openQuorum(quorumConfig{
 		NodeID:    cfg.NodeID,
 		Voters:    cfg.QuorumVoters,
@@ -397,8 +398,9 @@ func (b *Broker) newMetadataQuorum() error {
 		FS:        b.opts.MetadataLogFS,
 		Dial:      b.controllerDial,
 		ClusterID: b.clusterID,
-		// The voter's directory id: metadata.log.dir's, as Kafka's.
-		DirectoryID: metaDirectoryID(metaDir),
+		// The voter's directory id: metadata.log.dir's, as Kafka's
+		// (zero if it has none: the voter then sends no UpdateRaftVoter).
+		DirectoryID: metaDirID,
 	}, b.loader, b.controller)
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)

@@ -68,18 +68,13 @@ func ensureMetaProperties(dirs []string, nodeID int32, newClusterID string) (clu
 	return clusterID, nil
 }
 
-// metaDirectoryID is the directory.id of dir's meta.properties; zero if
-// it has none.
-func metaDirectoryID(dir string) [16]byte {
+// metaDirectoryID is the directory.id of dir's meta.properties.
+func metaDirectoryID(dir string) (uuid.UUID, error) {
 	props, err := readProperties(filepath.Join(dir, metaPropertiesFile))
 	if err != nil {
-		return [16]byte{}
+		return uuid.Zero, err
 	}
-	id, err := uuid.Parse(props["directory.id"])
-	if err != nil {
-		return [16]byte{}
-	}
-	return id
+	return uuid.Parse(props["directory.id"])
 }
 
 func readProperties(path string) (map[string]string, error) {

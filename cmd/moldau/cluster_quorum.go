@@ -49,13 +49,19 @@ the high watermark, the largest follower lag in offsets and in time; then
 each voter and observer with its directory id, log end offset, lag behind
 the leader, last fetch and last caught-up time, and each voter's
 endpoints. A voter of a quorum started from controller.quorum.voters has
-no directory id until it has told the leader (kraft.version 1).`,
+no directory id until it has told the leader (kraft.version 1). --status
+prints only the first part, --replication only the second.`,
 		example: `  moldau cluster quorum describe
-  moldau cluster quorum describe --bootstrap-controller localhost:9093
+  moldau cluster quorum describe --bootstrap-controller localhost:9093 --replication
   moldau cluster quorum describe --json | jq '.voters'`,
 		setup: func(fs *pflag.FlagSet) runner {
 			ctrls := fs.String("bootstrap-controller", "", bootstrapControllerHelp)
+			status := fs.Bool("status", false, "only the leader, epoch, high watermark and lag")
+			replication := fs.Bool("replication", false, "only the voters and observers")
 			return func(ctx context.Context, e *env, args []string) error {
+				if *status && *replication {
+					return usageErrorf(e, "--status and --replication exclude each other")
+				}
 				req := kmsg.NewPtrDescribeQuorumRequest()
 				t := kmsg.NewDescribeQuorumRequestTopic()
 				t.Topic = metadataTopic
@@ -72,7 +78,7 @@ no directory id until it has told the leader (kraft.version 1).`,
 				if e.json {
 					return writeJSON(e.stdout, q)
 				}
-				return printQuorum(e.stdout, q, e.now())
+				return printQuorum(e.stdout, q, !*replication, !*status, e.now())
 			}
 		},
 	}
@@ -343,21 +349,24 @@ func (e *env) controllerRoundTrip(ctx context.Context, addr string, req kmsg.Req
 	return cl.SeedBrokers()[0].Request(ctx, req)
 }
 
-// printQuorum prints describe's two tables.
-func printQuorum(w io.Writer, q *quorumInfo, now time.Time) error {
-	t := newTable(w)
-	t.row("LEADER", q.LeaderID)
-	t.row("EPOCH", q.LeaderEpoch)
-	t.row("HIGH-WATERMARK", q.HighWatermark)
-	t.row("MAX-FOLLOWER-LAG", q.MaxFollowerLag)
-	t.row("MAX-FOLLOWER-LAG-TIME", lagTime(q, now))
-	t.row("VOTERS", len(q.Voters))
-	t.row("OBSERVERS", len(q.Observers))
-	if err := t.flush(); err != nil {
-		return err
+// printQuorum prints describe's two tables: the status and the
+// replicas.
+func printQuorum(w io.Writer, q *quorumInfo, status, replicas bool, now time.Time) error {
+	if status {
+		t := newTable(w)
+		t.row("LEADER", q.LeaderID)
+		t.row("EPOCH", q.LeaderEpoch)
+		t.row("HIGH-WATERMARK", q.HighWatermark)
+		t.row("MAX-FOLLOWER-LAG", q.MaxFollowerLag)
+		t.row("MAX-FOLLOWER-LAG-TIME", lagTime(q, now))
+		t.row("VOTERS", len(q.Voters))
+		t.row("OBSERVERS", len(q.Observers))
+		if err := t.flush(); err != nil || !replicas {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
-	t = newTable(w, "NODE", "DIRECTORY-ID", "ROLE", "LOG-END-OFFSET", "LAG", "LAST-FETCH", "LAST-CAUGHT-UP", "ENDPOINTS")
+	t := newTable(w, "NODE", "DIRECTORY-ID", "ROLE", "LOG-END-OFFSET", "LAG", "LAST-FETCH", "LAST-CAUGHT-UP", "ENDPOINTS")
 	for _, r := range append(append([]quorumReplica{}, q.Voters...), q.Observers...) {
 		t.row(r.ReplicaID, orDash(r.DirectoryID), r.Role, dash(r.LogEndOffset), dash(r.Lag),
 			ago(r.LastFetchTimestamp, now), ago(r.LastCaughtUpTimestamp, now), orDash(strings.Join(r.Endpoints, ",")))

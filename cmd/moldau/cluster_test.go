@@ -163,7 +163,8 @@ func TestPrintQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := printQuorum(&out, q, time.UnixMilli(1714564800000)); err != nil {
+	now := time.UnixMilli(1714564800000)
+	if err := printQuorum(&out, q, true, true, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -175,5 +176,13 @@ func TestPrintQuorum(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	out.Reset()
+	if err := printQuorum(&out, q, true, false, now); err != nil || strings.Contains(out.String(), "NODE") || !strings.Contains(out.String(), "LEADER") {
+		t.Errorf("--status: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := printQuorum(&out, q, false, true, now); err != nil || strings.Contains(out.String(), "LEADER ") || !strings.Contains(out.String(), "NODE") {
+		t.Errorf("--replication: %v\n%s", err, out.String())
 	}
 }
