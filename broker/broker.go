@@ -386,6 +386,7 @@ func (b *Broker) newMetadataQuorum() error {
 		MaxReplicationFactor: 0, // replicated: no cap
 		Registerer:           b.registry,
 	})
+	metaDirID, _ := metaDirectoryID(metaDir)
 	b.quorum, err = openQuorum(quorumConfig{
 		NodeID:    cfg.NodeID,
 		Voters:    cfg.QuorumVoters,
@@ -396,6 +397,10 @@ func (b *Broker) newMetadataQuorum() error {
 		Config:    cfg,
 		FS:        b.opts.MetadataLogFS,
 		Dial:      b.controllerDial,
+		ClusterID: b.clusterID,
+		// The voter's directory id: metadata.log.dir's, as Kafka's
+		// (zero if it has none: the voter then sends no UpdateRaftVoter).
+		DirectoryID: metaDirID,
 	}, b.loader, b.controller)
 	if err != nil {
 		return fmt.Errorf("opening the metadata log: %w", err)
@@ -598,6 +603,8 @@ func (b *Broker) Start() {
 		for _, l := range b.cfg.ControllerListeners {
 			b.log.Info("listening (controller)", "listener", l.Name, "addr", b.ctrlSocket.Addr(l.Name).String())
 		}
+		// The endpoints this voter checks its voter-set entry against.
+		b.quorum.SetLocalEndpoints(b.advertisedControllerListeners())
 	}
 	if b.controller != nil {
 		b.controller.Start()

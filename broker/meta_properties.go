@@ -68,6 +68,15 @@ func ensureMetaProperties(dirs []string, nodeID int32, newClusterID string) (clu
 	return clusterID, nil
 }
 
+// metaDirectoryID is the directory.id of dir's meta.properties.
+func metaDirectoryID(dir string) (uuid.UUID, error) {
+	props, err := readProperties(filepath.Join(dir, metaPropertiesFile))
+	if err != nil {
+		return uuid.Zero, err
+	}
+	return uuid.Parse(props["directory.id"])
+}
+
 func readProperties(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {

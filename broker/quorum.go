@@ -34,6 +34,9 @@ type quorum struct {
 	// opened is node once Open has returned: the listener, called from
 	// inside Open too, reads the high watermark through it.
 	opened atomic.Pointer[raft.Node]
+	// endpoints are this node's controller endpoints once it listens
+	// (SetLocalEndpoints); the voter compares its entry with them.
+	endpoints atomic.Pointer[[]raft.Endpoint]
 }
 
 type quorumConfig struct {
@@ -51,6 +54,10 @@ type quorumConfig struct {
 	Bootstrap []string
 	// Dial dials the quorum's peers; nil: raft's default.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ClusterID and DirectoryID (metadata.log.dir's) identify this
+	// voter in UpdateRaftVoter.
+	ClusterID   string
+	DirectoryID [16]byte
 }
 
 // inProcessAddr stands for the address of a single voter, which never
@@ -90,6 +97,10 @@ func openQuorum(c quorumConfig, loader *metadata.Loader, ctrl *controller.Quorum
 		SegmentBytes:                c.Config.MetadataLogSegmentBytes,
 		FS:                          c.FS,
 		Dial:                        c.Dial,
+		ClusterID:                   c.ClusterID,
+		DirectoryID:                 c.DirectoryID,
+		LocalEndpoints:              q.localEndpoints,
+		UpdateVoterPeriod:           3 * c.Config.QuorumFetchTimeout, // Kafka's follower
 	}, q)
 	if err != nil {
 		return nil, err
@@ -296,6 +307,29 @@ func (q *quorum) AddRaftVoter(ctx context.Context, req *kmsg.AddRaftVoterRequest
 		v.Endpoints = append(v.Endpoints, raft.Endpoint{Name: l.Name, Host: l.Host, Port: uint16(l.Port)})
 	}
 	return q.node.AddVoter(ctx, v)
+}
+
+// SetLocalEndpoints gives the node's controller listeners as other nodes
+// reach them, once they listen.
+func (q *quorum) SetLocalEndpoints(ls []config.Listener) {
+	eps := make([]raft.Endpoint, 0, len(ls))
+	for _, l := range ls {
+		eps = append(eps, raft.Endpoint{Name: l.Name, Host: l.Host, Port: uint16(l.Port)})
+	}
+	q.endpoints.Store(&eps)
+}
+
+func (q *quorum) localEndpoints() []raft.Endpoint {
+	if eps := q.endpoints.Load(); eps != nil {
+		return *eps
+	}
+	return nil
+}
+
+// UpdateRaftVoter implements kapi.QuorumAPI (KIP-853): a voter's new
+// endpoints.
+func (q *quorum) UpdateRaftVoter(ctx context.Context, req *kmsg.UpdateRaftVoterRequest) *kmsg.UpdateRaftVoterResponse {
+	return q.node.HandleUpdateRaftVoter(ctx, req)
 }
 
 // RemoveRaftVoter implements kapi.QuorumAPI (KIP-853).

@@ -13,11 +13,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/moldau/moldau/broker/config"
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/network"
 	"github.com/moldau/moldau/broker/routine"
@@ -92,22 +94,10 @@ func (b *Broker) registerController(done <-chan struct{}) {
 	incarnation := uuid.Random()
 	req := kmsg.NewPtrControllerRegistrationRequest()
 	req.ControllerID, req.IncarnationID = b.cfg.NodeID, incarnation
-	for _, l := range b.cfg.AdvertisedControllerListeners {
+	for _, l := range b.advertisedControllerListeners() {
 		rl := kmsg.NewControllerRegistrationRequestListener()
 		rl.Name, rl.Host, rl.Port = l.Name, l.Host, uint16(l.Port)
 		rl.SecurityProtocol = securityProtocolIDs[b.cfg.SecurityProtocol(l.Name)]
-		if rl.Host == "" {
-			if h, err := os.Hostname(); err == nil && h != "" {
-				rl.Host = h
-			} else {
-				rl.Host = "localhost"
-			}
-		}
-		if rl.Port == 0 && b.ctrlSocket != nil {
-			if a, ok := b.ctrlSocket.Addr(l.Name).(*net.TCPAddr); ok && a != nil {
-				rl.Port = uint16(a.Port)
-			}
-		}
 		req.Listeners = append(req.Listeners, rl)
 	}
 	for _, f := range metadata.SupportedFeatures {
@@ -135,4 +125,26 @@ func (b *Broker) registerController(done <-chan struct{}) {
 		}
 		sleepCtx(ctx, wait)
 	}
+}
+
+// advertisedControllerListeners are this node's controller listeners as
+// other nodes reach them: an empty host is the host name, port 0 the
+// port bound (call once the controller socket listens).
+func (b *Broker) advertisedControllerListeners() []config.Listener {
+	out := slices.Clone(b.cfg.AdvertisedControllerListeners)
+	for i, l := range out {
+		if l.Host == "" {
+			if h, err := os.Hostname(); err == nil && h != "" {
+				out[i].Host = h
+			} else {
+				out[i].Host = "localhost"
+			}
+		}
+		if l.Port == 0 && b.ctrlSocket != nil {
+			if a, ok := b.ctrlSocket.Addr(l.Name).(*net.TCPAddr); ok && a != nil {
+				out[i].Port = a.Port
+			}
+		}
+	}
+	return out
 }

@@ -114,9 +114,8 @@ func describeControllers(t *testing.T, addr string) (*kmsg.DescribeClusterRespon
 	return resp, err
 }
 
-// describeQuorum sends DescribeQuorum through a broker (which forwards it
-// to the active controller) and returns __cluster_metadata-0's state.
-func describeQuorum(cl *kgo.Client) (kmsg.DescribeQuorumResponseTopicPartition, error) {
+// describeQuorumResponse sends DescribeQuorum for __cluster_metadata-0.
+func describeQuorumResponse(cl *kgo.Client) (*kmsg.DescribeQuorumResponse, error) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = "__cluster_metadata"
@@ -124,7 +123,13 @@ func describeQuorum(cl *kgo.Client) (kmsg.DescribeQuorumResponseTopicPartition, 
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	return req.RequestWith(ctx, cl)
+}
+
+// describeQuorum sends DescribeQuorum through a broker (which forwards it
+// to the active controller) and returns __cluster_metadata-0's state.
+func describeQuorum(cl *kgo.Client) (kmsg.DescribeQuorumResponseTopicPartition, error) {
+	resp, err := describeQuorumResponse(cl)
 	if err != nil {
 		return kmsg.DescribeQuorumResponseTopicPartition{}, err
 	}

@@ -26,6 +26,27 @@ func quorumVoters(q kmsg.DescribeQuorumResponseTopicPartition) []int32 {
 	return ids
 }
 
+// waitQuorumVoters waits until DescribeQuorum lists the voters want
+// (sorted), and voter caughtUp (-1: none) at the high watermark.
+func waitQuorumVoters(t *testing.T, cl *kgo.Client, want []int32, caughtUp int32) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		q, err := describeQuorum(cl)
+		if err != nil {
+			return err
+		}
+		if got := quorumVoters(q); !slices.Equal(got, want) {
+			return fmt.Errorf("voters %v, want %v", got, want)
+		}
+		for _, v := range q.CurrentVoters {
+			if v.ReplicaID == caughtUp && v.LogEndOffset < q.HighWatermark {
+				return fmt.Errorf("voter %d at offset %d, high watermark %d", caughtUp, v.LogEndOffset, q.HighWatermark)
+			}
+		}
+		return nil
+	})
+}
+
 // retryVoterChange sends a voter change through cl until it succeeds,
 // retrying while the leader answers it cannot yet (REQUEST_TIMED_OUT: the
 // new voter still catching up, or another change in flight) or is being
@@ -130,16 +151,7 @@ func TestReplaceController(t *testing.T) {
 	l.Name, l.Host, l.Port = "CONTROLLER", "127.0.0.1", uint16(c.ctrls[3].ctrl)
 	add.Listeners = append(add.Listeners, l)
 	retryVoterChange(t, cl, add)
-	eventually(t, 30*time.Second, func() error {
-		q, err := describeQuorum(cl)
-		if err != nil {
-			return err
-		}
-		if got := quorumVoters(q); !slices.Equal(got, []int32{1, 2, 3, newID}) {
-			return fmt.Errorf("voters %v", got)
-		}
-		return nil
-	})
+	waitQuorumVoters(t, cl, []int32{1, 2, 3, newID}, -1)
 
 	// Remove the active controller, then stop it.
 	q, err := describeQuorum(cl)
@@ -152,16 +164,7 @@ func TestReplaceController(t *testing.T) {
 	retryVoterChange(t, cl, rm)
 	c.procs[removed].stop(t)
 	want := slices.DeleteFunc([]int32{1, 2, 3, newID}, func(id int32) bool { return id == removed })
-	eventually(t, 30*time.Second, func() error {
-		q, err := describeQuorum(cl)
-		if err != nil {
-			return err
-		}
-		if got := quorumVoters(q); !slices.Equal(got, want) {
-			return fmt.Errorf("voters %v, want %v", got, want)
-		}
-		return nil
-	})
+	waitQuorumVoters(t, cl, want, -1)
 
 	// kill -9 a remaining original controller and restart it: it comes
 	// back with the new voter set and the quorum goes on.
@@ -175,21 +178,7 @@ func TestReplaceController(t *testing.T) {
 	c.procs[victim].kill(t)
 	c.start(victim)
 	c.procs[victim].waitStarted(t)
-	eventually(t, 30*time.Second, func() error {
-		q, err := describeQuorum(cl)
-		if err != nil {
-			return err
-		}
-		if got := quorumVoters(q); !slices.Equal(got, want) {
-			return fmt.Errorf("voters %v, want %v", got, want)
-		}
-		for _, v := range q.CurrentVoters {
-			if v.ReplicaID == victim && v.LogEndOffset < q.HighWatermark {
-				return fmt.Errorf("restarted controller %d at %d, high watermark %d", victim, v.LogEndOffset, q.HighWatermark)
-			}
-		}
-		return nil
-	})
+	waitQuorumVoters(t, cl, want, victim)
 	mu.Lock()
 	before := len(created)
 	mu.Unlock()
@@ -249,6 +238,13 @@ func TestReplaceController(t *testing.T) {
 // knows the quorum by its bootstrap servers only.
 func startReplaceCluster(t *testing.T) *rolesCluster {
 	t.Helper()
+	return startReplaceClusterWith(t)
+}
+
+// startReplaceClusterWith is startReplaceCluster with more settings for
+// every node.
+func startReplaceClusterWith(t *testing.T, extra ...string) *rolesCluster {
+	t.Helper()
 	c := &rolesCluster{procs: map[int32]*brokerProcess{}}
 	for i := range 4 {
 		c.ctrls = append(c.ctrls, clusterNode{id: int32(i + 1), ctrl: freePort(t), dir: t.TempDir()})
@@ -262,14 +258,14 @@ func startReplaceCluster(t *testing.T) *rolesCluster {
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", n.id, n.ctrl))
 		bootstrap = append(bootstrap, fmt.Sprintf("127.0.0.1:%d", n.ctrl))
 	}
-	common := ([]string{"controller.listener.names=CONTROLLER",
+	common := append([]string{"controller.listener.names=CONTROLLER",
 		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		"moldau.metrics.listener=", "broker.session.timeout.ms=4000", "broker.heartbeat.interval.ms=500",
 		// Small snapshots, but segments larger than the batches of topics
 		// created concurrently (a batch over metadata.log.segment.bytes
 		// stops the quorum; Kafka requires 8 MiB segments).
 		"metadata.log.max.record.bytes.between.snapshots=2048", "metadata.log.segment.bytes=65536",
-		"metadata.max.retention.bytes=1"})
+		"metadata.max.retention.bytes=1"}, extra...)
 	c.start = func(id int32) {
 		var settings []string
 		var addr string

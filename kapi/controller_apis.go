@@ -24,6 +24,9 @@ package kapi
 //   - AlterPartition, from partition leaders (see 56_alter_partition.go).
 //   - AssignReplicasToDirs (KIP-858), from every broker: the log dir of
 //     each of its replicas.
+//   - AddRaftVoter and RemoveRaftVoter (KIP-853), from admin clients or
+//     forwarded by brokers, and UpdateRaftVoter from the voters, which
+//     Kafka serves on the controller listener only.
 //   - The metadata quorum's own messages, on a Moldau-private API key that
 //     ApiVersions does not list (see QuorumAPI).
 //
@@ -102,6 +105,9 @@ type QuorumAPI interface {
 	// returning once the new set is committed; errors wrap kerr codes.
 	AddRaftVoter(context.Context, *kmsg.AddRaftVoterRequest) error
 	RemoveRaftVoter(context.Context, *kmsg.RemoveRaftVoterRequest) error
+	// UpdateRaftVoter answers a voter telling its endpoints (KIP-853),
+	// with the leader in every answer (see 82_update_raft_voter.go).
+	UpdateRaftVoter(context.Context, *kmsg.UpdateRaftVoterRequest) *kmsg.UpdateRaftVoterResponse
 }
 
 // ControllerHandler serves the controller plane. Safe for concurrent use.
@@ -174,6 +180,7 @@ var controllerAPIVersions = []struct{ key, min, max int16 }{
 	{73, 0, 0},  // AssignReplicasToDirs
 	{80, 0, 1},  // AddRaftVoter (KIP-853)
 	{81, 0, 0},  // RemoveRaftVoter
+	{82, 0, 0},  // UpdateRaftVoter, from voters (controller listener only)
 }
 
 // NewControllerHandler returns the controller plane's handler.
@@ -347,6 +354,8 @@ func (h *ControllerHandler) Dispatch(ctx context.Context, req kmsg.Request) (kms
 			return nil, err
 		}
 		return req.ResponseKind(), nil
+	case *kmsg.UpdateRaftVoterRequest:
+		return h.handleUpdateRaftVoter(ctx, req)
 	case *kmsg.RemoveRaftVoterRequest:
 		if h.quorum == nil {
 			return nil, fmt.Errorf("%w: no metadata quorum here", kerr.NotController)

@@ -123,6 +123,10 @@ func errorResponse(req kmsg.Request, err error) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp
+	case *kmsg.UpdateRaftVoterRequest:
+		resp := req.ResponseKind().(*kmsg.UpdateRaftVoterResponse)
+		resp.ErrorCode = code
+		return resp
 	case *kmsg.DescribeQuorumRequest:
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = code
@@ -307,6 +311,8 @@ func ResponseErrorCodes(resp kmsg.Response) []int16 {
 	case *kmsg.AddRaftVoterResponse:
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.RemoveRaftVoterResponse:
+		codes = append(codes, r.ErrorCode)
+	case *kmsg.UpdateRaftVoterResponse:
 		codes = append(codes, r.ErrorCode)
 	case *kmsg.AlterClientQuotasResponse:
 		for _, e := range r.Entries {

@@ -82,6 +82,7 @@ type KafkaConfig struct {
 	BrokerSessionTimeout          time.Duration // broker.session.timeout.ms, 9000
 	BrokerHeartbeatInterval       time.Duration // broker.heartbeat.interval.ms, 2000
 	QuorumElectionTimeout         time.Duration // controller.quorum.election.timeout.ms, 1000
+	QuorumFetchTimeout            time.Duration // controller.quorum.fetch.timeout.ms, 2000
 	MetadataLogSegmentBytes       int32         // metadata.log.segment.bytes
 	// metadata.log.max.record.bytes.between.snapshots
 	MetadataSnapshotMaxNewRecordBytes int64
@@ -573,6 +574,7 @@ func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
 	c.BrokerSessionTimeout = ms("broker.session.timeout.ms")
 	c.BrokerHeartbeatInterval = ms("broker.heartbeat.interval.ms")
 	c.QuorumElectionTimeout = ms("controller.quorum.election.timeout.ms")
+	c.QuorumFetchTimeout = ms("controller.quorum.fetch.timeout.ms")
 	c.MetadataLogSegmentBytes = c.staticValue("metadata.log.segment.bytes").(int32)
 	c.MetadataSnapshotMaxNewRecordBytes = c.staticValue("metadata.log.max.record.bytes.between.snapshots").(int64)
 	c.MetadataSnapshotMaxInterval = time.Duration(c.staticValue("metadata.log.max.snapshot.interval.ms").(int64)) * time.Millisecond

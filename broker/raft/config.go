@@ -92,6 +92,23 @@ type Config struct {
 	// (controller.quorum.bootstrap.servers).
 	Bootstrap []string
 
+	// ClusterID is the cluster.id the voter puts in the UpdateRaftVoter
+	// requests it sends (KIP-853).
+	ClusterID string
+	// DirectoryID is the directory.id of metadata.log.dir's
+	// meta.properties: with the node id, the voter's key in the voter
+	// set. Zero: unknown; the voter then never sends UpdateRaftVoter.
+	DirectoryID [16]byte
+	// LocalEndpoints returns this node's controller listeners as peers
+	// should reach them (advertised, with bound ports), asked whenever a
+	// voter compares them with its entry in the voter set; nil: none.
+	LocalEndpoints func() []Endpoint
+	// UpdateVoterPeriod is how long a voter waits between two checks
+	// that the voter set holds its current endpoints, the first one
+	// after it starts (Kafka's follower: three times
+	// controller.quorum.fetch.timeout.ms, 2 s, so 6 s).
+	UpdateVoterPeriod time.Duration
+
 	observer bool // set by OpenObserver
 }
 
@@ -106,6 +123,7 @@ const (
 	DefaultMaxRetentionBytes        = 100 << 20
 	DefaultSegmentBytes             = 1 << 30
 	DefaultMaxBatchSizeBytes        = 8 << 20
+	DefaultUpdateVoterPeriod        = 6 * time.Second
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -151,6 +169,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxBatchSizeBytes <= 0 {
 		c.MaxBatchSizeBytes = DefaultMaxBatchSizeBytes
+	}
+	if c.UpdateVoterPeriod <= 0 {
+		c.UpdateVoterPeriod = DefaultUpdateVoterPeriod
 	}
 	switch {
 	case c.Dir == "":

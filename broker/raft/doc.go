@@ -14,6 +14,8 @@
 //	err = n.WaitForCommit(ctx, epoch, off)    // nil once committed; *NotLeaderError if leadership went first
 //	n.LeaderAndEpoch(), n.HighWatermark(), n.DescribeQuorum(), n.State()
 //	resp, err := n.HandleTransportRequest(body) // the controller listener's handler for APIKey
+//	err = n.AddVoter(ctx, v), n.RemoveVoter(ctx, id, dir) // KIP-853, on the leader; Voters()
+//	resp := n.HandleUpdateRaftVoter(ctx, req) // a voter's new endpoints (UpdateRaftVoter)
 //	n.Done(), n.Err(), n.Close()
 //
 // # Entries, batches, offsets
@@ -160,6 +162,10 @@
 //     messages (full: the message is dropped and raft told the peer is
 //     unreachable), one connection, one request in flight, redial with
 //     backoff (controller.quorum.retry.backoff.ms doubling to 1 s).
+//   - the voter updater (voter_update.go): every UpdateVoterPeriod it
+//     compares this voter's entry in the voter set with its current
+//     endpoints and directory id, and if they differ (at kraft.version 1)
+//     sends UpdateRaftVoter to the leader over a connection of its own.
 //
 // Node.mu guards the status other goroutines read (leader, epoch, high
 // watermark, voters' progress) and the commit waiters; notes.mu the
@@ -226,7 +232,19 @@
 //     one at a time. Kafka refuses changes at kraft.version 0; Moldau
 //     upgrades to 1 with the first change. A node not in the set opens as
 //     an observer and becomes a voter when a committed VotersRecord names
-//     it. UpdateRaftVoter is not served.
+//     it.
+//   - UpdateRaftVoter (voter_update.go): as in Kafka, a voter whose entry
+//     differs from its endpoints, directory id or kraft.version range
+//     asks the leader, which writes a VotersRecord with the same id and
+//     directory id (to etcd a change adding a voter already there, so one
+//     change at a time holds) and answers once it is appended; refused at
+//     kraft.version 0 (UNSUPPORTED_VERSION). Kafka's follower sends it to
+//     the leader it fetches from; here a voter restarted on another port
+//     hears from no leader (etcd pushes to the old address), so it asks
+//     the voters in turn and follows the leader their answers name. A
+//     leader whose own entry is stale writes the new set itself at its
+//     next check, where newer Kafka leaders write it at the start of
+//     their epoch.
 //   - Observers fetch committed batches only (the leader never answers
 //     past its high watermark), so an observer's log never diverges and
 //     Fetch's diverging epoch is never set; Kafka's observers fetch the

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,7 +159,7 @@ func (s *testServer) serve(c net.Conn) {
 		body := frame[10+max(idLen, 0):]
 		var resp []byte
 		n := s.node.Load()
-		if key == 1 || key == 59 {
+		if key == 1 || key == 59 || key == 82 {
 			if n == nil {
 				return
 			}
@@ -207,6 +208,8 @@ func serveObserverRequest(n *Node, key, version int16, body []byte) []byte {
 		resp = n.HandleFetch(r)
 	case *kmsg.FetchSnapshotRequest:
 		resp = n.HandleFetchSnapshot(r)
+	case *kmsg.UpdateRaftVoterRequest:
+		resp = n.HandleUpdateRaftVoter(context.Background(), r)
 	}
 	return resp.AppendTo([]byte{0})
 }
@@ -231,6 +234,9 @@ type cluster struct {
 	nodes   map[int32]*Node
 	sms     map[int32]*testSM
 	tweak   func(*Config)
+	// keyed: every node knows its directory id and endpoints (the
+	// server it listens on), so voters send UpdateRaftVoter.
+	keyed bool
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -241,9 +247,13 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 func newCluster(t testing.TB, size int, tweak func(*Config)) *cluster {
+	return newClusterOf(t, size, tweak, false)
+}
+
+func newClusterOf(t testing.TB, size int, tweak func(*Config), keyed bool) *cluster {
 	c := &cluster{
 		t: t, voters: map[int32]string{}, servers: map[int32]*testServer{}, dirs: map[int32]string{},
-		fs: map[int32]log.FS{}, nodes: map[int32]*Node{}, sms: map[int32]*testSM{}, tweak: tweak,
+		fs: map[int32]log.FS{}, nodes: map[int32]*Node{}, sms: map[int32]*testSM{}, tweak: tweak, keyed: keyed,
 	}
 	for id := int32(1); id <= int32(size); id++ {
 		c.servers[id] = newTestServer(t)
@@ -265,6 +275,11 @@ func (c *cluster) config(id int32) Config {
 	cfg := Config{
 		NodeID: id, Voters: c.voters, Dir: c.dirs[id], Logger: testLogger(c.t).With("test_node", id),
 		FS: c.fs[id], TickInterval: 50 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+	}
+	if c.keyed {
+		srv := c.servers[id]
+		cfg.ClusterID, cfg.DirectoryID = "test-cluster", testDirectoryID(id)
+		cfg.LocalEndpoints = func() []Endpoint { return endpointsOf(srv.addr()) }
 	}
 	if c.tweak != nil {
 		c.tweak(&cfg)
@@ -366,3 +381,13 @@ func (c *cluster) waitState(want []string) {
 }
 
 var errTest = errors.New("test")
+
+// testDirectoryID is node id's directory id in a keyed cluster.
+func testDirectoryID(id int32) [16]byte { return [16]byte{15: byte(id), 0: 0xd1} }
+
+// endpointsOf is the CONTROLLER endpoint at addr.
+func endpointsOf(addr string) []Endpoint {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	return []Endpoint{{Name: "CONTROLLER", Host: host, Port: uint16(p)}}
+}

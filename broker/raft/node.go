@@ -130,6 +130,8 @@ type status struct {
 	heard     map[int32]time.Time
 	snap      OffsetAndEpoch // the newest snapshot (zero: none)
 	conf      VoterSet       // the voter set in force here
+	// kraftVersion is 1 once the log or snapshot has a VotersRecord.
+	kraftVersion int16
 	// observers are the observers that fetched from this leader, by node id.
 	observers map[int32]observerProgress
 }
@@ -249,7 +251,7 @@ func (n *Node) startVoter(applied uint64) error {
 	n.committed = applied
 	n.tr = newTransport(n)
 	n.mu.Lock()
-	n.st.conf = n.conf
+	n.st.conf, n.st.kraftVersion = n.conf, ml.kraftVersion()
 	n.mu.Unlock()
 	if len(n.conf) == 1 && n.conf[0].ID == cfg.NodeID {
 		if err := n.campaign(); err != nil {
@@ -259,6 +261,7 @@ func (n *Node) startVoter(applied uint64) error {
 	n.logger.Info("metadata quorum node starting", "voters", n.conf.IDs(), "epoch", ml.hs.GetTerm(),
 		"log_start_offset", ml.l.LogStartOffset(), "log_end_offset", ml.l.LogEndOffset(), "snapshot", ml.snap.String())
 	n.g.Go(n.run)
+	n.g.Go(n.runVoterUpdater)
 	n.tr.start()
 	return nil
 }

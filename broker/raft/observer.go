@@ -208,14 +208,24 @@ func (o *observer) connect() (*observerConn, error) {
 	n := o.n
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.RequestTimeout)
 	defer cancel()
+	oc, err := dialController(ctx, n, addr, fmt.Sprintf("moldau-raft-observer-%d", n.cfg.NodeID))
+	if err != nil {
+		return nil, err
+	}
+	o.conn = oc
+	return oc, nil
+}
+
+// dialController connects to a controller listener for Kafka requests,
+// one at a time; the connection closes when the node stops.
+func dialController(ctx context.Context, n *Node, addr, clientID string) (*observerConn, error) {
 	c, err := n.cfg.Dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	oc := &observerConn{addr: addr, c: c, r: bufio.NewReader(c),
-		f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("moldau-raft-observer-%d", n.cfg.NodeID)))}
+		f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
 	oc.stop = context.AfterFunc(n.ctx, func() { c.Close() })
-	o.conn = oc
 	return oc, nil
 }
 
@@ -346,7 +356,7 @@ func (o *observer) maybePromoted() error {
 	if idx > n.confIndex {
 		n.conf, n.confIndex = set, idx
 		n.mu.Lock()
-		n.st.conf = set
+		n.st.conf, n.st.kraftVersion = set, n.ml.kraftVersion()
 		n.mu.Unlock()
 	}
 	if _, ok := set.Get(n.cfg.NodeID); ok && n.promote {

@@ -27,10 +27,15 @@ import (
 const voterChangeCaughtUpWindow = 5 * time.Second
 
 type voterChange struct {
-	add       *Voter // nil: remove
+	add       *Voter // nil: remove (or update)
 	removeID  int32
 	removeDir [16]byte
-	done      chan voterChangeResult // buffered 1
+	// update: the voter's new endpoints and kraft.version range
+	// (UpdateRaftVoter, voter_update.go), at the leader epoch the
+	// request names.
+	update      *Voter
+	updateEpoch int32
+	done        chan voterChangeResult // buffered 1
 }
 
 type voterChangeResult struct {
@@ -79,8 +84,8 @@ func (n *Node) changeVoters(ctx context.Context, vc *voterChange) error {
 	case <-stop:
 		return n.stoppedErr()
 	}
-	if r.err != nil {
-		return r.err
+	if r.err != nil || vc.update != nil {
+		return r.err // Kafka answers an update once appended
 	}
 	if err := n.WaitForCommit(ctx, r.epoch, r.offset); err != nil {
 		if ctx.Err() != nil {
@@ -93,6 +98,10 @@ func (n *Node) changeVoters(ctx context.Context, vc *voterChange) error {
 
 // proposeVoterChange checks and proposes a change (raft goroutine).
 func (n *Node) proposeVoterChange(vc *voterChange) {
+	if vc.update != nil {
+		n.proposeVoterUpdate(vc)
+		return
+	}
 	st := n.rn.BasicStatus()
 	epoch := int32(st.GetTerm())
 	fail := func(err error) { vc.done <- voterChangeResult{err: err} }
@@ -142,9 +151,15 @@ func (n *Node) proposeVoterChange(vc *voterChange) {
 		next = latest.without(vc.removeID)
 		cs.Type, cs.NodeId = pb.ConfChangeRemoveNode.Enum(), new(raftID(vc.removeID))
 	}
+	n.proposeConf(vc, next, cs, epoch)
+}
+
+// proposeConf proposes the change cs to etcd with next, the new voter
+// set, as its VotersRecord; vc is answered once it is in the log.
+func (n *Node) proposeConf(vc *voterChange, next VoterSet, cs *pb.ConfChangeSingle, epoch int32) {
 	cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{cs}, Context: votersValue(next)}
 	if err := n.rn.ProposeConfChange(cc); err != nil {
-		fail(fmt.Errorf("%w: the voter change was dropped: %v", kerr.RequestTimedOut, err))
+		vc.done <- voterChangeResult{err: fmt.Errorf("%w: the voter change was dropped: %v", kerr.RequestTimedOut, err)}
 		return
 	}
 	n.confWait = vc
@@ -228,7 +243,7 @@ func (n *Node) setConf(set VoterSet, index uint64) {
 	n.conf, n.confIndex = set, index
 	n.tr.setPeers(set)
 	n.mu.Lock()
-	n.st.conf = set
+	n.st.conf, n.st.kraftVersion = set, n.ml.kraftVersion()
 	n.mu.Unlock()
 }
 

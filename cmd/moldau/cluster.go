@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -12,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // metadataTopic is the KRaft metadata log DescribeQuorum describes.
@@ -20,8 +24,8 @@ const metadataTopic = "__cluster_metadata"
 func clusterCommand() *command {
 	return &command{
 		name:    "cluster",
-		summary: "Show the cluster (brokers, controller, API versions, quorum), elect leaders and move partitions.",
-		subs:    []*command{clusterInfoCommand(), clusterElectCommand(), clusterReassignCommand()},
+		summary: "Show the cluster (brokers, controller, API versions, quorum), elect leaders, move partitions, add and remove controllers.",
+		subs:    []*command{clusterInfoCommand(), clusterElectCommand(), clusterReassignCommand(), clusterQuorumCommand()},
 	}
 }
 
@@ -102,11 +106,14 @@ type quorumInfo struct {
 
 type quorumReplica struct {
 	ReplicaID             int32  `json:"replica_id"`
-	Role                  string `json:"role"` // Leader, Follower or Observer
+	DirectoryID           string `json:"directory_id,omitempty"` // DescribeQuorum v2; none for a voter of controller.quorum.voters
+	Role                  string `json:"role"`                   // Leader, Follower or Observer
 	LogEndOffset          int64  `json:"log_end_offset"`
 	Lag                   int64  `json:"lag"`                      // the leader's log end offset minus this one's
 	LastFetchTimestamp    int64  `json:"last_fetch_timestamp"`     // Unix ms, -1 unknown
 	LastCaughtUpTimestamp int64  `json:"last_caught_up_timestamp"` // Unix ms, -1 unknown
+	// Endpoints are a voter's listeners, NAME://host:port (v2).
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 func gatherClusterInfo(ctx context.Context, adm *kadm.Client, cl *kgo.Client, quorumOnly, apis bool) (*clusterInfo, error) {
@@ -189,9 +196,21 @@ func quorumFrom(resp *kmsg.DescribeQuorumResponse) (*quorumInfo, error) {
 			leaderLEO = v.LogEndOffset
 		}
 	}
+	endpoints := map[int32][]string{}
+	for _, n := range resp.Nodes {
+		for _, l := range n.Listeners {
+			endpoints[n.NodeID] = append(endpoints[n.NodeID], l.Name+"://"+net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
+		}
+	}
 	conv := func(s kmsg.DescribeQuorumResponseTopicPartitionReplicaState, role string) quorumReplica {
 		r := quorumReplica{ReplicaID: s.ReplicaID, Role: role, LogEndOffset: s.LogEndOffset, Lag: -1,
 			LastFetchTimestamp: s.LastFetchTimestamp, LastCaughtUpTimestamp: s.LastCaughtUpTimestamp}
+		if s.ReplicaDirectoryID != ([16]byte{}) {
+			r.DirectoryID = uuid.UUID(s.ReplicaDirectoryID).String()
+		}
+		if role != "Observer" {
+			r.Endpoints = endpoints[s.ReplicaID]
+		}
 		if leaderLEO >= 0 && s.LogEndOffset >= 0 {
 			r.Lag = max(0, leaderLEO-s.LogEndOffset)
 		}

@@ -4,7 +4,7 @@
 //	moldau topic create|list|describe|delete|alter-config|add-partitions
 //	moldau produce TOPIC / moldau consume TOPIC...
 //	moldau group list|describe|delete|seek
-//	moldau cluster info
+//	moldau cluster info|elect|reassign|quorum
 //	moldau log dump PATH...
 //	moldau console [--listen ADDR]
 //	moldau dev [--nodes 3] / moldau dev ACTION [NODE...]
@@ -65,7 +65,8 @@ Usage:
   moldau produce      produce records: one per line of stdin, or --value
   moldau consume      print records from topics, optionally as a group member
   moldau group        list, describe, delete consumer groups and move their offsets
-  moldau cluster      show brokers, controller, API versions and the quorum
+  moldau cluster      show brokers, controller, API versions and the quorum;
+                      elect leaders, move partitions, add and remove controllers
   moldau log          decode a broker's data files offline (log dump)
   moldau console      serve a live web console of a cluster (--listen localhost:8080)
   moldau dev          run a local cluster with faults, traffic and delivery counters
