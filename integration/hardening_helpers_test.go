@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -43,18 +42,12 @@ func startHardBroker(t testing.TB, env []string, overrides ...string) *hardBroke
 	return startHardBrokerAt(t, ports[0], ports[1], env, overrides...)
 }
 
-// freePorts finds n distinct free loopback ports, holding each open until
-// all are found (freePort twice may return the same port).
+// freePorts finds n distinct free loopback ports.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, freePort(t))
 	}
 	return ports
 }

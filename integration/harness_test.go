@@ -21,6 +21,7 @@ import (
 
 	"github.com/moldau/moldau/broker"
 	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/cmd/moldau/dev"
 )
 
 // testBroker is an in-process broker on an ephemeral port.
@@ -181,16 +182,15 @@ type brokerProcess struct {
 	done chan struct{}
 }
 
-// freePort finds a free loopback port (the broker then binds it; a clash
-// is possible in theory and would show as a start-up failure).
+// freePort finds a free loopback port (dev.FreePort: below the
+// ephemeral range, never the same twice in the test binary).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := dev.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startProcess starts `moldau serve` with data in dir on port, and waits

@@ -3,6 +3,7 @@ package dev
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -79,15 +80,50 @@ type ClusterConfig struct {
 	Overrides []string
 }
 
-// freePort picks a free loopback port for a node's own listener (the
-// node binds it a moment later; a clash shows as a start-up failure).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// FreePort picks a free loopback port for a listener bound a moment
+// later, never the same twice in this process. It is chosen below the
+// kernel's ephemeral range (ip_local_port_range), so that no socket bound
+// to port 0 and no outgoing connection takes it meanwhile: picked from
+// the ephemeral range, two listeners of one cluster were given the same
+// port (the kernel hands a port just closed out again), and the node that
+// lost exited.
+func FreePort() (int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	lo, hi := 10000, ephemeralLow()
+	for range 1000 {
+		port := lo + rand.IntN(hi-lo)
+		if portsGiven[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		portsGiven[port] = true
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port found between %d and %d", lo, hi)
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// where it cannot be read, or when it leaves too little below it).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo int
+	if _, err := fmt.Sscan(string(b), &lo); err != nil || lo < 20000 {
+		return 32768
+	}
+	return lo
 }
 
 func newCluster(cfg ClusterConfig, events *EventLog) (*Cluster, error) {
@@ -103,7 +139,7 @@ func newCluster(cfg ClusterConfig, events *EventLog) (*Cluster, error) {
 		n := &Node{ID: int32(i + 1), Dir: filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", i+1)), state: "stopped"}
 		var err error
 		for _, p := range []*int{&n.clientPort, &n.replicationPort, &n.controllerPort, &n.faultPort} {
-			if *p, err = freePort(); err != nil {
+			if *p, err = FreePort(); err != nil {
 				c.Close()
 				return nil, err
 			}
