@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/moldau/moldau/broker"
 	"github.com/moldau/moldau/log"
 )
 
@@ -27,29 +25,11 @@ import (
 // its local start as the old leader did, lists the idempotent producer
 // that wrote only below it, and that producer goes on in sequence.
 func TestTieredFollowerRebuildsAuxState(t *testing.T) {
-	storeDir := t.TempDir()
-	nodes := newClusterNodes(t, 3)
-	props := append(tieredBrokerProps(storeDir), "rlmm.config.remote.log.metadata.topic.num.partitions=1",
+	props := append(tieredBrokerProps(t.TempDir()), "rlmm.config.remote.log.metadata.topic.num.partitions=1",
 		"auto.leader.rebalance.enable=false")
-	bs := make([]*broker.Broker, len(nodes))
-	for i, n := range nodes {
-		bs[i] = startInProcessNode(t, n, nodes, props...)
-	}
-	// All at once: one by one, the last waits for a controlled shutdown
-	// that a quorum of one cannot give.
-	t.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, b := range bs {
-			wg.Add(1)
-			go func() { defer wg.Done(); b.Close() }()
-		}
-		wg.Wait()
-	})
-	waitReady(t, bs...)
-	var seeds []string
-	for _, n := range nodes {
-		seeds = append(seeds, n.seed())
-	}
+	c := startReplicatedCluster(t, props...)
+	t.Cleanup(c.closeAll)
+	seeds := c.seeds()
 	seed := strings.Join(seeds, ",")
 	createWithAssignment(t, seeds[0], tieredTopic, [][]int32{{1, 2}}, map[string]string{
 		"remote.storage.enable": "true",
@@ -85,7 +65,7 @@ func TestTieredFollowerRebuildsAuxState(t *testing.T) {
 	if firstEpoch != 0 || firstEnd != early {
 		t.Fatalf("leader 2: epoch 0 ends at %d (epoch %d), want %d", firstEnd, firstEpoch, early)
 	}
-	leaderEpochs, err := log.ReadLeaderEpochCheckpoint(log.OSFS{}, filepath.Join(nodes[1].dir, tieredTopic+"-0"))
+	leaderEpochs, err := log.ReadLeaderEpochCheckpoint(log.OSFS{}, filepath.Join(c.nodes[1].dir, tieredTopic+"-0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +73,7 @@ func TestTieredFollowerRebuildsAuxState(t *testing.T) {
 	// Broker 3 joins, empty: it starts past the leader's local start with
 	// the epochs below from the store.
 	moveTieredPartition(t, adm, []int32{2, 1, 3})
-	dir3 := filepath.Join(nodes[2].dir, tieredTopic+"-0")
+	dir3 := filepath.Join(c.nodes[2].dir, tieredTopic+"-0")
 	if first := firstSegment(t, dir3); first <= early {
 		t.Fatalf("broker 3's first segment is at %d, below the leader's local start", first)
 	}

@@ -307,13 +307,11 @@ func (l *Log) RestoreRemoteLogAuxState(nextOffset, logStart int64, epochs []Epoc
 			return fmt.Errorf("restoring the producer state of %s from remote storage: %w", l.tp, err)
 		}
 	}
-	l.replaceMu.Lock() // not during a cleaner's swap
-	defer l.replaceMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
+	unlock, err := l.lockForTruncation()
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	if err := l.truncateFullyAndStartAt(nextOffset); err != nil {
 		return err
 	}

@@ -450,9 +450,7 @@ func (t *ReplicaFetcherThread) leaderOffset(ctx context.Context, tp TopicPartiti
 	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = tp.Partition, leaderEpoch, ts
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	rctx, cancel := context.WithTimeout(ctx, t.m.cfg.Replication.SocketTimeout)
-	defer cancel()
-	r, err := t.client.Send(rctx, t.key.leader, req)
+	r, err := t.sendToLeader(ctx, req)
 	if err != nil {
 		return -1, -1, err
 	}
@@ -465,6 +463,13 @@ func (t *ReplicaFetcherThread) leaderOffset(ctx context.Context, tp TopicPartiti
 		return -1, -1, err
 	}
 	return p.Offset, p.LeaderEpoch, nil
+}
+
+// sendToLeader sends req to the leader, within replica.socket.timeout.ms.
+func (t *ReplicaFetcherThread) sendToLeader(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	rctx, cancel := context.WithTimeout(ctx, t.m.cfg.Replication.SocketTimeout)
+	defer cancel()
+	return t.client.Send(rctx, t.key.leader, req)
 }
 
 // wholeBatches is records without a partial batch at its end.

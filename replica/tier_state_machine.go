@@ -96,20 +96,24 @@ func (t *ReplicaFetcherThread) buildRemoteLogAuxState(ctx context.Context, p *Pa
 			errRemoteLogAuxState, tp, previous, target, localStart, leaderLogStart, currentLeaderEpoch)
 	}
 	epochs, err := rlm.readLeaderEpochCheckpoint(ctx, m)
-	if errors.Is(err, remote.ErrResourceNotFound) {
-		t.m.log.Warn("a remote segment has no leader-epoch index: the follower's leader epochs start at its local log start",
-			"partition", tp.String(), "segment", m.ID.ID.String(), "err", err)
-	} else if err != nil {
+	if err := t.unlessAbsent(err, tp, m, "the follower's leader epochs start at its local log start"); err != nil {
 		return err
 	}
 	snapshot, err := rlm.fetchProducerSnapshot(ctx, m)
-	if errors.Is(err, remote.ErrResourceNotFound) {
-		t.m.log.Warn("a remote segment has no producer snapshot: the follower's producer state starts empty at its local log start",
-			"partition", tp.String(), "segment", m.ID.ID.String(), "err", err)
-	} else if err != nil {
+	if err := t.unlessAbsent(err, tp, m, "the follower's producer state starts empty at its local log start"); err != nil {
 		return err
 	}
 	return l.RestoreRemoteLogAuxState(m.EndOffset+1, leaderLogStart, epochs, snapshot)
+}
+
+// unlessAbsent is err, but nil (logged, with what follows) when the
+// segment lacks the index read.
+func (t *ReplicaFetcherThread) unlessAbsent(err error, tp TopicPartition, m *remote.RemoteLogSegmentMetadata, consequence string) error {
+	if !errors.Is(err, remote.ErrResourceNotFound) {
+		return err
+	}
+	t.m.log.Warn("a remote segment lacks an index: "+consequence, "partition", tp.String(), "segment", m.ID.ID.String(), "err", err)
+	return nil
 }
 
 // fetchEarlierEpochEndOffset asks the leader for the epoch before epoch
@@ -125,9 +129,7 @@ func (t *ReplicaFetcherThread) fetchEarlierEpochEndOffset(ctx context.Context, t
 	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = tp.Partition, currentLeaderEpoch, epoch-1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	rctx, cancel := context.WithTimeout(ctx, t.m.cfg.Replication.SocketTimeout)
-	defer cancel()
-	r, err := t.client.Send(rctx, t.key.leader, req)
+	r, err := t.sendToLeader(ctx, req)
 	if err != nil {
 		return -1, -1, err
 	}
