@@ -84,6 +84,13 @@ func TestTieredFollowerRebuildsAuxState(t *testing.T) {
 		t.Fatalf("broker 3's leader-epoch-checkpoint %v, %v; want it to start with the leader's %v below %d", got, err, want, localStart3)
 	}
 
+	// Checkpointed at once: a restart keeps the log start, and so the
+	// epochs below the local start.
+	starts, err := log.ReadOffsetCheckpoint(log.OSFS{}, filepath.Join(c.nodes[2].dir, log.LogStartOffsetCheckpointFile))
+	if start, ok := starts[log.TopicPartition{Topic: tieredTopic, Partition: 0}]; err != nil || !ok || start != 0 {
+		t.Fatalf("broker 3's log-start-offset-checkpoint %v, %v; want %s-0 at 0", starts, err, tieredTopic)
+	}
+
 	// Broker 3 leads.
 	moveTieredPartition(t, adm, []int32{3, 2, 1})
 	eventually(t, 30*time.Second, func() error {

@@ -30,7 +30,10 @@ import (
 //  4. its LEADER_EPOCH and PRODUCER_SNAPSHOT indexes, read before the log
 //     is touched; then the log starts over at the segment's end plus one
 //     with those as its leader-epoch cache and producer state, and the
-//     leader's log start below (log.Log.RestoreRemoteLogAuxState).
+//     leader's log start below (log.Log.RestoreRemoteLogAuxState);
+//  5. the log start offsets are checkpointed at once (not in Kafka, whose
+//     log loads a start missing from the checkpoint as 0; Moldau's as the
+//     first local offset, which would drop the epochs below it).
 //
 // A segment copied without one of the indexes (the store lost it) is
 // still used: that part of the state starts empty, with a warning, as
@@ -62,6 +65,13 @@ func (t *ReplicaFetcherThread) handleMovedToTiered(ctx context.Context, s sentPa
 	err = t.buildRemoteLogAuxState(ctx, p, s.st.leaderEpoch, localStart, epoch, earliest)
 	if rlm := t.m.remoteLogManager(); rlm != nil {
 		rlm.metrics.builtAuxState(tp.Topic, err)
+	}
+	if err == nil && t.m.cfg.Logs != nil {
+		// The log start below the local one is checkpointed at once:
+		// loaded without it, the log would drop the epochs below.
+		if cerr := t.m.cfg.Logs.CheckpointLogStartOffsets(); cerr != nil {
+			t.m.log.Warn("checkpointing log start offsets failed", "partition", tp.String(), "err", cerr)
+		}
 	}
 	return err
 }

@@ -9,11 +9,27 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/log"
 	"github.com/moldau/moldau/log/remote"
 )
+
+// auxStateCounts are the BuildRemoteLogAuxState requests and errors
+// counted for the topic.
+func auxStateCounts(t *testing.T, m *Manager, topic string) (requests, errs float64) {
+	t.Helper()
+	mt := m.remoteLogManager().metrics
+	var r, e dto.Metric
+	if err := mt.auxStateRequests.WithLabelValues(topic).Write(&r); err != nil {
+		t.Fatal(err)
+	}
+	if err := mt.auxStateErrors.WithLabelValues(topic).Write(&e); err != nil {
+		t.Fatal(err)
+	}
+	return r.GetCounter().GetValue(), e.GetCounter().GetValue()
+}
 
 // leaderClient answers a fetcher's ListOffsets and OffsetForLeaderEpoch
 // from a Manager, as the leader's kapi would.
@@ -170,6 +186,9 @@ func TestBuildRemoteLogAuxState(t *testing.T) {
 	if len(ps) != 2 || ps[0].ProducerID != 7 || ps[0].LastSequence != 79 || ps[1].ProducerID != 8 || ps[1].LastSequence != 79 {
 		t.Fatalf("follower's producers %+v", ps)
 	}
+	if r, e := auxStateCounts(t, m, "tiered"); r != 1 || e != 0 {
+		t.Fatalf("BuildRemoteLogAuxState requests %v, errors %v; want 1, 0", r, e)
+	}
 }
 
 // Without the remote segment below the leader's local start the build
@@ -212,5 +231,8 @@ func TestBuildRemoteLogAuxStateMissing(t *testing.T) {
 	}
 	if err := th.handleMovedToTiered(context.Background(), s); !errors.Is(err, errRemoteLogAuxState) {
 		t.Fatalf("untiered follower: %v", err)
+	}
+	if r, e := auxStateCounts(t, m, "tiered"); r != 3 || e != 2 {
+		t.Fatalf("BuildRemoteLogAuxState requests %v, errors %v; want 3, 2", r, e)
 	}
 }
