@@ -180,7 +180,8 @@
 // whose leadership or tiering went while its data was copied is cleaned
 // up, not finished. The meters are
 // kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
-// and remotedelete{requests,errors}_total, per topic; the gauges
+// and remotedelete{requests,errors}_total, per topic (and, counted by
+// followers, buildremotelogauxstate{requests,errors}_total); the gauges
 // kafka_server_brokertopicmetrics_remotecopylag{bytes,segments},
 // remotelogsizebytes and remotelogmetadatacount sum, per topic, the
 // partitions led here at the last task round.
