@@ -156,3 +156,69 @@ func TestLeaderEpochCacheAssignAll(t *testing.T) {
 		}
 	}
 }
+
+// A transaction open at the end of the remote segment (its snapshot says
+// so) is open on the restored follower, holding its last stable offset at
+// the local start (as for any transaction begun below it), until the
+// marker it fetches next completes it.
+func TestRestoreRemoteLogAuxStateOpenTransaction(t *testing.T) {
+	clock := newLtClock()
+	cfg := ltConfig()
+	cfg.RemoteStorageEnable = true
+	cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	leader, _ := ltOpen(t, t.TempDir(), cfg, clock, false, nil)
+	p := &producerCursor{pid: 5}
+	first := p.send(t, leader, clock.Now().UnixMilli(), 3, true).FirstOffset
+	if err := leader.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	ltAppend(t, leader, ltBatch(t, ltBatchSpec{n: 2, valueSize: 10, ts: clock.Now().UnixMilli()}))
+	marker(t, leader, clock.Now().UnixMilli(), p.pid, p.epoch, ControlCommit, 0)
+	if err := leader.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	hwToEnd(leader)
+	cands := leader.CopyableSegments()
+	if len(cands) != 2 || cands[0].ProducerSnapshot == "" {
+		t.Fatalf("copyable segments %+v", cands)
+	}
+	snap, err := ReadFile(OSFS{}, cands[0].ProducerSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochs, err := ParseLeaderEpochCheckpoint(cands[0].LeaderEpochCheckpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := ltOpen(t, t.TempDir(), cfg, clock, false, nil)
+	if err := f.RestoreRemoteLogAuxState(cands[0].NextOffset, 0, epochs, snap); err != nil {
+		t.Fatal(err)
+	}
+	if ps := f.ActiveProducers(); len(ps) != 1 || ps[0].CurrentTxnStartOffset != first {
+		t.Fatalf("restored producers %+v, want producer %d's transaction open at %d", ps, p.pid, first)
+	}
+	// The leader's next segment: a batch of no transaction, then the
+	// marker.
+	next, err := ReadFile(OSFS{}, cands[1].LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseBatchHeader(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.AppendAsFollower(next[:h.TotalSize()]); err != nil {
+		t.Fatal(err)
+	}
+	hwToEnd(f)
+	if lso := f.LastStableOffset(); lso != cands[0].NextOffset {
+		t.Fatalf("open transaction: last stable offset %d (log end %d), want the local start %d", lso, f.LogEndOffset(), cands[0].NextOffset)
+	}
+	if _, err := f.AppendAsFollower(next[h.TotalSize():]); err != nil {
+		t.Fatal(err)
+	}
+	hwToEnd(f)
+	if lso, ps := f.LastStableOffset(), f.ActiveProducers(); lso != f.LogEndOffset() || len(ps) != 1 || ps[0].CurrentTxnStartOffset != -1 {
+		t.Fatalf("after the marker: last stable offset %d (log end %d), producers %+v", lso, f.LogEndOffset(), ps)
+	}
+}
