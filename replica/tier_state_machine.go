@@ -105,6 +105,10 @@ func (t *ReplicaFetcherThread) buildRemoteLogAuxState(ctx context.Context, p *Pa
 		return fmt.Errorf("%w for %s: no remote segment holds offset %d in epoch %d (leader's local log start %d, log start %d, current leader epoch %d)",
 			errRemoteLogAuxState, tp, previous, target, localStart, leaderLogStart, currentLeaderEpoch)
 	}
+	// The fetcher thread waits for the store: bounded as a request to
+	// the leader is.
+	ctx, cancel := context.WithTimeout(ctx, t.m.cfg.Replication.SocketTimeout)
+	defer cancel()
 	epochs, err := rlm.readLeaderEpochCheckpoint(ctx, m)
 	if err := t.unlessAbsent(err, tp, m, "the follower's leader epochs start at its local log start"); err != nil {
 		return err
