@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +59,21 @@ func (c *replicatedCluster) restart(i int) {
 	c.bs[i] = startInProcessNode(c.t, c.nodes[i], c.nodes, c.overrides...)
 	c.closed[i] = false
 	waitReady(c.t, c.bs[i])
+}
+
+// closeAll closes the running nodes together (one by one, the last would
+// wait for a controlled shutdown that a quorum of one cannot give, 5 s);
+// register it with t.Cleanup after starting the cluster.
+func (c *replicatedCluster) closeAll() {
+	var wg sync.WaitGroup
+	for i, b := range c.bs {
+		if !c.closed[i] {
+			c.closed[i] = true
+			wg.Add(1)
+			go func() { defer wg.Done(); b.Close() }()
+		}
+	}
+	wg.Wait()
 }
 
 func (c *replicatedCluster) seeds() []string {

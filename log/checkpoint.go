@@ -124,23 +124,37 @@ func loadLeaderEpochCache(fsys FS, dir string) (*leaderEpochCache, error) {
 	if err != nil {
 		return c, err
 	}
-	lines, err := checkpointLines(b, c.path)
+	c.entries, err = parseLeaderEpochCheckpoint(b, c.path)
+	return c, err
+}
+
+// ParseLeaderEpochCheckpoint reads a leader-epoch-checkpoint's content
+// (Kafka's LeaderEpochCheckpointFile format: version 0, a count, then
+// "epoch startOffset" lines), as a remote segment's LEADER_EPOCH index
+// holds it.
+func ParseLeaderEpochCheckpoint(b []byte) ([]EpochEntry, error) {
+	return parseLeaderEpochCheckpoint(b, "leader-epoch checkpoint")
+}
+
+func parseLeaderEpochCheckpoint(b []byte, path string) ([]EpochEntry, error) {
+	lines, err := checkpointLines(b, path)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
+	var entries []EpochEntry
 	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) != 2 {
-			return c, fmt.Errorf("%s: malformed line %q", c.path, l)
+			return nil, fmt.Errorf("%s: malformed line %q", path, l)
 		}
 		e, err1 := strconv.ParseInt(f[0], 10, 32)
 		o, err2 := strconv.ParseInt(f[1], 10, 64)
 		if err1 != nil || err2 != nil {
-			return c, fmt.Errorf("%s: malformed line %q", c.path, l)
+			return nil, fmt.Errorf("%s: malformed line %q", path, l)
 		}
-		c.entries = append(c.entries, EpochEntry{Epoch: int32(e), StartOffset: o})
+		entries = append(entries, EpochEntry{Epoch: int32(e), StartOffset: o})
 	}
-	return c, nil
+	return entries, nil
 }
 
 func (c *leaderEpochCache) write() error {

@@ -280,7 +280,9 @@
 // storage; local.retention.* delete only segments the RemoteLogManager
 // (package replica) reported copied, and a read between the two starts
 // fails with OFFSET_MOVED_TO_TIERED_STORAGE for the caller to serve from
-// remote storage. tiered.go has the rules.
+// remote storage. A follower starting over past its leader's local start
+// takes the leader epochs and producer state below it from a remote
+// segment's indexes (RestoreRemoteLogAuxState). tiered.go has the rules.
 //
 // # Compaction
 //

@@ -220,13 +220,11 @@ func (l *Log) TruncateTo(targetOffset int64) (bool, error) {
 	if targetOffset < 0 {
 		return false, fmt.Errorf("log: cannot truncate %s to negative offset %d", l.tp, targetOffset)
 	}
-	l.replaceMu.Lock() // not during a cleaner's swap
-	defer l.replaceMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
+	unlock, err := l.lockForTruncation()
+	if err != nil {
 		return false, err
 	}
+	defer unlock()
 	l.segMu.RLock()
 	leo, logStart := l.leo, l.logStart
 	i := l.segmentFloor(targetOffset)
@@ -332,14 +330,29 @@ func (l *Log) TruncateFullyAndStartAt(newOffset int64) error {
 	if newOffset < 0 {
 		return fmt.Errorf("log: cannot start %s at negative offset %d", l.tp, newOffset)
 	}
-	l.replaceMu.Lock() // not during a cleaner's swap
-	defer l.replaceMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.usable(); err != nil {
+	unlock, err := l.lockForTruncation()
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	return l.truncateFullyAndStartAt(newOffset)
+}
+
+// lockForTruncation takes the locks a truncation holds, replaceMu (not
+// during a cleaner's swap) then mu, if the log is usable; unlock releases
+// them.
+func (l *Log) lockForTruncation() (unlock func(), err error) {
+	l.replaceMu.Lock()
+	l.mu.Lock()
+	unlock = func() {
+		l.mu.Unlock()
+		l.replaceMu.Unlock()
+	}
+	if err := l.usable(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 // truncateFullyAndStartAt is TruncateFullyAndStartAt with l.mu held. The

@@ -634,6 +634,15 @@ func (m *Manager) CheckpointAll() error {
 	return m.checkpoints(RecoveryPointCheckpointFile, ReplicationCheckpointFile, LogStartOffsetCheckpointFile)
 }
 
+// CheckpointLogStartOffsets writes the log start checkpoint of every
+// online dir now, not at the next log.flush.start.offset.checkpoint.interval.ms:
+// after a tiered log's start was set below its local start
+// (RestoreRemoteLogAuxState), which a restart without it would forget,
+// truncating the leader epochs below the local start.
+func (m *Manager) CheckpointLogStartOffsets() error {
+	return m.checkpoints(LogStartOffsetCheckpointFile)
+}
+
 func (m *Manager) checkpoints(files ...string) error {
 	var errs []error
 	for _, d := range m.dirs {

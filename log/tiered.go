@@ -283,3 +283,99 @@ func (l *Log) RemoteCopyLag() (segments int, bytes int64) {
 	}
 	return segments, bytes
 }
+
+// RestoreRemoteLogAuxState starts a follower's tiered log over, empty, at
+// nextOffset (the end of the remote segment holding the offset below the
+// leader's local log start, plus one) with what lies below it rebuilt
+// from that segment in remote storage: the log's part of Kafka's
+// TierStateMachine.buildRemoteLogAuxState. The log start below is
+// logStart (the leader's); the leader-epoch cache becomes the segment's
+// LEADER_EPOCH index, its entries below nextOffset (truncated to the log
+// start, as the leader's cache is), so OffsetForLeaderEpoch answers epochs
+// that ended below the local log start as the leader would; and
+// producerSnapshot, the segment's PRODUCER_SNAPSHOT index, becomes the
+// snapshot file of nextOffset and the producer state is loaded from it,
+// so a producer that wrote only below nextOffset is known (nil: none,
+// the producer state starts empty). A snapshot that does not decode is
+// refused before anything changes.
+func (l *Log) RestoreRemoteLogAuxState(nextOffset, logStart int64, epochs []EpochEntry, producerSnapshot []byte) error {
+	if nextOffset < 0 {
+		return fmt.Errorf("log: cannot start %s at negative offset %d", l.tp, nextOffset)
+	}
+	if producerSnapshot != nil {
+		if _, err := DecodeProducerSnapshot(producerSnapshot); err != nil {
+			return fmt.Errorf("restoring the producer state of %s from remote storage: %w", l.tp, err)
+		}
+	}
+	unlock, err := l.lockForTruncation()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := l.truncateFullyAndStartAt(nextOffset); err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		l.failed = err
+		return fmt.Errorf("%w: restoring %s from remote storage: %w", kerr.KafkaStorageError, l.tp, err)
+	}
+	l.segMu.Lock()
+	if l.tiered.Load() && logStart >= 0 && logStart < nextOffset {
+		l.remoteStart = logStart
+	}
+	start := l.logStartLocked()
+	l.segMu.Unlock()
+	l.epochs.assignAll(epochs, nextOffset)
+	if err := l.epochs.truncateFromStart(start); err != nil {
+		return fail(err)
+	}
+	if err := l.epochs.write(); err != nil {
+		return fail(err)
+	}
+	if producerSnapshot != nil {
+		if err := writeSnapshotFile(l.fsys, snapshotPath(l.dir, nextOffset), producerSnapshot, true); err != nil {
+			return fail(err)
+		}
+		l.snapshots = []int64{nextOffset}
+		if _, _, err := l.loadProducerState(noTxnIndexRebuild); err != nil {
+			return fail(err)
+		}
+	}
+	if err := l.fsys.SyncDir(l.dir); err != nil {
+		return fail(err)
+	}
+	l.logger.Info("rebuilt leader epochs and producer state below the local log start from remote storage", "partition", l.tp.String(),
+		"log_start_offset", start, "local_log_start_offset", nextOffset, "epochs", len(l.epochs.entries),
+		"producers", l.pstate.numProducers(), "producer_snapshot", producerSnapshot != nil)
+	return nil
+}
+
+// assignAll replaces the entries with those of entries below end, each
+// kept as Kafka's LeaderEpochFileCache.assign keeps a new entry: entries
+// with a negative epoch or offset are ignored, one that repeats the
+// latest epoch at a later offset changes nothing, and one whose epoch or
+// offset is not above the latest's removes the entries it contradicts.
+// It does not write the file.
+func (c *leaderEpochCache) assignAll(entries []EpochEntry, end int64) {
+	c.entries = nil
+	for _, e := range entries {
+		if e.Epoch < 0 || e.StartOffset < 0 || e.StartOffset >= end {
+			continue
+		}
+		n := len(c.entries)
+		if n > 0 && c.entries[n-1].Epoch == e.Epoch && e.StartOffset >= c.entries[n-1].StartOffset {
+			continue
+		}
+		for n > 0 && (c.entries[n-1].Epoch >= e.Epoch || c.entries[n-1].StartOffset >= e.StartOffset) {
+			n--
+		}
+		c.entries = append(c.entries[:n], e)
+	}
+}
+
+// LeaderEpochEntries returns the leader-epoch cache's entries.
+func (l *Log) LeaderEpochEntries() []EpochEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.epochs.entries)
+}

@@ -180,7 +180,8 @@
 // whose leadership or tiering went while its data was copied is cleaned
 // up, not finished. The meters are
 // kafka_server_brokertopicmetrics_remote{copy,fetch}{bytes,requests,errors}_total
-// and remotedelete{requests,errors}_total, per topic; the gauges
+// and remotedelete{requests,errors}_total, per topic (and, counted by
+// followers, buildremotelogauxstate{requests,errors}_total); the gauges
 // kafka_server_brokertopicmetrics_remotecopylag{bytes,segments},
 // remotelogsizebytes and remotelogmetadatacount sum, per topic, the
 // partitions led here at the last task round.
@@ -191,19 +192,18 @@
 // applied it; followers of a tiered partition learn the highest offset
 // copied from the metadata, so their local retention deletes it too; a
 // follower whose log ends before the leader's local log start gets
-// OFFSET_MOVED_TO_TIERED_STORAGE and starts over at that local start
-// (fetcher.go). A broker that hosts no replica of a metadata partition
+// OFFSET_MOVED_TO_TIERED_STORAGE and starts over past that local start,
+// at the end of the remote segment holding the offset below it, with its
+// leader epochs and producer state below rebuilt from that segment's
+// LEADER_EPOCH and PRODUCER_SNAPSHOT indexes (tier_state_machine.go,
+// Kafka's TierStateMachine.buildRemoteLogAuxState; retried after
+// replica.fetch.backoff.ms while the remote metadata lacks the segment). A broker that hosts no replica of a metadata partition
 // (more brokers than the topic's replication factor, 3) reads it from
 // its leader with a consumer's Fetch (the broker's wiring) whenever it
 // needs it caught up.
 //
-// Not yet: rebuilding a follower's leader epochs and producer state
-// before the local start from the store (the rest of Kafka's
-// buildRemoteLogAuxState: such a follower that becomes leader knows no
-// producer that wrote only below it, and answers OffsetForLeaderEpoch
-// wrongly for epochs that ended below it); DelayedRemoteListOffsets (a
-// ListOffsets by timestamp searches the store on its handler goroutine,
-// bounded by ListOffsetsTimeout).
+// Not yet: DelayedRemoteListOffsets (a ListOffsets by timestamp searches
+// the store on its handler goroutine, bounded by ListOffsetsTimeout).
 //
 // # Shutdown
 //

@@ -412,7 +412,7 @@ func (t *ReplicaFetcherThread) truncateOnDivergence(s sentPartition, epoch int32
 // end; one that ends before the leader's log start starts over there.
 func (t *ReplicaFetcherThread) handleOutOfRange(ctx context.Context, s sentPartition) error {
 	tp := s.st.p.TopicPartition
-	latest, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -1)
+	latest, _, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -1)
 	if err != nil {
 		return err
 	}
@@ -423,7 +423,7 @@ func (t *ReplicaFetcherThread) handleOutOfRange(ctx context.Context, s sentParti
 		_, err := l.TruncateTo(latest)
 		return err
 	}
-	earliest, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -2)
+	earliest, _, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -2)
 	if err != nil {
 		return err
 	}
@@ -434,37 +434,10 @@ func (t *ReplicaFetcherThread) handleOutOfRange(ctx context.Context, s sentParti
 	return nil
 }
 
-// handleMovedToTiered answers OFFSET_MOVED_TO_TIERED_STORAGE: the
-// follower's log ends before the leader's local log start, and what is
-// between is only in remote storage. It starts over at the leader's local
-// log start with the leader's log start below it (a part of Kafka's
-// buildRemoteLogAuxState: the leader epochs and producer state before the
-// local start are not rebuilt from the store here).
-func (t *ReplicaFetcherThread) handleMovedToTiered(ctx context.Context, s sentPartition) error {
-	tp, l := s.st.p.TopicPartition, s.st.p.Log
-	localStart, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -4)
-	if err != nil {
-		return err
-	}
-	earliest, err := t.leaderOffset(ctx, tp, s.st.leaderEpoch, -2)
-	if err != nil {
-		return err
-	}
-	if localStart <= l.LogEndOffset() {
-		return nil // the leader's local start moved back: fetch again
-	}
-	t.m.log.Info("a follower's log ends before the leader's local log start: starting over there, the records below are in remote storage",
-		"partition", tp.String(), "log_end", l.LogEndOffset(), "leader_local_log_start", localStart, "leader_log_start", earliest)
-	if err := l.TruncateFullyAndStartAt(localStart); err != nil {
-		return err
-	}
-	l.RestoreLogStartFromRemote(earliest)
-	return nil
-}
-
 // leaderOffset asks the leader for its latest (-1), earliest (-2) or
-// earliest local (-4) offset as a replica sees them.
-func (t *ReplicaFetcherThread) leaderOffset(ctx context.Context, tp TopicPartition, leaderEpoch int32, ts int64) (int64, error) {
+// earliest local (-4) offset as a replica sees them, and the leader epoch
+// of the offset.
+func (t *ReplicaFetcherThread) leaderOffset(ctx context.Context, tp TopicPartition, leaderEpoch int32, ts int64) (int64, int32, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 7
 	if ts == -4 {
@@ -477,21 +450,26 @@ func (t *ReplicaFetcherThread) leaderOffset(ctx context.Context, tp TopicPartiti
 	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = tp.Partition, leaderEpoch, ts
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	rctx, cancel := context.WithTimeout(ctx, t.m.cfg.Replication.SocketTimeout)
-	defer cancel()
-	r, err := t.client.Send(rctx, t.key.leader, req)
+	r, err := t.sendToLeader(ctx, req)
 	if err != nil {
-		return -1, err
+		return -1, -1, err
 	}
 	resp := r.(*kmsg.ListOffsetsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return -1, kerr.UnknownServerError
+		return -1, -1, kerr.UnknownServerError
 	}
 	p := resp.Topics[0].Partitions[0]
 	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-		return -1, err
+		return -1, -1, err
 	}
-	return p.Offset, nil
+	return p.Offset, p.LeaderEpoch, nil
+}
+
+// sendToLeader sends req to the leader, within replica.socket.timeout.ms.
+func (t *ReplicaFetcherThread) sendToLeader(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	rctx, cancel := context.WithTimeout(ctx, t.m.cfg.Replication.SocketTimeout)
+	defer cancel()
+	return t.client.Send(rctx, t.key.leader, req)
 }
 
 // wholeBatches is records without a partial batch at its end.

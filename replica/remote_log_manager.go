@@ -27,6 +27,9 @@ type RemoteLogMetadataManager interface {
 	// ListRemoteLogSegments returns the partition's remote segments in
 	// every state, by start offset.
 	ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*remote.RemoteLogSegmentMetadata, error)
+	// RemoteLogSegmentMetadata returns the finished segment holding
+	// offset within leaderEpoch's range in it; false if none.
+	RemoteLogSegmentMetadata(tp remote.TopicIdPartition, leaderEpoch int32, offset int64) (*remote.RemoteLogSegmentMetadata, bool, error)
 	// PutRemotePartitionDeleteMetadata records a partition's removal
 	// from remote storage; DELETE_PARTITION_FINISHED forgets it.
 	PutRemotePartitionDeleteMetadata(ctx context.Context, d remote.RemotePartitionDeleteMetadata) error

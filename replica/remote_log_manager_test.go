@@ -46,6 +46,17 @@ func (m *rlmTestMetadata) ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*
 	return c.ListRemoteLogSegments(), nil
 }
 
+func (m *rlmTestMetadata) RemoteLogSegmentMetadata(tp remote.TopicIdPartition, leaderEpoch int32, offset int64) (*remote.RemoteLogSegmentMetadata, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.store.Cache(tp)
+	if !ok {
+		return nil, false, nil
+	}
+	s, ok := c.RemoteLogSegmentMetadata(leaderEpoch, offset)
+	return s, ok, nil
+}
+
 func (m *rlmTestMetadata) PutRemotePartitionDeleteMetadata(_ context.Context, d remote.RemotePartitionDeleteMetadata) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -149,6 +149,29 @@ func (r *TopicBasedRemoteLogMetadataManager) PutRemotePartitionDeleteMetadata(ct
 // ListRemoteLogSegments returns tp's remote segments in every state, by
 // start offset, from a store caught up with tp's metadata partition.
 func (r *TopicBasedRemoteLogMetadataManager) ListRemoteLogSegments(tp remote.TopicIdPartition) ([]*remote.RemoteLogSegmentMetadata, error) {
+	c, err := r.cache(tp)
+	if c == nil {
+		return nil, err
+	}
+	return c.ListRemoteLogSegments(), nil
+}
+
+// RemoteLogSegmentMetadata returns tp's finished remote segment holding
+// offset within leaderEpoch's range in it (Kafka's
+// remoteLogSegmentMetadata(topicIdPartition, epochForOffset, offset)),
+// from a store caught up with tp's metadata partition; false if none.
+func (r *TopicBasedRemoteLogMetadataManager) RemoteLogSegmentMetadata(tp remote.TopicIdPartition, leaderEpoch int32, offset int64) (*remote.RemoteLogSegmentMetadata, bool, error) {
+	c, err := r.cache(tp)
+	if c == nil {
+		return nil, false, err
+	}
+	m, ok := c.RemoteLogSegmentMetadata(leaderEpoch, offset)
+	return m, ok, nil
+}
+
+// cache returns tp's segments from a store caught up with its metadata
+// partition; nil if it has none.
+func (r *TopicBasedRemoteLogMetadataManager) cache(tp remote.TopicIdPartition) (*remote.RemoteLogMetadataCache, error) {
 	t, ok := r.topic()
 	if !ok {
 		return nil, nil // nothing was ever written
@@ -159,11 +182,8 @@ func (r *TopicBasedRemoteLogMetadataManager) ListRemoteLogSegments(tp remote.Top
 	r.applyMu.Lock()
 	store := r.store
 	r.applyMu.Unlock()
-	c, ok := store.Cache(tp)
-	if !ok {
-		return nil, nil
-	}
-	return c.ListRemoteLogSegments(), nil
+	c, _ := store.Cache(tp)
+	return c, nil
 }
 
 // PartitionsLedHere returns the user partitions with remote metadata

@@ -66,6 +66,18 @@ func TestTopicBasedRemoteLogMetadataManager(t *testing.T) {
 				t.Fatalf("segment %d: %s %s, want %s %s", i, s.ID, s.State, ids[i], want[i])
 			}
 		}
+		// By epoch and offset: only finished copies.
+		if s, ok, err := r.RemoteLogSegmentMetadata(tp, 0, 150); err != nil || !ok || s.ID != ids[1] {
+			t.Fatalf("segment of epoch 0 offset 150: %v, %v, %v", s, ok, err)
+		}
+		for _, q := range []struct {
+			epoch  int32
+			offset int64
+		}{{0, 250}, {1, 50}} {
+			if s, ok, err := r.RemoteLogSegmentMetadata(tp, q.epoch, q.offset); err != nil || ok {
+				t.Fatalf("segment of epoch %d offset %d: %v, %v, %v", q.epoch, q.offset, s, ok, err)
+			}
+		}
 	}
 	check(rlmm)
 	// Every event is in the metadata partition the partitioner names.

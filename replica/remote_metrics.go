@@ -5,13 +5,15 @@ import "github.com/prometheus/client_golang/prometheus"
 // remoteLogMetrics are Kafka's tiered-storage BrokerTopicMetrics
 // (RemoteCopyBytesPerSec, RemoteFetchBytesPerSec and the request and error
 // meters; the RemoteCopyLagBytes, RemoteCopyLagSegments,
-// RemoteLogSizeBytes and RemoteLogMetadataCount gauges), per topic, named
+// RemoteLogSizeBytes and RemoteLogMetadataCount gauges; the
+// BuildRemoteLogAuxState request and error meters of followers), per topic, named
 // as the usual JMX exporter names them; only while tiered storage runs.
 type remoteLogMetrics struct {
 	reg                                    prometheus.Registerer
 	copyBytes, copyRequests, copyErrors    *prometheus.CounterVec
 	fetchBytes, fetchRequests, fetchErrors *prometheus.CounterVec
 	deleteRequests, deleteErrors           *prometheus.CounterVec
+	auxStateRequests, auxStateErrors       *prometheus.CounterVec
 	// Kafka's gauges, per topic: the sums over the partitions led here
 	// at the last task round (see remoteLog.report).
 	copyLagBytes, copyLagSegments, logSizeBytes, metadataCount *prometheus.GaugeVec
@@ -34,6 +36,10 @@ func newRemoteLogMetrics(reg prometheus.Registerer) (*remoteLogMetrics, error) {
 		fetchErrors:    vec("remotefetcherrors", "Reads from remote storage that failed, per topic."),
 		deleteRequests: vec("remotedeleterequests", "Remote segment deletions, per topic."),
 		deleteErrors:   vec("remotedeleteerrors", "Remote segment deletions that failed, per topic."),
+		auxStateRequests: vec("buildremotelogauxstaterequests",
+			"Followers' rebuilds of the leader epochs and producer state below the leader's local log start from remote storage, per topic."),
+		auxStateErrors: vec("buildremotelogauxstateerrors",
+			"Followers' rebuilds from remote storage that failed (retried after replica.fetch.backoff.ms), per topic."),
 		copyLagBytes: gauge("remotecopylagbytes",
 			"Bytes of closed local segments not yet copied to remote storage, over the partitions led here, per topic (RemoteCopyLagBytes)."),
 		copyLagSegments: gauge("remotecopylagsegments",
@@ -58,7 +64,7 @@ func newRemoteLogMetrics(reg prometheus.Registerer) (*remoteLogMetrics, error) {
 
 func (m *remoteLogMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.copyBytes, m.copyRequests, m.copyErrors, m.fetchBytes, m.fetchRequests,
-		m.fetchErrors, m.deleteRequests, m.deleteErrors, m.copyLagBytes, m.copyLagSegments, m.logSizeBytes, m.metadataCount}
+		m.fetchErrors, m.deleteRequests, m.deleteErrors, m.auxStateRequests, m.auxStateErrors, m.copyLagBytes, m.copyLagSegments, m.logSizeBytes, m.metadataCount}
 }
 
 // remotePartitionStats are a partition's figures for the gauges.
@@ -135,5 +141,11 @@ func (m *remoteLogMetrics) fetched(topic string, n int64, err error) {
 func (m *remoteLogMetrics) deleted(topic string, err error) {
 	if m != nil {
 		count(m.deleteRequests, m.deleteErrors, nil, topic, 0, err)
+	}
+}
+
+func (m *remoteLogMetrics) builtAuxState(topic string, err error) {
+	if m != nil {
+		count(m.auxStateRequests, m.auxStateErrors, nil, topic, 0, err)
 	}
 }
