@@ -85,7 +85,7 @@ type Config struct {
 	// SegmentBytes is metadata.log.segment.bytes (default 1 GiB).
 	SegmentBytes int32
 	// MaxBatchSizeBytes bounds one appended batch (Kafka's
-	// KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB).
+	// KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB; at most SegmentBytes).
 	MaxBatchSizeBytes int
 	// Bootstrap are controller listener addresses an observer
 	// (OpenObserver) asks for the leader when Voters is empty
@@ -170,6 +170,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxBatchSizeBytes <= 0 {
 		c.MaxBatchSizeBytes = DefaultMaxBatchSizeBytes
 	}
+	// A batch must fit in one segment: with segments smaller than 8 MiB
+	// (Kafka refuses them, metadata.log.segment.min.bytes; Moldau allows
+	// them, for tests) a larger proposal is refused with
+	// RECORD_LIST_TOO_LARGE rather than failing the log's append.
+	c.MaxBatchSizeBytes = min(c.MaxBatchSizeBytes, int(c.SegmentBytes))
 	if c.UpdateVoterPeriod <= 0 {
 		c.UpdateVoterPeriod = DefaultUpdateVoterPeriod
 	}

@@ -26,10 +26,13 @@ import (
 // Every method runs on the raft goroutine. The apply goroutine reads l
 // (safe for concurrent use) and snapshot files, never these fields.
 type metadataLog struct {
-	l      *log.Log
-	fsys   log.FS
-	dir    string
-	logger *slog.Logger
+	l *log.Log
+	// segmentBytes is metadata.log.segment.bytes: an append is cut into
+	// runs of batches no larger.
+	segmentBytes int
+	fsys         log.FS
+	dir          string
+	logger       *slog.Logger
 	// static is controller.quorum.voters as a voter set (kraft.version
 	// 0); base the voter set at snapIndex (the snapshot's VotersRecord,
 	// else static); hist the VotersRecords in the log after it, oldest
@@ -343,6 +346,7 @@ func (s *metadataLog) append(ents []*pb.Entry, self int32, now int64) error {
 	next := s.l.LogEndOffset()
 	offs, terms := s.offs, s.terms
 	hist := s.hist
+	var ends []int // where each batch ends in buf
 	s.convertedConf = s.convertedConf[:0]
 	for i, e := range ents {
 		idx, term := e.GetIndex(), e.GetTerm()
@@ -387,14 +391,40 @@ func (s *metadataLog) append(ents []*pb.Entry, self int32, now int64) error {
 		}
 		next += int64(h.LastOffsetDelta) + 1
 		buf = append(buf, e.Data...)
+		ends = append(ends, len(buf))
 	}
 	s.buf = buf
-	if _, err := s.l.AppendAsFollower(buf); err != nil {
+	if err := s.appendInSegments(buf, ends); err != nil {
 		return err
 	}
 	s.offs, s.terms, s.hist = offs, terms, hist
 	s.last = first + uint64(len(ents)) - 1
 	s.cacheAppend(ents)
+	return nil
+}
+
+// appendInSegments appends buf's batches (each ending at its ends[i]) in
+// runs no larger than a segment: the entries of one Ready together may be
+// larger than metadata.log.segment.bytes though each batch fits (a leader
+// refuses a larger proposal, see Config.MaxBatchSizeBytes), and one
+// append must fit in one segment. Written whole at once before, a burst
+// of topic creations stopped a quorum with small segments.
+func (s *metadataLog) appendInSegments(buf []byte, ends []int) error {
+	start, last := 0, 0
+	for _, end := range ends {
+		if end-start > s.segmentBytes && last > start {
+			if _, err := s.l.AppendAsFollower(buf[start:last]); err != nil {
+				return err
+			}
+			start = last
+		}
+		last = end
+	}
+	if last > start {
+		if _, err := s.l.AppendAsFollower(buf[start:last]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
