@@ -17,7 +17,8 @@ import (
 // three nodes with one, the topic with two partitions and starts a
 // producer, whose records are all acknowledged and found in the log; then
 // the panel's settings form, filled in by keyboard, rebuilds it with two
-// nodes and the page shows two broker cards of a new cluster.
+// nodes and the page shows two broker cards of a new cluster; the panel's
+// slow-disk control slows node 2's disk and restores it.
 func TestDevRebuild(t *testing.T) {
 	chromium := findChromium(t)
 	d := startDev(t, "--partitions", "1")
@@ -72,4 +73,12 @@ func TestDevRebuild(t *testing.T) {
 		`document.querySelectorAll('.broker[data-state="alive"]').length === 2 && document.querySelectorAll('.dev-node[data-state="running"]').length === 2`)
 	b.screenshot("rebuilt-two-nodes")
 	b.poll(10*time.Second, "the rebuild in the event log", `[...document.querySelectorAll('#dev-events li[data-kind="cluster"]')].some(li => /rebuilding: 2 nodes/.test(li.textContent))`)
+
+	// The panel's slow-disk control on the new cluster's node 2, and back.
+	b.do(10*time.Second, chromedp.SetValue(chromedp.CSS("#dev-slow-node"), "2"), chromedp.SetValue(chromedp.CSS("#dev-slow-ms"), "150"),
+		chromedp.Click(chromedp.CSS(`button[data-dev="slow"]`)))
+	b.poll(15*time.Second, "node 2's disk slowed by 150 ms", `!!document.querySelector('.dev-node[data-dev-node="2"] .dev-disk[data-disk-delay="150"]')`)
+	b.screenshot("slow-disk")
+	b.do(10*time.Second, chromedp.Click(chromedp.CSS(`.dev-node[data-dev-node="2"] button[data-dev="unslow"]`)))
+	b.poll(15*time.Second, "node 2's disk back to normal", `!document.querySelector('.dev-node[data-dev-node="2"] .dev-disk')`)
 }
