@@ -221,7 +221,11 @@ func waitTiered(t *testing.T, cl *kgo.Client, logDir, storeDir string, total int
 	if err != nil || tiered < local-1 {
 		t.Fatalf("highest tiered offset %d (earliest local %d), %v", tiered, local, err)
 	}
-	t.Logf("earliest 0, earliest local %d, highest tiered %d", local, tiered)
+	pending, err := listOffset(t, cl, -6)
+	if err != nil || pending < tiered+1 || pending < local {
+		t.Fatalf("earliest pending upload %d (highest tiered %d, earliest local %d), %v", pending, tiered, local, err)
+	}
+	t.Logf("earliest 0, earliest local %d, highest tiered %d, earliest pending upload %d", local, tiered, pending)
 }
 
 // The total retention (retention.bytes) deletes remote segments and moves

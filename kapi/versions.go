@@ -61,7 +61,7 @@ func init() {
 	apis = []api{
 		{key: 0, min: 3, max: 13, async: (*Handler).handleProduce, advertiseV0: true},
 		{key: 1, min: 4, max: 18, async: (*Handler).handleFetch},
-		{key: 2, min: 1, max: 11, sync: (*Handler).handleListOffsets},
+		{key: 2, min: 1, max: 11, async: (*Handler).handleListOffsets},
 		{key: 3, min: 0, max: 13, sync: (*Handler).handleMetadata},
 		{key: 8, min: 0, max: 10, async: (*Handler).handleOffsetCommit},
 		{key: 9, min: 0, max: 10, async: (*Handler).handleOffsetFetch},

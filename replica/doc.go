@@ -202,8 +202,15 @@
 // its leader with a consumer's Fetch (the broker's wiring) whenever it
 // needs it caught up.
 //
-// Not yet: DelayedRemoteListOffsets (a ListOffsets by timestamp searches
-// the store on its handler goroutine, bounded by ListOffsetsTimeout).
+// A ListOffsets by timestamp that must search the store (a tiered log
+// with records below its local start) is Kafka's DelayedRemoteListOffsets
+// (ListOffsets, list_offsets.go): each such partition is searched on a
+// goroutine of its own, holding a reader slot (remote.log.reader.threads)
+// while it reads, and the request is answered once every search ended or
+// its timeout passed (v10's timeout_ms, else
+// remote.list.offsets.request.timeout.ms), an unfinished one as
+// REQUEST_TIMED_OUT; the handler pool is never held. ListOffset, for the
+// broker's own callers, searches on the caller's goroutine.
 //
 // # Shutdown
 //

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -283,20 +284,36 @@ func servable(tp TopicPartition, l *log.Log, data *log.FetchData) error {
 	return nil
 }
 
-// ListOffset answers one partition of ListOffsets: the offset for a
-// timestamp, or one of the special timestamps (-1 latest, -2 earliest,
-// -3 max timestamp, -4 earliest local, -5 latest tiered). A consumer
-// (replicaID < 0) sees "latest" as the high watermark, or the last stable
-// offset for read_committed (isolation 1), and no offset at or past it
-// for a timestamp (Kafka's Partition.fetchOffsetForTimestamp with
-// lastFetchableOffset); a replica sees the log end.
+// ListOffset answers one partition of ListOffsets on the caller's
+// goroutine: the offset for a timestamp, or one of the special timestamps
+// (-1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5
+// latest tiered, -6 earliest pending upload). A search in remote storage is bounded by
+// remote.list.offsets.request.timeout.ms. ListOffsets answers a request,
+// with remote searches off the handler.
 func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int64, isolation int8, replicaID int32) (log.TimestampOffset, error) {
+	to, q, err := m.prepareListOffset(tp, currentLeaderEpoch, ts, isolation, replicaID)
+	if err != nil || q == nil {
+		return to, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), q.rl.cfg.ListOffsetsTimeout)
+	defer cancel()
+	return q.search(ctx)
+}
+
+// prepareListOffset answers what the partition's local state answers; a
+// search by timestamp that must look in remote storage first is returned
+// as q instead. A consumer (replicaID < 0) sees "latest" as the high
+// watermark, or the last stable offset for read_committed (isolation 1),
+// and no offset at or past it for a timestamp (Kafka's
+// Partition.fetchOffsetForTimestamp with lastFetchableOffset); a replica
+// sees the log end.
+func (m *Manager) prepareListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int64, isolation int8, replicaID int32) (to log.TimestampOffset, q *remoteListOffset, err error) {
 	p, err := m.getPartition(tp)
 	if err != nil {
-		return log.TimestampOffset{}, err
+		return log.TimestampOffset{}, nil, err
 	}
 	if err := checkLeaderEpoch(p, currentLeaderEpoch); err != nil {
-		return log.TimestampOffset{}, err
+		return log.TimestampOffset{}, nil, err
 	}
 	l := p.Log
 	lastFetchable := l.LogEndOffset()
@@ -309,29 +326,34 @@ func (m *Manager) ListOffset(tp TopicPartition, currentLeaderEpoch int32, ts int
 	}
 	switch ts {
 	case -1: // latest
-		return log.TimestampOffset{Timestamp: -1, Offset: lastFetchable, LeaderEpoch: p.LeaderEpoch()}, nil
+		return log.TimestampOffset{Timestamp: -1, Offset: lastFetchable, LeaderEpoch: p.LeaderEpoch()}, nil, nil
 	case -5: // latest tiered: the highest offset in remote storage, -1 if none
 		off := l.HighestOffsetInRemoteStorage()
 		if !l.Tiered() || off < 0 {
-			return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
+			return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil, nil
 		}
-		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: l.EpochForOffset(off)}, nil
+		return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: l.EpochForOffset(off)}, nil, nil
+	case -6: // earliest pending upload (KIP-1023): the first offset not in remote storage
+		if !l.Tiered() {
+			return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil, nil
+		}
+		switch cur := l.HighestOffsetInRemoteStorage(); {
+		case cur >= 0:
+			off := max(cur+1, l.LogStartOffset())
+			return log.TimestampOffset{Timestamp: -1, Offset: off, LeaderEpoch: l.EpochForOffset(off)}, nil, nil
+		case l.LocalLogStartOffset() != l.LogStartOffset():
+			// Segments were uploaded, but this leader does not know yet.
+			return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil, nil
+		}
+		ts = -2 // nothing uploaded yet: the earliest offset
 	}
-	to, ok, err := m.remoteOffsetByTimestamp(p, ts)
-	if err == nil && !ok {
-		to, ok, err = l.FetchOffsetByTimestamp(ts)
+	q = &remoteListOffset{m: m, p: p, ts: ts, replicaID: replicaID, lastFetchable: lastFetchable, rl: m.remote.Load()}
+	if !q.needsRemote() {
+		q.rl = nil
+		to, err = q.search(context.Background())
+		return to, nil, err
 	}
-	if err != nil {
-		return log.TimestampOffset{}, err
-	}
-	if !ok {
-		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
-	}
-	// A consumer never sees an offset past what it may fetch.
-	if replicaID < 0 && ts >= 0 && to.Offset >= lastFetchable {
-		return log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}, nil
-	}
-	return to, nil
+	return log.TimestampOffset{}, q, nil
 }
 
 // DeleteRecords moves a partition's log start offset up to offset (-1:

@@ -352,21 +352,62 @@ func (m *Manager) serveRemoteRead(ctx context.Context, rl *remoteLog, params Fet
 	}
 }
 
-// remoteOffsetByTimestamp searches a tiered log's remote segments below
-// its local log start for a timestamp (ts >= 0), as Kafka's
-// fetchOffsetByTimestamp does before the local segments. It runs on the
-// caller's goroutine, bounded by ListOffsetsTimeout (Kafka 4 answers
-// such a ListOffsets from a DelayedRemoteListOffsets instead).
-func (m *Manager) remoteOffsetByTimestamp(p *Partition, ts int64) (log.TimestampOffset, bool, error) {
-	rl := m.remote.Load()
-	l := p.Log
-	if rl == nil || ts < 0 || !l.Tiered() || l.LogStartOffset() >= l.LocalLogStartOffset() {
+// remoteListOffset is one partition's search by timestamp, which may
+// have to look in remote storage first (below the local log start).
+type remoteListOffset struct {
+	m             *Manager
+	p             *Partition
+	ts            int64
+	replicaID     int32
+	lastFetchable int64
+	rl            *remoteLog // nil: the local log only
+}
+
+// needsRemote reports whether the search looks in remote storage: a
+// timestamp (ts >= 0) on a tiered log with records below its local start.
+func (q *remoteListOffset) needsRemote() bool {
+	l := q.p.Log
+	return q.rl != nil && q.ts >= 0 && l.Tiered() && l.LogStartOffset() < l.LocalLogStartOffset()
+}
+
+// search finds the first offset at or after the timestamp (or the special
+// timestamp's): in the remote segments below the local log start first,
+// as Kafka's fetchOffsetByTimestamp does, then in the local log.
+func (q *remoteListOffset) search(ctx context.Context) (log.TimestampOffset, error) {
+	none := log.TimestampOffset{Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+	l := q.p.Log
+	to, ok, err := q.searchRemote(ctx)
+	if err == nil && !ok {
+		to, ok, err = l.FetchOffsetByTimestamp(q.ts)
+	}
+	if err != nil {
+		return log.TimestampOffset{}, err
+	}
+	// A consumer never sees an offset past what it may fetch.
+	if !ok || (q.replicaID < 0 && q.ts >= 0 && to.Offset >= q.lastFetchable) {
+		return none, nil
+	}
+	return to, nil
+}
+
+// searchRemote searches the remote segments once a reader slot is free
+// (remote.log.reader.threads), within ctx.
+func (q *remoteListOffset) searchRemote(ctx context.Context) (log.TimestampOffset, bool, error) {
+	if !q.needsRemote() {
 		return log.TimestampOffset{}, false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), rl.cfg.ListOffsetsTimeout)
-	defer cancel()
-	to, ok, err := rl.cfg.Manager.FindOffsetByTimestamp(ctx, remoteTopicIdPartition(p), ts, l.LogStartOffset())
-	if err != nil {
+	select {
+	case q.rl.readers <- struct{}{}:
+	case <-ctx.Done():
+		return log.TimestampOffset{}, false, fmt.Errorf("%w: waiting for a remote reader: %v", kerr.RequestTimedOut, ctx.Err())
+	}
+	defer func() { <-q.rl.readers }()
+	l := q.p.Log
+	to, ok, err := q.rl.cfg.Manager.FindOffsetByTimestamp(ctx, remoteTopicIdPartition(q.p), q.ts, l.LogStartOffset())
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return log.TimestampOffset{}, false, fmt.Errorf("%w: searching remote storage: %v", kerr.RequestTimedOut, err)
+	case err != nil:
 		return log.TimestampOffset{}, false, fmt.Errorf("%w: searching remote storage: %v", kerr.KafkaStorageError, err)
 	}
 	if !ok || to.Offset >= l.LocalLogStartOffset() {
