@@ -47,6 +47,11 @@ type Poller struct {
 	tick        int
 	unsupported map[string]int // part -> first tick to ask again
 	lastMetrics map[string]metricsSample
+	// metricsEvery is the time between two scrapes of the metrics pages
+	// (a Moldau broker's /metrics costs it a fraction of a millisecond
+	// per partition); lastScrape when the last began.
+	metricsEvery time.Duration
+	lastScrape   time.Time
 }
 
 // NewPoller returns a poller on cl, which it uses but does not close.
@@ -186,8 +191,13 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 			s.Transactions = prev.Transactions
 		}
 	}
-	if len(p.metrics) > 0 {
+	switch now := p.now(); {
+	case len(p.metrics) == 0:
+	case p.lastScrape.IsZero() || now.Sub(p.lastScrape) >= p.metricsEvery:
+		p.lastScrape = now
 		s.Metrics = p.scrapeMetrics(ctx)
+	default:
+		s.Metrics = prev.Metrics
 	}
 	if len(s.Errors) == 0 {
 		s.Errors = nil

@@ -29,8 +29,12 @@ type Config struct {
 	// free one, which Ready is told).
 	Listen string
 	// MetricsURLs are Prometheus /metrics pages to read (Moldau brokers'
-	// moldau.metrics.listener); none: no metrics.
-	MetricsURLs []string
+	// moldau.metrics.listener); none: no metrics. MetricsInterval is the
+	// time between two reads (default 5s: a broker with a thousand
+	// partitions spends about 2 % of a core serving its page every
+	// second, 0.4 % every five).
+	MetricsURLs     []string
+	MetricsInterval time.Duration
 	// Interval is the time between polls (default 1s); Timeout bounds
 	// one poll (default 5s); DialTimeout a connection (default 3s).
 	Interval, Timeout, DialTimeout time.Duration
@@ -61,6 +65,9 @@ func (c *Config) defaults() {
 	}
 	if c.Interval <= 0 {
 		c.Interval = time.Second
+	}
+	if c.MetricsInterval <= 0 {
+		c.MetricsInterval = 5 * time.Second
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 5 * time.Second
@@ -99,6 +106,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	defer cl.Close()
 	poller := NewPoller(cl, cfg.Interval, cfg.Timeout, cfg.MetricsURLs, cfg.Logger)
+	poller.metricsEvery = cfg.MetricsInterval
 	h := newHandler(poller, cfg)
 	if cfg.Mount != nil {
 		cfg.Mount(h.mux, poller)
