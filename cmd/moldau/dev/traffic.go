@@ -66,8 +66,12 @@ type Traffic struct {
 	mu        sync.Mutex
 	producers map[string]*producer
 	consumers map[string]*consumer
+	closed    bool // Close began: nothing new starts (a rebuild or the exit)
 	wg        sync.WaitGroup
 }
+
+// errTrafficClosed refuses a client started while its cluster goes away.
+var errTrafficClosed = errors.New("the cluster is being rebuilt or stopped: start it again once it serves")
 
 type producer struct {
 	cfg    ProducerConfig
@@ -158,6 +162,9 @@ func (t *Traffic) AddProducer(cfg ProducerConfig) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return errTrafficClosed
+	}
 	if cfg.Name == "" {
 		cfg.Name = "p" + strconv.Itoa(len(t.producers)+1)
 	}
@@ -400,6 +407,9 @@ func (c *ConsumerConfig) defaults() error {
 func (t *Traffic) AddConsumer(cfg ConsumerConfig) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return errTrafficClosed
+	}
 	if old := t.consumers[cfg.Name]; old != nil && cfg.Name != "" {
 		select {
 		case <-old.done:
@@ -558,6 +568,7 @@ func (t *Traffic) runningConsumer(name string) (*consumer, error) {
 // Close stops every producer and consumer.
 func (t *Traffic) Close() {
 	t.mu.Lock()
+	t.closed = true
 	var ps []string
 	var cs []string
 	for n := range t.producers {
