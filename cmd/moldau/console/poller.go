@@ -47,6 +47,7 @@ type Poller struct {
 	tick        int
 	unsupported map[string]int // part -> first tick to ask again
 	lastMetrics map[string]metricsSample
+	internal    internalReader
 }
 
 // NewPoller returns a poller on cl, which it uses but does not close.
@@ -79,8 +80,10 @@ func (p *Poller) SetClient(cl *kgo.Client) {
 	p.next = cl
 }
 
-// Run polls until ctx is done.
+// Run polls until ctx is done, then closes the consumer of the internal
+// topics that the polls started.
 func (p *Poller) Run(ctx context.Context) {
+	defer p.internal.close()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -106,6 +109,7 @@ func (p *Poller) Poll(ctx context.Context) bool {
 		p.next = nil
 		clear(p.unsupported)
 		clear(p.lastMetrics)
+		p.internal.close()
 	}
 	p.mu.Unlock()
 	prev, _ := p.Current()
@@ -185,6 +189,9 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 		if !errors.Is(err, errNotServed) {
 			s.Transactions = prev.Transactions
 		}
+	}
+	if err := p.pollInternal(s); err != nil {
+		fail("internal", err)
 	}
 	if len(p.metrics) > 0 {
 		s.Metrics = p.scrapeMetrics(ctx)
