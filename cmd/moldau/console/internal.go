@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -21,8 +22,10 @@ const (
 	// maxInternalPerTick bounds the records taken from the consumer's
 	// buffer per tick; the rest wait for the next ticks.
 	maxInternalPerTick = 2000
-	// Fetch bounds of the consumer: one fetch in flight, at most 1 MiB a
-	// response and 256 KiB a partition.
+	// Fetch bounds of the consumer: at most 1 MiB a response and 256 KiB
+	// a partition. kgo keeps one fetch in flight per broker and sends the
+	// next only once the last one's records are taken, so what is held
+	// is at most a response per broker.
 	internalFetchBytes          = 1 << 20
 	internalFetchPartitionBytes = 256 << 10
 )
@@ -67,7 +70,7 @@ func (p *Poller) pollInternal(s *Snapshot) error {
 		}
 	}
 	if len(present) > 0 {
-		if err := r.consume(p.cl, present); err != nil {
+		if err := r.consume(p.cl, p.interval, present); err != nil {
 			return err
 		}
 	}
@@ -92,8 +95,12 @@ func (p *Poller) pollInternal(s *Snapshot) error {
 	return firstErr
 }
 
-// consume starts the consumer on topics, or adds them to it.
-func (r *internalReader) consume(cl *kgo.Client, topics []string) error {
+// consume starts the consumer on topics, or adds them to it. A fetch
+// waits at most a poll interval (within 100 ms to 5 s) for records: a
+// topic added while a fetch waits joins the next one, and a topic's
+// records reach the page within about two intervals. An idle broker
+// gets one empty incremental fetch per interval.
+func (r *internalReader) consume(cl *kgo.Client, interval time.Duration, topics []string) error {
 	if r.consuming == nil {
 		r.consuming = map[string]bool{}
 	}
@@ -103,9 +110,9 @@ func (r *internalReader) consume(cl *kgo.Client, topics []string) error {
 		cons, err := kgo.NewClient(append(cl.Opts(),
 			kgo.ConsumeTopics(topics...),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd().Relative(-internalBacklog)),
+			kgo.FetchMaxWait(min(max(interval, 100*time.Millisecond), 5*time.Second)),
 			kgo.FetchMaxBytes(internalFetchBytes),
 			kgo.FetchMaxPartitionBytes(internalFetchPartitionBytes),
-			kgo.MaxConcurrentFetches(1),
 		)...)
 		if err != nil {
 			return err
