@@ -9,7 +9,9 @@
 // DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
 // DescribeTransactions; optionally the Prometheus text of --metrics-url)
 // and assembles the answers into a [Snapshot]: plain data, the one thing
-// the page renders from. Each part of a snapshot comes from one API; when
+// the page renders from. It also follows __consumer_offsets and
+// __transaction_state with a kgo consumer of its own and decodes their
+// records with kmsg into [InternalEvent]s (see "Internal topics"). Each part of a snapshot comes from one API; when
 // an API fails, that part keeps its previous value and Snapshot.Errors
 // names the part and the cause. An API the cluster does not serve
 // (UNSUPPORTED_VERSION, or absent from ApiVersions) leaves its part empty
@@ -18,6 +20,31 @@
 // [Diff] compares two snapshots part by part (and topic by topic); the
 // poller publishes a new snapshot, with a higher Seq, only when Diff finds
 // a change, so an idle cluster costs the browser nothing.
+//
+// # Internal topics
+//
+// Both coordinators' logs are ordinary topics a client may Fetch, as in
+// Kafka. The consumer starts on a topic once Metadata lists it,
+// [internalBacklog] records before each partition's end; each fetch waits
+// at most a poll interval, carries at most 1 MiB, and kgo keeps one in
+// flight per broker, sending the next only once the last one's records
+// are taken. A tick takes at most [maxInternalPerTick] buffered records
+// without waiting, so a slow consumer never delays the other parts; the
+// snapshot keeps the newest [maxInternalEvents]. Offset commits, group
+// metadata and transaction states decode with kmsg; the KIP-848 and share
+// group records (kmsg has no schema for them) are named with their type,
+// value version and size; a tombstone is a deletion. Transactional offset
+// commits are read uncommitted: they show when written, before their
+// transaction ends. The metadata log (__cluster_metadata) is not
+// readable by clients in Kafka, nor here: the quorum is shown from
+// DescribeQuorum instead.
+//
+// # Broker configuration
+//
+// A broker's configuration is not in the snapshot: the page asks GET
+// /api/broker/{id}/configs when the broker is selected, and the poller
+// sends one DescribeConfigs (BROKER resource) under the poll timeout.
+// A [Replay] has no cluster to ask and answers 404.
 //
 // # Bounds
 //
