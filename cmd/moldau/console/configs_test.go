@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -73,11 +72,7 @@ func TestBrokerConfigsEndpoint(t *testing.T) {
 		}
 		return nil, kerr.UnknownServerError
 	}}
-	cfg := Config{}
-	cfg.defaults()
-	h := newHandler(src, cfg)
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() { h.cancel(); srv.Close() })
+	srv, _ := serveSource(t, src, Config{}, nil)
 
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -115,15 +110,9 @@ func TestBrokerConfigsEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rh := newHandler(r, cfg)
-	rsrv := httptest.NewServer(rh)
-	t.Cleanup(func() { rh.cancel(); rsrv.Close() })
-	resp, err := http.Get(rsrv.URL + "/api/broker/1/configs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("replay: %s, want 404", resp.Status)
+	rsrv, _ := serveSource(t, r, Config{}, nil)
+	srv = rsrv
+	if code, body := get("/api/broker/1/configs"); code != http.StatusNotFound {
+		t.Fatalf("replay: %d %s, want 404", code, body)
 	}
 }

@@ -78,20 +78,33 @@ func decodeInternal(topic string, key, value []byte) InternalEvent {
 	return e
 }
 
-func decodeOffsetCommit(key, value []byte) (InternalEvent, error) {
-	k := kmsg.NewOffsetCommitKey()
+// readRecord reads a record's key into k and, unless the record is a
+// tombstone, its value into v.
+func readRecord(key, value []byte, k, v interface{ ReadFrom([]byte) error }) (tombstone bool, err error) {
 	if err := k.ReadFrom(key); err != nil {
-		return InternalEvent{}, fmt.Errorf("OffsetCommitKey: %w", err)
+		return false, fmt.Errorf("%T: %w", k, err)
+	}
+	if value == nil {
+		return true, nil
+	}
+	if err := v.ReadFrom(value); err != nil {
+		r := kbin.Reader{Src: value}
+		return false, fmt.Errorf("%T v%d: %w", v, r.Int16(), err)
+	}
+	return false, nil
+}
+
+func decodeOffsetCommit(key, value []byte) (InternalEvent, error) {
+	k, v := kmsg.NewOffsetCommitKey(), kmsg.NewOffsetCommitValue()
+	tombstone, err := readRecord(key, value, &k, &v)
+	if err != nil {
+		return InternalEvent{}, err
 	}
 	e := InternalEvent{Kind: kindOffsetCommit, Group: k.Group}
 	where := fmt.Sprintf("group %s: %s-%d", k.Group, k.Topic, k.Partition)
-	if value == nil {
+	if tombstone {
 		e.Text = where + " deleted"
 		return e, nil
-	}
-	v := kmsg.NewOffsetCommitValue()
-	if err := v.ReadFrom(value); err != nil {
-		return InternalEvent{}, fmt.Errorf("OffsetCommitValue v%d: %w", v.Version, err)
 	}
 	e.Text = fmt.Sprintf("%s at %d", where, v.Offset)
 	if v.Version >= 3 && v.LeaderEpoch >= 0 {
@@ -104,18 +117,15 @@ func decodeOffsetCommit(key, value []byte) (InternalEvent, error) {
 }
 
 func decodeGroupMetadata(key, value []byte) (InternalEvent, error) {
-	k := kmsg.NewGroupMetadataKey()
-	if err := k.ReadFrom(key); err != nil {
-		return InternalEvent{}, fmt.Errorf("GroupMetadataKey: %w", err)
+	k, v := kmsg.NewGroupMetadataKey(), kmsg.NewGroupMetadataValue()
+	tombstone, err := readRecord(key, value, &k, &v)
+	if err != nil {
+		return InternalEvent{}, err
 	}
 	e := InternalEvent{Kind: kindGroupMetadata, Group: k.Group}
-	if value == nil {
+	if tombstone {
 		e.Text = "group " + k.Group + " deleted"
 		return e, nil
-	}
-	v := kmsg.NewGroupMetadataValue()
-	if err := v.ReadFrom(value); err != nil {
-		return InternalEvent{}, fmt.Errorf("GroupMetadataValue v%d: %w", v.Version, err)
 	}
 	parts := []string{fmt.Sprintf("group %s: generation %d", k.Group, v.Generation)}
 	if v.ProtocolType != "" {
@@ -133,18 +143,15 @@ func decodeGroupMetadata(key, value []byte) (InternalEvent, error) {
 }
 
 func decodeTxnState(key, value []byte) (InternalEvent, error) {
-	k := kmsg.NewTxnMetadataKey()
-	if err := k.ReadFrom(key); err != nil {
-		return InternalEvent{}, fmt.Errorf("TxnMetadataKey: %w", err)
+	k, v := kmsg.NewTxnMetadataKey(), kmsg.NewTxnMetadataValue()
+	tombstone, err := readRecord(key, value, &k, &v)
+	if err != nil {
+		return InternalEvent{}, err
 	}
 	e := InternalEvent{Kind: kindTxnState, TransactionalID: k.TransactionalID}
-	if value == nil {
+	if tombstone {
 		e.Text = "transactional id " + k.TransactionalID + " deleted"
 		return e, nil
-	}
-	v := kmsg.NewTxnMetadataValue()
-	if err := v.ReadFrom(value); err != nil {
-		return InternalEvent{}, fmt.Errorf("TxnMetadataValue v%d: %w", v.Version, err)
 	}
 	e.State = v.State.String()
 	e.Text = fmt.Sprintf("transactional id %s: %s, producer %d epoch %d", k.TransactionalID, e.State, v.ProducerID, v.ProducerEpoch)

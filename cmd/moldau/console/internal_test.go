@@ -97,7 +97,7 @@ func TestDecodeInternalTruncated(t *testing.T) {
 	data := v.AppendTo(nil)
 	key := (&kmsg.TxnMetadataKey{TransactionalID: "tx"}).AppendTo(nil)
 	got := decodeInternal(txnTopic, key, data[:len(data)-3])
-	if got.Kind != kindOther || !strings.Contains(got.Text, "TxnMetadataValue v1") {
+	if got.Kind != kindOther || !strings.Contains(got.Text, "kmsg.TxnMetadataValue v1") {
 		t.Fatalf("got %+v", got)
 	}
 }
