@@ -60,7 +60,9 @@
 //
 // [Serve] starts the poller and the HTTP server and waits for ctx; on
 // cancellation it shuts the server down (closing the event streams) and
-// waits for every goroutine it started before returning.
+// waits for every goroutine it started before returning. [Poller.Run]
+// closes the consumer of the internal topics (and its goroutines) when
+// it returns.
 //
 // # Extensions
 //
@@ -68,7 +70,8 @@
 // adds its handlers to the mux and hands it the [Poller], whose snapshots
 // it follows for its event log; Config.Scripts adds its panel's module to
 // the page. A [Recorder] keeps a poller's snapshots as frames (each the
-// top-level fields that changed) for a [Run], the export of a dev run;
+// top-level fields that changed, the internal topics' records left out:
+// they would fill nearly every frame) for a [Run], the export of a dev run;
 // [ServeReplay] serves the page on a [Replay] of one instead of a poller
 // (both are a source of snapshots to the handler), with its timeline
 // module (web/replay.js) and /api/replay to play, pause and seek. The

@@ -86,7 +86,8 @@ export function internalTable(snap, ui) {
       '<td>' + new Date(e.time).toLocaleTimeString() + '</td><td>' + esc(e.topic) + '-' + e.partition + '</td><td>' + num(e.offset) +
       '</td><td>' + esc(e.kind) + (e.deleted ? ' (deleted)' : '') + '</td><td>' + esc(e.text) + '</td></tr>');
   }
-  const empty = events.length ? 'No records of this kind among the last ' + events.length + '.' : 'No records read yet.';
+  const empty = snap.replay ? 'A recorded run does not keep the internal topics\' records.'
+    : events.length ? 'No records of this kind among the last ' + events.length + '.' : 'No records read yet.';
   return table(['Time', 'Partition', 'Offset', 'Kind', 'Record'], rows, empty);
 }
 
