@@ -103,15 +103,18 @@ func (p *Poller) Poll(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	p.mu.Lock()
-	if p.next != nil {
+	swapped := p.next != nil
+	if swapped {
 		p.cl, p.adm = p.next, kadm.NewClient(p.next)
 		p.adm.SetTimeoutMillis(int32(p.timeout / time.Millisecond))
 		p.next = nil
 		clear(p.unsupported)
 		clear(p.lastMetrics)
-		p.internal.close()
 	}
 	p.mu.Unlock()
+	if swapped {
+		p.internal.close() // outside the lock: Current must not wait for a consumer to close
+	}
 	prev, _ := p.Current()
 	next := p.build(ctx, prev)
 	p.tick++
