@@ -78,7 +78,7 @@ func (p *Poller) pollInternal(s *Snapshot) error {
 		return nil
 	}
 	// A nil context: take what is buffered, do not wait.
-	fs := r.cons.PollRecords(nil, maxInternalPerTick) //nolint:staticcheck // nil is kgo's "do not block"
+	fs := r.cons.PollRecords(nil, maxInternalPerTick)
 	var firstErr error
 	fs.EachError(func(topic string, partition int32, err error) {
 		if firstErr == nil {
