@@ -309,11 +309,12 @@ func checkInternalTopics(t *testing.T, b *browser, seeds []string, topic string)
 	cl.Close()
 }
 
-// checkBrokerConfigs clicks broker 1's card and waits for its details to
-// list its configuration from DescribeConfigs, log.dirs among the
-// entries set (not defaults), then closes the details.
+// checkBrokerConfigs selects broker 1 from the keyboard (its name on its
+// card is a button: focus, Enter) and waits for its details to list its
+// configuration from DescribeConfigs, log.dirs among the entries set (not
+// defaults), then closes the details.
 func checkBrokerConfigs(t *testing.T, b *browser) {
-	b.do(10*time.Second, chromedp.Click(chromedp.CSS(`button[data-select-broker="1"]`)))
+	b.do(10*time.Second, chromedp.Focus(chromedp.CSS(`button[data-select-broker="1"]`)), chromedp.KeyEvent("\r"))
 	b.poll(10*time.Second, "broker 1's configuration with log.dirs",
 		`document.getElementById('details-title').textContent === 'Broker 1' && !!document.querySelector('#details-body tr[data-config="log.dirs"]')`)
 	t.Logf("broker 1: log.dirs = %s", eval[string](b, `document.querySelector('#details-body tr[data-config="log.dirs"] td.value').textContent`))
