@@ -220,6 +220,8 @@ func TestConsoleBrowser(t *testing.T) {
 	b.screenshot("high-watermark")
 
 	checkGroupLagZero(t, b, seeds, topic)
+	checkInternalTopics(t, b, seeds, topic)
+	checkBrokerConfigs(t, b)
 	checkReducedMotion(t, b, cl, topic, leader)
 
 	// Stop the leader: its card shows it down (fenced: a stopped broker
@@ -272,6 +274,53 @@ func checkGroupLagZero(t *testing.T, b *browser, seeds []string, topic string) {
 	b.poll(10*time.Second, "the group's details", fmt.Sprintf(`!document.getElementById('details').hidden && !!document.querySelector('#details-body tr[data-offset-topic=%q]')`, topic))
 	b.screenshot("group-lag-zero")
 	cl.Close()
+}
+
+// checkInternalTopics commits a transaction and waits for the internal
+// topics table to show the group's offset commit (made by
+// checkGroupLagZero) and the transaction's completion, read from
+// __consumer_offsets and __transaction_state; the kind filter then
+// leaves only the transaction's records.
+func checkInternalTopics(t *testing.T, b *browser, seeds []string, topic string) {
+	const txnID = "console-txn"
+	cl := newClient(t, seeds[0], kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := ctxTimeout(t, 15*time.Second)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("in a transaction"), Partition: 0}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	committed := time.Now()
+	b.poll(15*time.Second, "the group's offset commit and the committed transaction in the internal topics table",
+		`!!document.querySelector('#internal-table tr[data-event-kind="offset commit"][data-event-group="console-group"]') && `+
+			fmt.Sprintf(`!!document.querySelector('#internal-table tr[data-event-kind="transaction state"][data-event-txn=%q][data-event-state="CompleteCommit"]')`, txnID))
+	t.Logf("transaction committed -> its CompleteCommit record on the page: %v", time.Since(committed).Round(time.Millisecond))
+	eval[bool](b, `(document.getElementById('internal-title').scrollIntoView(), true)`)
+	b.screenshot("internal-topics")
+	eval[bool](b, `(() => { const s = document.getElementById('internal-kind'); s.value = 'transaction state'; s.dispatchEvent(new Event('change')); return true; })()`)
+	b.poll(10*time.Second, "only transaction records under the filter",
+		`(() => { const rows = [...document.querySelectorAll('#internal-table tbody tr')]; return rows.length > 0 && rows.every(r => r.dataset.eventKind === 'transaction state'); })()`)
+	eval[bool](b, `(() => { const s = document.getElementById('internal-kind'); s.value = ''; s.dispatchEvent(new Event('change')); return true; })()`)
+	cl.Close()
+}
+
+// checkBrokerConfigs selects broker 1 from the keyboard (its name on its
+// card is a button: focus, Enter) and waits for its details to list its
+// configuration from DescribeConfigs, log.dirs among the entries set (not
+// defaults), then closes the details.
+func checkBrokerConfigs(t *testing.T, b *browser) {
+	b.do(10*time.Second, chromedp.Focus(chromedp.CSS(`button[data-select-broker="1"]`)), chromedp.KeyEvent("\r"))
+	b.poll(10*time.Second, "broker 1's configuration with log.dirs",
+		`document.getElementById('details-title').textContent === 'Broker 1' && !!document.querySelector('#details-body tr[data-config="log.dirs"]')`)
+	t.Logf("broker 1: log.dirs = %s", eval[string](b, `document.querySelector('#details-body tr[data-config="log.dirs"] td.value').textContent`))
+	b.screenshot("broker-configs")
+	b.do(10*time.Second, chromedp.Click(chromedp.CSS(`#details-close`)))
+	eval[bool](b, `(window.scrollTo(0, 0), true)`)
 }
 
 // checkReducedMotion emulates prefers-reduced-motion: reduce and checks

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -18,8 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/moldau/moldau/broker"
-	"github.com/moldau/moldau/broker/config"
+	"github.com/moldau/moldau/broker/brokertest"
 )
 
 // exactQuantile is the sample of rank ceil(q*n) in sorted order, the
@@ -268,21 +266,7 @@ func TestParseCPUSeconds(t *testing.T) {
 // startBenchBroker starts an in-process broker and returns its bootstrap
 // address and /metrics URL.
 func startBenchBroker(t *testing.T) (seed, metrics string) {
-	t.Helper()
-	cfg, _, err := config.Load("", []string{
-		"log.dirs=" + t.TempDir(),
-		"listeners=PLAINTEXT://127.0.0.1:0",
-		"moldau.metrics.listener=127.0.0.1:0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(cfg, broker.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Start()
-	t.Cleanup(func() { b.Close() })
+	b := brokertest.Start(t, "moldau.metrics.listener=127.0.0.1:0")
 	return b.Addr("").String(), "http://" + b.MetricsAddr().String() + "/metrics"
 }
 

@@ -20,13 +20,21 @@ func consoleCommand() *command {
 		long: `Serves a web page at --listen showing the cluster live: the controller
 quorum, every broker with the replicas it hosts (log start, high
 watermark and log end of each), topics and partitions, consumer groups
-with their lag, and transactions. Click a row for its details.
+with their lag, transactions, and the records of __consumer_offsets and
+__transaction_state decoded as events (offset commits, group metadata,
+transaction states), newest first. Click a row for its details, a
+broker's name for its configuration (DescribeConfigs, asked for when the
+broker is selected). The metadata log is not readable by clients: the
+console shows the quorum, not its records.
 
 The console reads the cluster through the Kafka protocol only (Metadata,
 DescribeCluster, DescribeQuorum, DescribeLogDirs, ListOffsets, ListGroups,
 DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
 DescribeTransactions), once per --interval, and pushes a new snapshot to
-the page (server-sent events) when something changed. An API the cluster
+the page (server-sent events) when something changed. It follows the two
+internal topics with a consumer (Fetch) from 20 records before each
+partition's end, at most 1 MiB a fetch, and keeps the newest 500 records.
+An API the cluster
 does not serve is left out; a failing one keeps its last answer on the
 page with the error. With --metrics-url, it also reads those Prometheus
 pages (a Moldau broker's moldau.metrics.listener) for bytes and messages
@@ -43,7 +51,8 @@ most two seconds.
 
 One poll is bounded by --timeout, at most 5s. The page needs no network
 beyond the console: its files are in the binary. /api/snapshot answers
-the current snapshot as JSON, /api/events streams them. SIGINT or SIGTERM
+the current snapshot as JSON, /api/events streams them,
+/api/broker/ID/configs answers a broker's configuration. SIGINT or SIGTERM
 stops the console.`,
 		example: `  moldau console --brokers localhost:9092
   moldau console --listen :8080 --metrics-url http://localhost:9308/metrics

@@ -9,7 +9,9 @@
 // DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
 // DescribeTransactions; optionally the Prometheus text of --metrics-url)
 // and assembles the answers into a [Snapshot]: plain data, the one thing
-// the page renders from. Each part of a snapshot comes from one API; when
+// the page renders from. It also follows __consumer_offsets and
+// __transaction_state with a kgo consumer of its own and decodes their
+// records with kmsg into [InternalEvent]s (see "Internal topics"). Each part of a snapshot comes from one API; when
 // an API fails, that part keeps its previous value and Snapshot.Errors
 // names the part and the cause. An API the cluster does not serve
 // (UNSUPPORTED_VERSION, or absent from ApiVersions) leaves its part empty
@@ -18,6 +20,31 @@
 // [Diff] compares two snapshots part by part (and topic by topic); the
 // poller publishes a new snapshot, with a higher Seq, only when Diff finds
 // a change, so an idle cluster costs the browser nothing.
+//
+// # Internal topics
+//
+// Both coordinators' logs are ordinary topics a client may Fetch, as in
+// Kafka. The consumer starts on a topic once Metadata lists it,
+// [internalBacklog] records before each partition's end; each fetch waits
+// at most a poll interval, carries at most 1 MiB, and kgo keeps one in
+// flight per broker, sending the next only once the last one's records
+// are taken. A tick takes at most [maxInternalPerTick] buffered records
+// without waiting, so a slow consumer never delays the other parts; the
+// snapshot keeps the newest [maxInternalEvents]. Offset commits, group
+// metadata and transaction states decode with kmsg; the KIP-848 and share
+// group records (kmsg has no schema for them) are named with their type,
+// value version and size; a tombstone is a deletion. Transactional offset
+// commits are read uncommitted: they show when written, before their
+// transaction ends. The metadata log (__cluster_metadata) is not
+// readable by clients in Kafka, nor here: the quorum is shown from
+// DescribeQuorum instead.
+//
+// # Broker configuration
+//
+// A broker's configuration is not in the snapshot: the page asks GET
+// /api/broker/{id}/configs when the broker is selected, and the poller
+// sends one DescribeConfigs (BROKER resource) under the poll timeout.
+// A [Replay] has no cluster to ask and answers 404.
 //
 // # Bounds
 //
@@ -33,7 +60,9 @@
 //
 // [Serve] starts the poller and the HTTP server and waits for ctx; on
 // cancellation it shuts the server down (closing the event streams) and
-// waits for every goroutine it started before returning.
+// waits for every goroutine it started before returning. [Poller.Run]
+// closes the consumer of the internal topics (and its goroutines) when
+// it returns.
 //
 // # Extensions
 //
@@ -41,7 +70,8 @@
 // adds its handlers to the mux and hands it the [Poller], whose snapshots
 // it follows for its event log; Config.Scripts adds its panel's module to
 // the page. A [Recorder] keeps a poller's snapshots as frames (each the
-// top-level fields that changed) for a [Run], the export of a dev run;
+// top-level fields that changed, the internal topics' records left out:
+// they would fill nearly every frame) for a [Run], the export of a dev run;
 // [ServeReplay] serves the page on a [Replay] of one instead of a poller
 // (both are a source of snapshots to the handler), with its timeline
 // module (web/replay.js) and /api/replay to play, pause and seek. The

@@ -47,6 +47,7 @@ type Poller struct {
 	tick        int
 	unsupported map[string]int // part -> first tick to ask again
 	lastMetrics map[string]metricsSample
+	internal    internalReader
 	// metricsEvery is the time between two scrapes of the metrics pages
 	// (a Moldau broker's /metrics costs it a fraction of a millisecond
 	// per partition); lastScrape when the last began.
@@ -84,8 +85,10 @@ func (p *Poller) SetClient(cl *kgo.Client) {
 	p.next = cl
 }
 
-// Run polls until ctx is done.
+// Run polls until ctx is done, then closes the consumer of the internal
+// topics that the polls started.
 func (p *Poller) Run(ctx context.Context) {
+	defer p.internal.close()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -105,7 +108,8 @@ func (p *Poller) Poll(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	p.mu.Lock()
-	if p.next != nil {
+	swapped := p.next != nil
+	if swapped {
 		p.cl, p.adm = p.next, kadm.NewClient(p.next)
 		p.adm.SetTimeoutMillis(int32(p.timeout / time.Millisecond))
 		p.next = nil
@@ -113,6 +117,9 @@ func (p *Poller) Poll(ctx context.Context) bool {
 		clear(p.lastMetrics)
 	}
 	p.mu.Unlock()
+	if swapped {
+		p.internal.close() // outside the lock: Current must not wait for a consumer to close
+	}
 	prev, _ := p.Current()
 	next := p.build(ctx, prev)
 	p.tick++
@@ -190,6 +197,9 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 		if !errors.Is(err, errNotServed) {
 			s.Transactions = prev.Transactions
 		}
+	}
+	if err := p.pollInternal(s); err != nil {
+		fail("internal", err)
 	}
 	switch now := p.now(); {
 	case len(p.metrics) == 0:

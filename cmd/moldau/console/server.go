@@ -201,6 +201,7 @@ func newHandler(src source, cfg Config) *handler {
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux.HandleFunc("GET /api/snapshot", h.snapshot)
 	h.mux.HandleFunc("GET /api/events", h.events)
+	h.mux.HandleFunc("GET /api/broker/{id}/configs", h.brokerConfigs)
 	return h
 }
 

@@ -20,10 +20,20 @@ func testPoller() *Poller {
 }
 
 func testServer(t *testing.T, p *Poller, cfg Config) (*httptest.Server, *handler) {
+	return serveSource(t, p, cfg, func(h *handler) {
+		if cfg.Mount != nil {
+			cfg.Mount(h.mux, p)
+		}
+	})
+}
+
+// serveSource serves the console's handler on src until the test ends;
+// mount, if set, adds to the handler before it serves.
+func serveSource(t *testing.T, src source, cfg Config, mount func(*handler)) (*httptest.Server, *handler) {
 	cfg.defaults()
-	h := newHandler(p, cfg)
-	if cfg.Mount != nil {
-		cfg.Mount(h.mux, p)
+	h := newHandler(src, cfg)
+	if mount != nil {
+		mount(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.cancel(); srv.Close() })

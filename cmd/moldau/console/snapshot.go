@@ -29,9 +29,12 @@ type Snapshot struct {
 	Groups       []Group       `json:"groups"`
 	Transactions []Transaction `json:"transactions"`
 	Metrics      []Metrics     `json:"metrics,omitempty"`
+	// Internal is the newest records of __consumer_offsets and
+	// __transaction_state, decoded, oldest first.
+	Internal []InternalEvent `json:"internal,omitempty"`
 
 	// Errors maps a part ("metadata", "cluster", "quorum", "log_dirs",
-	// "offsets", "groups", "transactions", "metrics") to why its last poll
+	// "offsets", "groups", "transactions", "internal", "metrics") to why its last poll
 	// failed; the part then shows its previous value.
 	Errors map[string]string `json:"errors,omitempty"`
 	// Truncated counts what was left out to bound a tick's work
@@ -190,11 +193,12 @@ type Changes struct {
 	Groups       []string `json:"groups,omitempty"`
 	Transactions bool     `json:"transactions,omitempty"`
 	Metrics      bool     `json:"metrics,omitempty"`
+	Internal     bool     `json:"internal,omitempty"`
 }
 
 // Any reports whether anything changed.
 func (c Changes) Any() bool {
-	return c.Cluster || c.Quorum || c.Brokers || len(c.Topics) > 0 || len(c.Groups) > 0 || c.Transactions || c.Metrics
+	return c.Cluster || c.Quorum || c.Brokers || len(c.Topics) > 0 || len(c.Groups) > 0 || c.Transactions || c.Metrics || c.Internal
 }
 
 // Diff compares two snapshots, ignoring Seq and Time. A nil a is the
@@ -212,6 +216,7 @@ func Diff(a, b *Snapshot) Changes {
 	c.Groups = diffByName(a.Groups, b.Groups, func(g Group) string { return g.ID })
 	c.Transactions = !sameJSON(a.Transactions, b.Transactions)
 	c.Metrics = !sameJSON(a.Metrics, b.Metrics)
+	c.Internal = !sameJSON(a.Internal, b.Internal)
 	return c
 }
 

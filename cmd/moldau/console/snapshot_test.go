@@ -50,6 +50,7 @@ func TestDiff(t *testing.T) {
 		{"group lag", func(s *Snapshot) { s.Groups[0].Lag = 0 }, Changes{Groups: []string{"g"}}},
 		{"transaction state", func(s *Snapshot) { s.Transactions[0].State = "CompleteCommit" }, Changes{Transactions: true}},
 		{"metrics", func(s *Snapshot) { s.Metrics = []Metrics{{URL: "u"}} }, Changes{Metrics: true}},
+		{"an internal record", func(s *Snapshot) { s.Internal = []InternalEvent{{Kind: kindOffsetCommit}} }, Changes{Internal: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

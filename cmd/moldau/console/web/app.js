@@ -9,7 +9,7 @@
 
 import { esc } from './util.js';
 import { Diagram } from './diagram.js';
-import { topicsTable, groupsTable, txnsTable, brokersTable, metricsTable } from './tables.js';
+import { topicsTable, groupsTable, txnsTable, brokersTable, internalTable, metricsTable } from './tables.js';
 import { details } from './details.js';
 
 const historyLength = 60; // lag samples kept per group, one per snapshot
@@ -23,8 +23,15 @@ const ui = {
   expandAll: location.hash === '#expand-all', // every topic starts expanded
   tableOpen: new Set(), // topics table: topics showing their partitions
   selection: null, // { kind, key }
+  internalKind: '', // internal topics table: the kind shown ('' all)
+  configs: null, // the selected broker's configuration: { id, state: 'loading' | 'done' | 'error', data, error }
+  showDefaults: false, // the broker details list the entries at their defaults too
   isSelected(kind, key) { return this.selection && this.selection.kind === kind && this.selection.key === key; },
-  select(kind, key) { this.selection = { kind, key }; schedule(true); },
+  select(kind, key) {
+    this.selection = { kind, key };
+    if (kind === 'broker') loadConfigs(key);
+    schedule(true);
+  },
   rerender() { schedule(true); },
 };
 
@@ -44,7 +51,7 @@ function schedule(forced) {
 function render() {
   pending = false;
   const s = snap;
-  const focused = document.activeElement && document.activeElement.closest('[data-key],[data-toggle-topic],[data-open-topic]');
+  const focused = document.activeElement && document.activeElement.closest('[data-key],[data-toggle-topic],[data-open-topic],[data-focus]');
   const focusSel = focused && focusSelector(focused);
   renderHeader(s);
   diagram.render(s);
@@ -52,6 +59,7 @@ function render() {
   $('groups-table').innerHTML = groupsTable(s, ui, lagHistory);
   $('txns-table').innerHTML = txnsTable(s, ui);
   $('brokers-table').innerHTML = brokersTable(s, ui);
+  $('internal-table').innerHTML = internalTable(s, ui);
   $('metrics-section').hidden = !(s.metrics && s.metrics.length);
   if (s.metrics) $('metrics-table').innerHTML = metricsTable(s);
   renderDetails(s);
@@ -74,7 +82,7 @@ function render() {
 
 // focusSelector finds the same control again after a table is redrawn.
 function focusSelector(el) {
-  for (const a of ['data-toggle-topic', 'data-open-topic']) {
+  for (const a of ['data-toggle-topic', 'data-open-topic', 'data-focus']) {
     if (el.hasAttribute(a)) return '[' + a + '="' + CSS.escape(el.getAttribute(a)) + '"]';
   }
   return '[data-kind="' + CSS.escape(el.dataset.kind || '') + '"][data-key="' + CSS.escape(el.dataset.key) + '"]';
@@ -93,11 +101,24 @@ function renderHeader(s) {
 }
 
 function renderDetails(s) {
-  const d = details(s, ui.selection);
+  const d = details(s, ui.selection, ui);
   $('details').hidden = !d;
   if (!d) return;
   $('details-title').innerHTML = d[0];
   $('details-body').innerHTML = d[1];
+}
+
+// loadConfigs asks the console for a broker's configuration
+// (DescribeConfigs): once when the broker is selected, again on demand,
+// never with every snapshot.
+function loadConfigs(id) {
+  const c = { id, state: 'loading' };
+  ui.configs = c;
+  fetch('/api/broker/' + encodeURIComponent(id) + '/configs')
+    .then((r) => (r.ok ? r.json() : r.text().then((t) => { throw new Error(r.status + ': ' + t.trim()); })))
+    .then((data) => { c.state = 'done'; c.data = data; })
+    .catch((err) => { c.state = 'error'; c.error = err.message; })
+    .finally(() => { if (ui.configs === c) schedule(true); });
 }
 
 function recordLag(s) {
@@ -148,6 +169,11 @@ $('tables').addEventListener('keydown', (ev) => {
     ev.preventDefault();
     onActivate(ev);
   }
+});
+$('internal-kind').addEventListener('change', (ev) => { ui.internalKind = ev.target.value; schedule(true); });
+$('details-body').addEventListener('click', (ev) => {
+  if (ev.target.closest('[data-configs-defaults]')) { ui.showDefaults = !ui.showDefaults; schedule(true); }
+  if (ev.target.closest('[data-configs-reload]') && ui.configs) { loadConfigs(ui.configs.id); schedule(true); }
 });
 $('details-close').addEventListener('click', () => { ui.selection = null; schedule(true); });
 document.addEventListener('keydown', (ev) => { if (ev.key === 'Escape' && ui.selection) { ui.selection = null; schedule(true); } });

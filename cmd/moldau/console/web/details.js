@@ -52,18 +52,43 @@ function topicDetails(snap, key) {
     ['Partitions', t.partitions.length], ['Error', esc(t.error || '–')]])];
 }
 
-function brokerDetails(snap, key) {
+function brokerDetails(snap, key, ui) {
   const b = snap.brokers.find((x) => String(x.id) === key);
   if (!b) return null;
+  const c = ui.configs && ui.configs.id === key ? ui.configs : null;
   return ['Broker ' + b.id, dl([['Address', b.host ? esc(b.host) + ':' + b.port : '–'], ['Rack', esc(b.rack || '–')],
     ['State', b.alive ? 'alive' : b.fenced ? 'fenced' : 'dead or absent'], ['Size', bytes(b.size)],
-    ['Log dirs', (b.log_dirs || []).map((d) => esc(d.dir) + ': ' + bytes(d.size)).join('<br>') || '–']])];
+    ['Log dirs', (b.log_dirs || []).map((d) => esc(d.dir) + ': ' + bytes(d.size)).join('<br>') || '–']]) + configsHTML(c, ui.showDefaults)];
+}
+
+// configsHTML shows a broker's configuration as DescribeConfigs gave it:
+// the entries set anywhere but the defaults, then (on demand) the
+// defaults, each with where its value comes from.
+function configsHTML(c, showDefaults) {
+  const reload = '<button type="button" class="linkish" data-focus="configs-reload" data-configs-reload>Ask again</button>';
+  let h = '<h3>Configuration</h3>';
+  if (!c || c.state === 'loading') return h + '<p class="muted" data-configs="loading">Asking the cluster…</p>';
+  if (c.state === 'error') return h + '<p class="warn" data-configs="error">' + esc(c.error) + '</p>' + reload;
+  const rows = (xs) => '<table class="configs"><thead><tr><th>Name and source</th><th>Value</th></tr></thead><tbody>' +
+    xs.map((x) => '<tr data-config="' + esc(x.name) + '" data-source="' + esc(x.source) + '"><td>' + esc(x.name) +
+      '<br><span class="muted">' + esc(x.source) + '</span></td><td class="value">' +
+      (x.sensitive ? '<span class="muted">(sensitive)</span>' : x.value == null ? '–' : esc(x.value)) + '</td></tr>').join('') +
+    '</tbody></table>';
+  const set = c.data.configs.filter((x) => !x.default);
+  const defaults = c.data.configs.filter((x) => x.default);
+  h += set.length ? rows(set) : '<p class="muted">Every entry at its default.</p>';
+  if (defaults.length) {
+    h += '<p><button type="button" class="linkish" data-focus="configs-defaults" data-configs-defaults aria-expanded="' + showDefaults + '">' +
+      (showDefaults ? 'Hide' : 'Show') + ' the ' + defaults.length + ' entries at their defaults</button> · ' + reload + '</p>';
+    if (showDefaults) h += rows(defaults);
+  }
+  return h;
 }
 
 const kinds = { partition: partitionDetails, group: groupDetails, txn: txnDetails, topic: topicDetails, broker: brokerDetails };
 
 // details returns [title, html] for the selection, or null if it is gone.
-export function details(snap, sel) {
+export function details(snap, sel, ui) {
   const fn = sel && kinds[sel.kind];
-  return fn ? fn(snap, sel.key) : null;
+  return fn ? fn(snap, sel.key, ui) : null;
 }

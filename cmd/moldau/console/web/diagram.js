@@ -36,6 +36,11 @@ export class Diagram {
   }
 
   onClick(ev) {
+    const broker = ev.target.closest('button[data-select-broker]');
+    if (broker) {
+      this.ui.select('broker', broker.dataset.selectBroker);
+      return;
+    }
     const toggle = ev.target.closest('button[data-toggle-topic]');
     if (toggle) {
       const topic = toggle.dataset.toggleTopic;
@@ -55,6 +60,9 @@ export class Diagram {
       this.rebuild(snap);
     } else {
       this.update(snap);
+    }
+    for (const card of this.brokersEl.querySelectorAll('.broker[data-broker-id]')) {
+      card.setAttribute('aria-current', String(!!this.ui.isSelected('broker', card.dataset.brokerId)));
     }
   }
 
@@ -93,7 +101,7 @@ export class Diagram {
     // is: both are crossed out, the text tells them apart.
     let h = '<section class="broker ' + state + '" data-broker-id="' + b.id + '" data-state="' + state + '" data-down="' + !b.alive +
       '" aria-label="Broker ' + b.id + ', ' + state + '">' +
-      '<header><h3>Broker ' + b.id + (b.id === snap.controller_id ? ' <span class="badge">controller</span>' : '') + '</h3>' +
+      '<header><h3><button type="button" class="select-broker" data-select-broker="' + b.id + '">Broker ' + b.id + '</button>' + (b.id === snap.controller_id ? ' <span class="badge">controller</span>' : '') + '</h3>' +
       '<span class="addr">' + addr + '</span>' +
       '<span class="state">' + state + '</span>' +
       '<span class="size" data-size>' + bytes(b.size) + '</span></header><div class="lanes">';

@@ -1,6 +1,6 @@
 // The tables under the diagram: topics (a topic row expands to its
-// partitions), groups (with a lag sparkline), transactions, brokers and
-// metrics. A row with details is a focusable control: click, Enter or
+// partitions), groups (with a lag sparkline), transactions, brokers,
+// the decoded records of the internal topics and metrics. A row with details is a focusable control: click, Enter or
 // Space selects it and the details panel shows it. Keys join names with
 // "|" (never in a Kafka topic name; an HTML attribute cannot hold NUL).
 
@@ -69,6 +69,26 @@ export function brokersTable(snap, ui) {
     bytes(b.size), (b.log_dirs || []).map((d) => esc(d.dir) + (d.error ? ' <span class="warn">' + esc(d.error) + '</span>' : '')).join('<br>'),
   ], ui.isSelected('broker', String(b.id))));
   return table(['Id', 'Address', 'Rack', 'State', 'Size', 'Log dirs'], rows, 'No brokers.');
+}
+
+// internalTable lists the decoded records of __consumer_offsets and
+// __transaction_state, newest first, of one kind if ui.internalKind is
+// set. A tombstone (a deletion) is struck through.
+export function internalTable(snap, ui) {
+  const events = snap.internal || [];
+  const rows = [];
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if (ui.internalKind && e.kind !== ui.internalKind) continue;
+    rows.push('<tr data-event-kind="' + esc(e.kind) + '" data-deleted="' + !!e.deleted + '"' +
+      (e.group ? ' data-event-group="' + esc(e.group) + '"' : '') +
+      (e.transactional_id ? ' data-event-txn="' + esc(e.transactional_id) + '" data-event-state="' + esc(e.state || '') + '"' : '') + '>' +
+      '<td>' + new Date(e.time).toLocaleTimeString() + '</td><td>' + esc(e.topic) + '-' + e.partition + '</td><td>' + num(e.offset) +
+      '</td><td>' + esc(e.kind) + (e.deleted ? ' (deleted)' : '') + '</td><td>' + esc(e.text) + '</td></tr>');
+  }
+  const empty = snap.replay ? 'A recorded run does not keep the internal topics\' records.'
+    : events.length ? 'No records of this kind among the last ' + events.length + '.' : 'No records read yet.';
+  return table(['Time', 'Partition', 'Offset', 'Kind', 'Record'], rows, empty);
 }
 
 export function metricsTable(snap) {
