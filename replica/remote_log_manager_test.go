@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -293,5 +294,79 @@ func TestRemoteReadRefusesOversizedBatch(t *testing.T) {
 	recs, first, next, err := readBatchesFrom(bytes.NewReader(raw), 0, 1<<20, int64(len(raw)), true)
 	if err != nil || !bytes.Equal(recs, raw) || first != 0 || next != 1 {
 		t.Fatalf("good batch: %v first %d next %d", err, first, next)
+	}
+}
+
+// failingDeletes fails the deletions it is told to after the store
+// deleted the segment's objects, as a broker killed before it recorded
+// DELETE_SEGMENT_FINISHED leaves it.
+type failingDeletes struct {
+	*remote.LocalTieredStorage
+	fail int
+}
+
+func (f *failingDeletes) DeleteLogSegmentData(ctx context.Context, m *remote.RemoteLogSegmentMetadata) error {
+	if err := f.LocalTieredStorage.DeleteLogSegmentData(ctx, m); err != nil || f.fail == 0 {
+		return err
+	}
+	f.fail--
+	return errors.New("killed before recording the deletion")
+}
+
+// A deletion cut short (DELETE_SEGMENT_STARTED recorded, the objects
+// deleted, DELETE_SEGMENT_FINISHED not, as a kill -9 leaves it) is
+// finished by the next expiration
+// pass of another RemoteLogManager on the same metadata and store, as
+// after a restart: nothing of the segment is left in the store, its
+// metadata ends DELETE_SEGMENT_FINISHED, the log start moves past it, and
+// the segments retention keeps are untouched.
+func TestRemoteLogManagerResumesCutDeletion(t *testing.T) {
+	l, tp := rlmTestLog(t)
+	local, err := remote.NewLocalTieredStorage(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := &rlmTestMetadata{store: remote.NewRemoteLogMetadataStore()}
+	rlmTestFill(t, l)
+	ctx := context.Background()
+	first := NewRemoteLogManager(1, &failingDeletes{LocalTieredStorage: local, fail: 1}, md, slogDiscard(), nil)
+	copied, err := first.CopyLogSegments(ctx, tp, l, func() bool { return true })
+	if err != nil || copied < 3 {
+		t.Fatalf("copied %d: %v", copied, err)
+	}
+	if _, err := l.DeleteOldSegments(); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := md.ListRemoteLogSegments(tp)
+	oldest := segs[0]
+	// DeleteRecords past the oldest segment: expiration deletes it, and
+	// the deletion is cut short.
+	if _, err := l.DeleteRecordsBefore(oldest.EndOffset + 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.ExpireRemoteSegments(ctx, tp, l, -1, -1); err == nil {
+		t.Fatal("a deletion cut short was not reported")
+	}
+	if segs, _ := md.ListRemoteLogSegments(tp); len(segs) == 0 || segs[0].ID != oldest.ID || segs[0].State != remote.DeleteSegmentStarted {
+		t.Fatalf("after the cut deletion the oldest segment's metadata is %+v, want DELETE_SEGMENT_STARTED", segs[0])
+	}
+
+	restarted := NewRemoteLogManager(1, local, md, slogDiscard(), nil)
+	n, err := restarted.ExpireRemoteSegments(ctx, tp, l, -1, -1)
+	if err != nil || n != 1 {
+		t.Fatalf("the next pass deleted %d segments: %v", n, err)
+	}
+	ids, _ := local.ListSegments(tp)
+	if slices.Contains(ids, oldest.ID.ID) || len(ids) != copied-1 {
+		t.Fatalf("the store holds %d segments (the cut one among them: %v), want %d", len(ids), slices.Contains(ids, oldest.ID.ID), copied-1)
+	}
+	left, _ := md.ListRemoteLogSegments(tp)
+	for _, s := range left {
+		if s.ID == oldest.ID || s.State != remote.CopySegmentFinished {
+			t.Fatalf("metadata after the resumed deletion: %+v", s)
+		}
+	}
+	if l.LogStartOffset() != oldest.EndOffset+1 {
+		t.Fatalf("log start %d, want %d", l.LogStartOffset(), oldest.EndOffset+1)
 	}
 }
