@@ -7,8 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/moldau/moldau/cmd/moldau/promtext"
 )
 
 // brokerSample is what the bench reads from a broker's /metrics
@@ -28,15 +29,16 @@ type brokerSample struct {
 	copyLagBytes, copyLagSegments     float64
 }
 
-// The metric names brokerSample reads.
-const (
-	metricCPU                = "process_cpu_seconds_total"
-	metricRemoteCopyBytes    = "kafka_server_brokertopicmetrics_remotecopybytes_total"
-	metricRemoteFetchBytes   = "kafka_server_brokertopicmetrics_remotefetchbytes_total"
-	metricRemoteCopyRequests = "kafka_server_brokertopicmetrics_remotecopyrequests_total"
-	metricRemoteCopyLagBytes = "kafka_server_brokertopicmetrics_remotecopylagbytes"
-	metricRemoteCopyLagSegs  = "kafka_server_brokertopicmetrics_remotecopylagsegments"
-)
+// brokerMetrics are the metrics brokerSample reads, by name: the process
+// CPU, then the topic's tiered-storage meters and gauges.
+var brokerMetrics = map[string]func(*brokerSample) *float64{
+	"process_cpu_seconds_total":                                func(s *brokerSample) *float64 { return &s.cpuSeconds },
+	"kafka_server_brokertopicmetrics_remotecopybytes_total":    func(s *brokerSample) *float64 { return &s.remoteCopyBytes },
+	"kafka_server_brokertopicmetrics_remotecopyrequests_total": func(s *brokerSample) *float64 { return &s.remoteCopyRequests },
+	"kafka_server_brokertopicmetrics_remotefetchbytes_total":   func(s *brokerSample) *float64 { return &s.remoteFetchBytes },
+	"kafka_server_brokertopicmetrics_remotecopylagbytes":       func(s *brokerSample) *float64 { return &s.copyLagBytes },
+	"kafka_server_brokertopicmetrics_remotecopylagsegments":    func(s *brokerSample) *float64 { return &s.copyLagSegments },
+}
 
 // scrapeBroker reads a brokerSample for topic from a Prometheus text
 // exposition at url (a broker's /metrics).
@@ -66,72 +68,26 @@ func parseBrokerSample(r io.Reader, topic string) (brokerSample, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, labels, v, ok := parseSampleLine(sc.Text())
-		if !ok {
+		name, labels, value, ok := promtext.SplitSample(sc.Text())
+		field, known := brokerMetrics[name]
+		if !ok || !known {
 			continue
 		}
-		var into *float64
-		switch name {
-		case metricCPU:
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return s, fmt.Errorf("metric %s: %w", name, err)
+		}
+		if name == "process_cpu_seconds_total" {
 			s.cpuSeconds, cpu = v, true
-			continue
-		case metricRemoteCopyBytes:
-			into = &s.remoteCopyBytes
-		case metricRemoteFetchBytes:
-			into = &s.remoteFetchBytes
-		case metricRemoteCopyRequests:
-			into = &s.remoteCopyRequests
-		case metricRemoteCopyLagBytes:
-			into = &s.copyLagBytes
-		case metricRemoteCopyLagSegs:
-			into = &s.copyLagSegments
-		default:
-			continue
-		}
-		if labels["topic"] == topic {
-			*into += v
+		} else if t, _ := promtext.LabelValue(labels, "topic"); t == topic {
+			*field(&s) += v
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return s, err
 	}
 	if !cpu {
-		return s, fmt.Errorf("no %s in the metrics", metricCPU)
+		return s, fmt.Errorf("no process_cpu_seconds_total in the metrics")
 	}
 	return s, nil
-}
-
-// parseSampleLine splits a sample line of the text exposition,
-// `name{label="value",...} value [timestamp]`; false for comments and
-// lines it cannot read. Label values are taken as they are quoted, with
-// no escapes (topic names have none).
-func parseSampleLine(line string) (name string, labels map[string]string, v float64, ok bool) {
-	if line == "" || line[0] == '#' {
-		return "", nil, 0, false
-	}
-	end := strings.IndexAny(line, "{ ")
-	if end <= 0 {
-		return "", nil, 0, false
-	}
-	name, rest := line[:end], line[end:]
-	if rest[0] == '{' {
-		rb := strings.IndexByte(rest, '}')
-		if rb < 0 {
-			return "", nil, 0, false
-		}
-		labels = map[string]string{}
-		for _, kv := range strings.Split(rest[1:rb], ",") {
-			k, val, found := strings.Cut(kv, "=")
-			if found {
-				labels[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(val), `"`)
-			}
-		}
-		rest = rest[rb+1:]
-	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return "", nil, 0, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	return name, labels, v, err == nil
 }

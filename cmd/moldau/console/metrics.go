@@ -7,8 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/moldau/moldau/cmd/moldau/promtext"
 )
 
 // The few broker totals the console reads from a Prometheus /metrics page
@@ -87,22 +88,14 @@ func parseMetrics(r io.Reader, m *Metrics) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
+		name, _, value, ok := promtext.SplitSample(sc.Text())
+		if !ok {
 			continue
-		}
-		name, rest, _ := strings.Cut(line, " ")
-		if i := strings.IndexByte(name, '{'); i >= 0 {
-			name = name[:i]
-			if j := strings.LastIndexByte(line, '}'); j >= 0 {
-				rest = strings.TrimSpace(line[j+1:])
-			}
 		}
 		field, ok := metricNames[name]
 		if !ok {
 			continue
 		}
-		value, _, _ := strings.Cut(strings.TrimSpace(rest), " ") // a timestamp may follow
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			return fmt.Errorf("metric %s: %v", name, err)
