@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -45,19 +44,10 @@ var brokerMetrics = map[string]func(*brokerSample) *float64{
 func scrapeBroker(ctx context.Context, url, topic string) (brokerSample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return brokerSample{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return brokerSample{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return brokerSample{}, fmt.Errorf("scraping %s: %s", url, resp.Status)
-	}
-	return parseBrokerSample(resp.Body, topic)
+	var s brokerSample
+	cpu := false
+	err := promtext.Scrape(ctx, http.DefaultClient, url, 64<<20, s.add(topic, &cpu))
+	return s, sampleErr(err, cpu)
 }
 
 // parseBrokerSample reads a brokerSample for topic from a Prometheus text
@@ -65,29 +55,34 @@ func scrapeBroker(ctx context.Context, url, topic string) (brokerSample, error) 
 func parseBrokerSample(r io.Reader, topic string) (brokerSample, error) {
 	var s brokerSample
 	cpu := false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, labels, value, ok := promtext.SplitSample(sc.Text())
+	err := promtext.Parse(r, s.add(topic, &cpu))
+	return s, sampleErr(err, cpu)
+}
+
+// add adds each sample of a metric in brokerMetrics (of topic, but the
+// CPU) to s, and notes in cpu that the CPU was there.
+func (s *brokerSample) add(topic string, cpu *bool) func(name, labels, value string) error {
+	return func(name, labels, value string) error {
 		field, known := brokerMetrics[name]
-		if !ok || !known {
-			continue
+		if !known {
+			return nil
 		}
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return s, fmt.Errorf("metric %s: %w", name, err)
+			return fmt.Errorf("metric %s: %w", name, err)
 		}
 		if name == "process_cpu_seconds_total" {
-			s.cpuSeconds, cpu = v, true
+			s.cpuSeconds, *cpu = v, true
 		} else if t, _ := promtext.LabelValue(labels, "topic"); t == topic {
-			*field(&s) += v
+			*field(s) += v
 		}
+		return nil
 	}
-	if err := sc.Err(); err != nil {
-		return s, err
+}
+
+func sampleErr(err error, cpu bool) error {
+	if err == nil && !cpu {
+		err = fmt.Errorf("no process_cpu_seconds_total in the metrics")
 	}
-	if !cpu {
-		return s, fmt.Errorf("no process_cpu_seconds_total in the metrics")
-	}
-	return s, nil
+	return err
 }

@@ -3,7 +3,47 @@
 // them: a line at a time, with no types or help, no escapes undone.
 package promtext
 
-import "strings"
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Scrape GETs url with c and calls each for every sample of the first
+// maxBytes of the page (see Parse).
+func Scrape(ctx context.Context, c *http.Client, url string, maxBytes int64, each func(name, labels, value string) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return Parse(io.LimitReader(resp.Body, maxBytes), each)
+}
+
+// Parse calls each for every sample line of r (SplitSample); an error
+// from each stops it and is returned.
+func Parse(r io.Reader, each func(name, labels, value string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if name, labels, value, ok := SplitSample(sc.Text()); ok {
+			if err := each(name, labels, value); err != nil {
+				return err
+			}
+		}
+	}
+	return sc.Err()
+}
 
 // SplitSample splits a sample line, `name{labels} value [timestamp]`, into
 // its metric name, the text between the braces (empty without them) and
