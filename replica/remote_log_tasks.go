@@ -81,7 +81,8 @@ type remoteLog struct {
 	deleting map[remote.TopicIdPartition]bool
 }
 
-// StartRemoteLog runs tiered storage: every TaskInterval, each partition
+// StartRemoteLog runs tiered storage: every TaskInterval (and at once
+// when this broker starts leading a tiered partition), each partition
 // this broker leads whose log is tiered copies its closed segments and
 // expires remote ones (Kafka's RLMCopyTask and RLMExpirationTask), and
 // consumer fetches below a tiered log's local start are served from
