@@ -112,19 +112,7 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 		cfg.Manager.metrics, rl.metrics = metrics, metrics
 	}
 	m.remote.Store(rl)
-	m.bg.Go(func(done <-chan struct{}) {
-		t := time.NewTicker(cfg.TaskInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			case <-rl.kick:
-			}
-			m.runRemoteLogTasks(rl)
-		}
-	})
+	m.bg.EveryOrWake(cfg.TaskInterval, rl.kick, func() { m.runRemoteLogTasks(rl) })
 }
 
 // kickRemoteLog runs a round of the remote log tasks now, as Kafka
