@@ -282,7 +282,13 @@
 // fails with OFFSET_MOVED_TO_TIERED_STORAGE for the caller to serve from
 // remote storage. A follower starting over past its leader's local start
 // takes the leader epochs and producer state below it from a remote
-// segment's indexes (RestoreRemoteLogAuxState). tiered.go has the rules.
+// segment's indexes (RestoreRemoteLogAuxState). Loading keeps the leader
+// epochs down to the checkpointed log start (none: 0, as Kafka's
+// LogLoader), not the first local offset: a restart that lost the
+// checkpoint entry, or loads a log before its topic's config says tiered,
+// still answers OffsetForLeaderEpoch below the local start once the log
+// start is known again (SetConfig, RestoreLogStartFromRemote, which cut
+// the epochs there). tiered.go has the rules.
 //
 // # Compaction
 //

@@ -173,7 +173,24 @@ func (l *Log) SetConfig(cfg Config) {
 		l.highestRemote.Store(-1)
 		l.segMu.Unlock()
 	}
+	if !l.cfg.RemoteStorageEnable {
+		// A log that is not tiered starts at its first local offset:
+		// the leader epochs below it, kept at load in case the log
+		// was tiered (loadLeaderEpochs), go.
+		l.truncateEpochsToLogStartLocked()
+	}
 	l.mu.Unlock()
+}
+
+// truncateEpochsToLogStartLocked drops the leader epochs wholly below the
+// log start; mu held.
+func (l *Log) truncateEpochsToLogStartLocked() {
+	l.segMu.RLock()
+	start := l.logStartLocked()
+	l.segMu.RUnlock()
+	if err := l.epochs.truncateFromStart(start); err != nil {
+		l.logger.Warn("writing leader-epoch-checkpoint failed", "partition", l.tp.String(), "err", err)
+	}
 }
 
 // MinInSyncReplicas is the config's min.insync.replicas, read without the

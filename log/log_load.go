@@ -375,7 +375,15 @@ func (ld *logLoader) loadProducerState() error {
 	return err
 }
 
-// loadLeaderEpochs reads leader-epoch-checkpoint, cut to the log's range.
+// loadLeaderEpochs reads leader-epoch-checkpoint, cut to the log's range:
+// at the end, the log end; at the start, the checkpointed log start (none:
+// 0), not the first local offset, as Kafka's LogLoader does. A tiered
+// log's start may be below its first local segment, and the log may not
+// know yet that it is tiered (the broker loads its logs before it has the
+// topics' configs) nor, without a checkpoint entry (a kill -9 before the
+// first checkpoint after local retention), where below: the epochs down
+// there are kept until the config (SetConfig) or the remote metadata
+// (RestoreLogStartFromRemote) says where the log starts.
 func (ld *logLoader) loadLeaderEpochs() error {
 	p, l := ld.p, ld.l
 	var err error
@@ -387,7 +395,7 @@ func (ld *logLoader) loadLeaderEpochs() error {
 	if err := l.epochs.truncateFromEnd(l.leo); err != nil {
 		return err
 	}
-	return l.epochs.truncateFromStart(l.logStartLocked())
+	return l.epochs.truncateFromStart(max(p.logStartOffset, 0))
 }
 
 // loadPartitionMetadata reads the topic id from partition.metadata,

@@ -113,16 +113,28 @@ func (l *Log) UpdateLogStartOffsetFromRemoteTier(offset int64) (int64, error) {
 // its start below the local one: after a restart whose
 // log-start-offset-checkpoint lacked it (a kill before the first
 // checkpoint, or a log loaded before its topic's config said tiered).
-// A log start known already is never moved. It returns the log start.
+// A log start known already is never moved. Then, as Kafka's leader does
+// with the log start it finds (findLogStartOffset), the leader-epoch
+// cache, kept whole below the local start at load, is cut to the log
+// start (offset not below the local start: the local start). It returns
+// the log start.
 func (l *Log) RestoreLogStartFromRemote(offset int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.segMu.Lock()
-	defer l.segMu.Unlock()
-	if l.tiered.Load() && l.remoteStart < 0 && offset >= 0 && offset < l.logStart {
+	if !l.tiered.Load() {
+		defer l.segMu.Unlock()
+		return l.logStartLocked()
+	}
+	if l.remoteStart < 0 && offset >= 0 && offset < l.logStart {
 		l.remoteStart = offset
 		l.logger.Info("log start offset restored from remote storage", "partition", l.tp.String(),
 			"log_start_offset", offset, "local_log_start_offset", l.logStart)
 	}
-	return l.logStartLocked()
+	start := l.logStartLocked()
+	l.segMu.Unlock()
+	l.truncateEpochsToLogStartLocked()
+	return start
 }
 
 // localRetention returns the retention.ms and retention.bytes that apply

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -190,4 +191,132 @@ func TestTieredLogStartAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A tiered log restarted without its log-start-offset-checkpoint entry (a
+// kill -9 within log.flush.start.offset.checkpoint.interval.ms of local
+// retention deleting segments), or loaded before its config said tiered,
+// keeps the leader epochs that ended below its local start: Kafka's
+// LogLoader truncates the cache only to the checkpointed log start, 0
+// when there is none. Once the log start is known again (from the remote
+// metadata, or the checkpoint), the cache is cut there.
+func TestTieredLogKeepsEpochsBelowLocalStartAfterRestart(t *testing.T) {
+	cfg := ltTieredConfig()
+	untiered := cfg
+	untiered.RemoteStorageEnable = false
+	for _, tc := range []struct {
+		name       string
+		ckpt       int64 // the log-start-offset-checkpoint entry, -1: none
+		loadConfig Config
+	}{
+		{"no checkpoint, config known at load", -1, cfg},
+		{"no checkpoint, loaded before the config", -1, untiered},
+		{"checkpoint, loaded before the config", 0, untiered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, want, hw, local := ltTieredEpochLog(t, cfg)
+			if len(want) != 3 || want[1].StartOffset != 80 || want[2].StartOffset != 160 || local <= want[2].StartOffset {
+				t.Fatalf("epochs %v, local start %d: want epochs 1 and 2 to end below the local start", want, local)
+			}
+			l := ltReload(t, dir, tc.loadConfig, tc.ckpt, hw)
+			defer l.Close()
+			l.SetConfig(cfg)
+			if got := l.RestoreLogStartFromRemote(0); got != 0 {
+				t.Fatalf("log start %d after the restore, want 0", got)
+			}
+			if got := l.LeaderEpochEntries(); !slices.Equal(got, want) {
+				t.Fatalf("epochs after restart %v, want %v", got, want)
+			}
+			for epoch, end := range map[int32]int64{1: 80, 2: 160} {
+				if e, o := l.EndOffsetForEpoch(epoch); e != epoch || o != end {
+					t.Fatalf("OffsetForLeaderEpoch(%d) = %d, %d; want %d, %d", epoch, e, o, epoch, end)
+				}
+			}
+			// Remote retention moves the log start past epoch 1: the
+			// cache follows it.
+			if _, err := l.UpdateLogStartOffsetFromRemoteTier(100); err != nil {
+				t.Fatal(err)
+			}
+			if got := l.LeaderEpochEntries(); got[0] != (EpochEntry{Epoch: 2, StartOffset: 100}) {
+				t.Fatalf("epochs after the log start moved to 100: %v", got)
+			}
+		})
+	}
+	// A log that turns out not tiered starts at its first local offset,
+	// and its epochs with it.
+	dir, _, hw, local := ltTieredEpochLog(t, cfg)
+	l := ltReload(t, dir, untiered, -1, hw)
+	defer l.Close()
+	l.SetConfig(untiered)
+	if got := l.LeaderEpochEntries(); len(got) != 1 || got[0] != (EpochEntry{Epoch: 3, StartOffset: local}) {
+		t.Fatalf("not tiered: epochs %v, want epoch 3 from the local start %d", got, local)
+	}
+}
+
+// A tiered log whose remote metadata holds nothing below its local start
+// (remote retention took it all) starts at its local start, and its
+// leader epochs below it go, as Kafka's findLogStartOffset falls back to
+// the local log start and moves the log start there.
+func TestTieredLogRestoreLogStartCutsEpochs(t *testing.T) {
+	cfg := ltTieredConfig()
+	dir, _, hw, local := ltTieredEpochLog(t, cfg)
+	l := ltReload(t, dir, cfg, -1, hw)
+	defer l.Close()
+	if got := l.RestoreLogStartFromRemote(local); got != local {
+		t.Fatalf("log start %d, want the local %d", got, local)
+	}
+	if got := l.LeaderEpochEntries(); len(got) != 1 || got[0] != (EpochEntry{Epoch: 3, StartOffset: local}) {
+		t.Fatalf("epochs %v, want epoch 3 from the local start %d", got, local)
+	}
+}
+
+// ltTieredConfig is a tiered log's config with 20 KiB of local retention
+// and no total retention.
+func ltTieredConfig() Config {
+	cfg := ltConfig()
+	cfg.RemoteStorageEnable = true
+	cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	cfg.LocalRetentionBytes = 20 << 10
+	return cfg
+}
+
+// ltTieredEpochLog writes a closed tiered log of 240 records in leader
+// epochs 1 (offsets 0-79), 2 (80-159) and 3, all but the last closed
+// segment copied and deleted by local retention, and returns its dir,
+// its epochs, high watermark and local log start.
+func ltTieredEpochLog(t *testing.T, cfg Config) (dir string, epochs []EpochEntry, hw, local int64) {
+	t.Helper()
+	clock := newLtClock()
+	dir = t.TempDir()
+	l, _ := ltOpen(t, dir, cfg, clock, false, nil)
+	for i := 0; i < 120; i++ {
+		if _, err := l.Append(ltBatch(t, ltBatchSpec{n: 2, valueSize: 400, ts: clock.Now().UnixMilli()}), int32(1+i/40)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.UpdateHighWatermark(l.LogEndOffset())
+	cands := l.CopyableSegments()
+	l.UpdateHighestOffsetInRemoteStorage(cands[len(cands)-2].NextOffset - 1)
+	if _, err := l.DeleteOldSegments(); err != nil {
+		t.Fatal(err)
+	}
+	epochs, hw, local = l.LeaderEpochEntries(), l.HighWatermark(), l.LocalLogStartOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, epochs, hw, local
+}
+
+// ltReload loads the log in dir as after a kill: with cfg, the
+// log-start-offset-checkpoint entry ckpt (-1: none) and high watermark hw.
+func ltReload(t *testing.T, dir string, cfg Config, ckpt, hw int64) *Log {
+	t.Helper()
+	l, _, err := loadLog(logParams{
+		dir: dir, tp: TopicPartition{"t", 0}, cfg: cfg, fsys: OSFS{}, logger: ltLogger(t), now: newLtClock().Now,
+		logStartOffset: ckpt, highWatermark: hw, recoveryPoint: 0,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

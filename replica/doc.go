@@ -151,7 +151,9 @@
 //
 // remote_log_tasks.go runs it (StartRemoteLog, called by the broker with
 // remote.log.storage.system.enable): every
-// remote.log.manager.task.interval.ms, for each partition led here whose
+// remote.log.manager.task.interval.ms, and at once after a metadata
+// update makes this broker lead a tiered partition (as Kafka schedules a
+// new leader's copy task with no delay), for each partition led here whose
 // topic has remote.storage.enable, at most remote.log.manager.thread.pool.size
 // at once, a new leader first sets the highest offset copied (and the log
 // start, if the checkpoint lacked it after a crash) from the remote

@@ -84,6 +84,7 @@ func (m *Manager) applyDelta(d *metadata.Delta, im *metadata.Image) {
 	}
 	var led, lost, created int
 	var failed creationFailures
+	var leading []TopicPartition
 	for t, parts := range d.ChangedPartitions() {
 		for _, i := range parts {
 			tp := TopicPartition{Topic: t.Name, Partition: i}
@@ -91,6 +92,7 @@ func (m *Manager) applyDelta(d *metadata.Delta, im *metadata.Image) {
 			switch change {
 			case becameLeader:
 				led++
+				leading = append(leading, tp)
 			case lostLeadership:
 				lost++
 			}
@@ -107,6 +109,14 @@ func (m *Manager) applyDelta(d *metadata.Delta, im *metadata.Image) {
 	}
 	failed.log(m)
 	m.applyConfigs(d, im)
+	// After the configs: a log loaded at start-up learns there that it
+	// is tiered.
+	for _, tp := range leading {
+		if p := m.Partition(tp); p != nil && p.Log.Tiered() {
+			m.kickRemoteLog()
+			break
+		}
+	}
 	// Never under a partition lock: the updates above released theirs.
 	for _, tp := range touched {
 		m.fetchP.CheckAndComplete(tp)

@@ -102,15 +102,16 @@ func (r *RemoteLogManager) waitCopyQuota(ctx context.Context, size int64, leadin
 // findHighestRemoteOffset): the end of the last finished segment whose
 // epochs the log's own history has. A log that does not know its start
 // below the local one (after a restart) gets it back from the finished
-// segments that reach the local log start without a gap.
+// segments that reach the local log start without a gap, or, if none
+// does, learns that it starts at its local start (Kafka's
+// findLogStartOffset); either way its leader epochs below the log start
+// go.
 func (r *RemoteLogManager) SyncCopiedOffset(tp remote.TopicIdPartition, l *log.Log) error {
 	segs, err := r.rlmm.ListRemoteLogSegments(tp)
 	if err != nil {
 		return err
 	}
-	if start := remoteRunStart(segs, l.LocalLogStartOffset()); start < l.LocalLogStartOffset() {
-		l.RestoreLogStartFromRemote(start)
-	}
+	l.RestoreLogStartFromRemote(remoteRunStart(segs, l.LocalLogStartOffset()))
 	for _, s := range slices.Backward(segs) {
 		if s.State != remote.CopySegmentFinished {
 			continue

@@ -60,7 +60,9 @@ type remoteLog struct {
 	cfg     RemoteLogConfig
 	metrics *remoteLogMetrics
 	readers chan struct{} // a token per running remote read
-	pending atomic.Int64  // remote reads waiting or running
+	// kick runs a round now, not at the next TaskInterval (kickRemoteLog).
+	kick    chan struct{}
+	pending atomic.Int64 // remote reads waiting or running
 	// fetchQuota is remote.log.manager.fetch.max.bytes.per.second.
 	fetchQuota *ReplicationQuota
 
@@ -79,7 +81,8 @@ type remoteLog struct {
 	deleting map[remote.TopicIdPartition]bool
 }
 
-// StartRemoteLog runs tiered storage: every TaskInterval, each partition
+// StartRemoteLog runs tiered storage: every TaskInterval (and at once
+// when this broker starts leading a tiered partition), each partition
 // this broker leads whose log is tiered copies its closed segments and
 // expires remote ones (Kafka's RLMCopyTask and RLMExpirationTask), and
 // consumer fetches below a tiered log's local start are served from
@@ -97,7 +100,7 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 	if cfg.ListOffsetsTimeout <= 0 {
 		cfg.ListOffsetsTimeout = 30 * time.Second
 	}
-	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), synced: map[TopicPartition]int32{}, gaugeTopics: map[string]bool{},
+	rl := &remoteLog{cfg: cfg, readers: make(chan struct{}, cfg.ReaderThreads), kick: make(chan struct{}, 1), synced: map[TopicPartition]int32{}, gaugeTopics: map[string]bool{},
 		orphanSince: map[remote.TopicIdPartition]time.Time{}, deleting: map[remote.TopicIdPartition]bool{},
 		fetchQuota: NewReplicationQuota(cfg.FetchQuotaWindows, cfg.FetchQuotaWindowSize, nil)}
 	cfg.Manager.copyQuota = NewReplicationQuota(cfg.CopyQuotaWindows, cfg.CopyQuotaWindowSize, nil)
@@ -109,7 +112,22 @@ func (m *Manager) StartRemoteLog(cfg RemoteLogConfig) {
 		cfg.Manager.metrics, rl.metrics = metrics, metrics
 	}
 	m.remote.Store(rl)
-	m.bg.Every(cfg.TaskInterval, func() { m.runRemoteLogTasks(rl) })
+	m.bg.EveryOrWake(cfg.TaskInterval, rl.kick, func() { m.runRemoteLogTasks(rl) })
+}
+
+// kickRemoteLog runs a round of the remote log tasks now, as Kafka
+// schedules a new leader's RLMCopyTask with no initial delay: a tiered
+// log whose log start the restart did not find (no checkpoint entry)
+// gets it back from the remote metadata at once, not a
+// remote.log.manager.task.interval.ms later. Nothing when tiered storage
+// does not run here; never blocks.
+func (m *Manager) kickRemoteLog() {
+	if rl := m.remote.Load(); rl != nil {
+		select {
+		case rl.kick <- struct{}{}:
+		default: // a round is due already
+		}
+	}
 }
 
 // SetRemoteLogQuotas sets remote.log.manager.copy.max.bytes.per.second

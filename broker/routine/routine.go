@@ -56,6 +56,13 @@ func (g *Group) Go(fn func(done <-chan struct{})) bool {
 // Every runs fn every interval, in one tracked goroutine, until Stop. A
 // non-positive interval starts nothing and reports false.
 func (g *Group) Every(interval time.Duration, fn func()) bool {
+	return g.EveryOrWake(interval, nil, fn)
+}
+
+// EveryOrWake is Every that also runs fn when wake receives (a send to a
+// channel of capacity 1 that never blocks asks for a run soon; nil:
+// never).
+func (g *Group) EveryOrWake(interval time.Duration, wake <-chan struct{}, fn func()) bool {
 	if interval <= 0 {
 		return false
 	}
@@ -67,8 +74,9 @@ func (g *Group) Every(interval time.Duration, fn func()) bool {
 			case <-done:
 				return
 			case <-t.C:
-				fn()
+			case <-wake:
 			}
+			fn()
 		}
 	})
 }

@@ -60,3 +60,20 @@ func TestContext(t *testing.T) {
 	cancel2()
 	<-ctx2.Done()
 }
+
+// EveryOrWake runs fn when woken, long before its interval.
+func TestGroupEveryOrWake(t *testing.T) {
+	var g Group
+	defer g.StopAndWait()
+	wake := make(chan struct{}, 1)
+	ran := make(chan struct{}, 1)
+	g.EveryOrWake(time.Hour, wake, func() { ran <- struct{}{} })
+	for range 3 {
+		wake <- struct{}{}
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Fatal("woken, fn did not run")
+		}
+	}
+}

@@ -36,6 +36,10 @@ Modes:
             first to fill the topic.
   e2e       producers and consumers at once; latency is from send to receipt,
             from an 8-byte timestamp at the start of each record value
+  upload    tiered storage: follow a broker's copies of a topic's segments to
+            remote storage (after --set remote.storage.enable=true, say)
+            until they stop; reports MiB/s and broker CPU-seconds per GiB
+            copied
   floor     the cost of moving bytes on this machine with no Kafka at all:
             length-prefixed frames over loopback TCP into a file, acknowledged
             per frame; reports CPU-seconds per GiB
@@ -48,7 +52,7 @@ Run 'moldau bench MODE --help' for a mode's flags and JSON fields.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, benchUsage)
-		return errors.New("bench: missing mode (produce, consume, e2e or floor)")
+		return errors.New("bench: missing mode (produce, consume, e2e, upload or floor)")
 	}
 	mode, args := args[0], args[1:]
 	switch mode {
@@ -58,6 +62,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return runKafkaBench(ctx, cfg, stdout, stderr)
+	case "upload":
+		cfg, err := parseUploadFlags(args, stderr)
+		if err != nil || cfg == nil {
+			return err
+		}
+		return runUploadBench(ctx, cfg, stdout, stderr)
 	case "floor":
 		cfg, err := parseFloorFlags(args, stderr)
 		if err != nil || cfg == nil {
@@ -97,6 +107,7 @@ type kafkaBenchConfig struct {
 	group             string // consume: a classic consumer group's consumers instead of assigned partitions
 	shareGroup        string // consume: a share group's consumers, accepting every record
 	createTopic       bool
+	topicConfigs      map[string]*string // --topic-config, for a topic the run creates
 	deleteTopic       bool
 	deleteTopicSet    bool
 	json              bool
@@ -128,7 +139,11 @@ p99 latency of that second, errors); at the end a summary on stdout, or with
   client_cpu_seconds (this process, user+system),
   broker_cpu_seconds, broker_cpu_cores, broker_cpu_seconds_per_gib
     (--metrics-url only, else null: the broker's process_cpu_seconds_total
-    over the run, divided by the elapsed time and by the GiB in "bytes").
+    over the run, divided by the elapsed time and by the GiB in "bytes"),
+  broker_remote_copy_bytes, broker_remote_fetch_bytes (--metrics-url only,
+    else null: the topic's bytes the broker copied to and read from remote
+    storage over the run, from kafka_server_brokertopicmetrics_
+    remotecopybytes_total and remotefetchbytes_total; 0 without tiering).
 `
 
 // parseKafkaBenchFlags parses produce, consume and e2e flags; it returns
@@ -156,6 +171,7 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 	fs.StringVar(&c.group, "group", "", "consume: the consumers join this consumer group (classic protocol) and read the topic from its start")
 	fs.StringVar(&c.shareGroup, "share-group", "", "consume: the consumers join this share group (KIP-932, share.auto.offset.reset=earliest) and accept every record")
 	fs.BoolVar(&c.createTopic, "create-topic", true, "create the topic if it is missing (produce, e2e)")
+	topicConfigs := fs.StringArray("topic-config", nil, "topic config key=value of a topic the run creates (repeatable), e.g. remote.storage.enable=true")
 	fs.BoolVar(&c.deleteTopic, "delete-topic", false, "delete the topic at the end (default: only if this run created it)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as one JSON object on stdout")
 	fs.StringVar(&c.metricsURL, "metrics-url", "", "broker /metrics URL: report the broker's CPU-seconds and CPU-seconds per GiB")
@@ -180,6 +196,9 @@ func parseKafkaBenchFlags(mode string, args []string, stderr io.Writer) (*kafkaB
 		return nil, err
 	}
 	c.deleteTopicSet = fs.Changed("delete-topic")
+	if c.topicConfigs, err = parseConfigPairs("--topic-config", *topicConfigs); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(c.brokers) == 0:
 		return nil, errors.New("--brokers: need at least one")
@@ -286,6 +305,8 @@ type benchSummary struct {
 	BrokerCPUSeconds       *float64        `json:"broker_cpu_seconds"`
 	BrokerCPUCores         *float64        `json:"broker_cpu_cores"`
 	BrokerCPUSecondsPerGiB *float64        `json:"broker_cpu_seconds_per_gib"`
+	RemoteCopyBytes        *int64          `json:"broker_remote_copy_bytes"`
+	RemoteFetchBytes       *int64          `json:"broker_remote_fetch_bytes"`
 }
 
 // fill sets the totals, rates and latency from stats over elapsed.
@@ -355,6 +376,26 @@ func (s *benchSummary) write(w io.Writer, asJSON bool) error {
 		}
 		b.WriteString("\n")
 	}
+	if s.RemoteCopyBytes != nil && (*s.RemoteCopyBytes != 0 || *s.RemoteFetchBytes != 0) {
+		fmt.Fprintf(&b, "  remote      %.2f MiB copied to the store, %.2f MiB read from it\n",
+			float64(*s.RemoteCopyBytes)/mib, float64(*s.RemoteFetchBytes)/mib)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// parseConfigPairs reads key=value flags into configs.
+func parseConfigPairs(flag string, kvs []string) (map[string]*string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s %q: expected key=value", flag, kv)
+		}
+		out[k] = &v
+	}
+	return out, nil
 }

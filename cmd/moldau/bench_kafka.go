@@ -65,9 +65,9 @@ func runKafkaBench(ctx context.Context, c *kafkaBenchConfig, stdout, stderr io.W
 		sum.Consumers = min(c.consumers, len(partitions))
 	}
 
-	var brokerCPU0 float64
+	var broker0 brokerSample
 	if c.metricsURL != "" {
-		if brokerCPU0, err = scrapeCPU(ctx, c.metricsURL); err != nil {
+		if broker0, err = scrapeBroker(ctx, c.metricsURL, c.topic); err != nil {
 			return fmt.Errorf("--metrics-url: %w", err)
 		}
 	}
@@ -89,12 +89,15 @@ func runKafkaBench(ctx context.Context, c *kafkaBenchConfig, stdout, stderr io.W
 	sum.ClientCPUSeconds = (user1 - user0 + sys1 - sys0).Seconds()
 	if c.metricsURL != "" {
 		// The run may have been interrupted: scrape with a fresh context.
-		brokerCPU1, err := scrapeCPU(context.Background(), c.metricsURL)
+		broker1, err := scrapeBroker(context.Background(), c.metricsURL, c.topic)
 		if err != nil {
 			fmt.Fprintf(stderr, "bench: --metrics-url: %v\n", err)
 		} else {
-			cpu := brokerCPU1 - brokerCPU0
+			cpu := broker1.cpuSeconds - broker0.cpuSeconds
 			sum.BrokerCPUSeconds = &cpu
+			copied := int64(broker1.remoteCopyBytes - broker0.remoteCopyBytes)
+			fetched := int64(broker1.remoteFetchBytes - broker0.remoteFetchBytes)
+			sum.RemoteCopyBytes, sum.RemoteFetchBytes = &copied, &fetched
 			cores := 0.0
 			if sum.ElapsedSeconds > 0 {
 				cores = cpu / sum.ElapsedSeconds
@@ -115,7 +118,7 @@ func runKafkaBench(ctx context.Context, c *kafkaBenchConfig, stdout, stderr io.W
 // topic and the partitions, sorted.
 func prepareTopic(ctx context.Context, adm *kadm.Client, c *kafkaBenchConfig) (created bool, partitions []int32, err error) {
 	if c.mode != "consume" && c.createTopic {
-		_, err := adm.CreateTopic(ctx, c.partitions, c.replicationFactor, nil, c.topic)
+		_, err := adm.CreateTopic(ctx, c.partitions, c.replicationFactor, c.topicConfigs, c.topic)
 		switch {
 		case err == nil:
 			created = true

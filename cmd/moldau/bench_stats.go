@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,49 +161,3 @@ func fmtMs(d time.Duration) string { return strconv.FormatFloat(ms(d), 'f', 3, 6
 
 // ms is d in milliseconds rounded to the microsecond.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// scrapeCPU reads process_cpu_seconds_total from a Prometheus text
-// exposition at url (a broker's /metrics).
-func scrapeCPU(ctx context.Context, url string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("scraping %s: %s", url, resp.Status)
-	}
-	return parseCPUSeconds(resp.Body)
-}
-
-// parseCPUSeconds finds the process_cpu_seconds_total sample in a Prometheus
-// text exposition.
-func parseCPUSeconds(r io.Reader) (float64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "process_cpu_seconds_total")
-		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		if i := strings.IndexByte(rest, '}'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		return strconv.ParseFloat(f[0], 64)
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("no process_cpu_seconds_total in the metrics")
-}

@@ -249,24 +249,36 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
-func TestParseCPUSeconds(t *testing.T) {
+func TestParseBrokerSample(t *testing.T) {
 	text := "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n" +
 		"# TYPE process_cpu_seconds_total counter\n" +
 		"process_cpu_seconds_total_other 9\n" +
-		"process_cpu_seconds_total 12.34\n"
-	got, err := parseCPUSeconds(strings.NewReader(text))
-	if err != nil || got != 12.34 {
-		t.Fatalf("parseCPUSeconds = %v, %v; want 12.34", got, err)
+		"process_cpu_seconds_total 12.34\n" +
+		`kafka_server_brokertopicmetrics_remotecopybytes_total{topic="t"} 1.048576e+06` + "\n" +
+		`kafka_server_brokertopicmetrics_remotecopybytes_total{topic="t2"} 7` + "\n" +
+		`kafka_server_brokertopicmetrics_remotecopyrequests_total{topic="t"} 3` + "\n" +
+		`kafka_server_brokertopicmetrics_remotefetchbytes_total{topic="t"} 42` + "\n" +
+		`kafka_server_brokertopicmetrics_remotecopylagbytes{topic="t"} 5` + "\n" +
+		`kafka_server_brokertopicmetrics_remotecopylagsegments{topic="t"} 1` + "\n" +
+		`kafka_server_brokertopicmetrics_remotecopylagsegments_other{topic="t"} 8` + "\n"
+	got, err := parseBrokerSample(strings.NewReader(text), "t")
+	want := brokerSample{cpuSeconds: 12.34, remoteCopyBytes: 1 << 20, remoteCopyRequests: 3, remoteFetchBytes: 42, copyLagBytes: 5, copyLagSegments: 1}
+	if err != nil || got != want {
+		t.Fatalf("parseBrokerSample = %+v, %v; want %+v", got, err, want)
 	}
-	if _, err := parseCPUSeconds(strings.NewReader("up 1\n")); err == nil {
-		t.Fatal("want an error when the metric is missing")
+	if got, err := parseBrokerSample(strings.NewReader(text), "other"); err != nil || got != (brokerSample{cpuSeconds: 12.34}) {
+		t.Fatalf("another topic: %+v, %v", got, err)
+	}
+	if _, err := parseBrokerSample(strings.NewReader("up 1\n"), "t"); err == nil {
+		t.Fatal("want an error when process_cpu_seconds_total is missing")
 	}
 }
 
 // startBenchBroker starts an in-process broker and returns its bootstrap
 // address and /metrics URL.
-func startBenchBroker(t *testing.T) (seed, metrics string) {
-	b := brokertest.Start(t, "moldau.metrics.listener=127.0.0.1:0")
+func startBenchBroker(t *testing.T, overrides ...string) (seed, metrics string) {
+	t.Helper()
+	b := brokertest.Start(t, append([]string{"moldau.metrics.listener=127.0.0.1:0"}, overrides...)...)
 	return b.Addr("").String(), "http://" + b.MetricsAddr().String() + "/metrics"
 }
 
@@ -472,5 +484,41 @@ func TestBenchGroups(t *testing.T) {
 		if err := runBench(ctx, append(bad, "--brokers", seed), &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("bench %v: no error", bad)
 		}
+	}
+}
+
+// TestBenchTiered: the figures of tiered storage (issue 24). bench upload
+// turns tiering on for a filled topic and follows its copies to the end;
+// a consumer from the beginning then reads what local retention deleted
+// from the store, and a produce run into a tiered topic reports the
+// copies made meanwhile.
+func TestBenchTiered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	seed, metrics := startBenchBroker(t, "remote.log.storage.system.enable=true", "rsm.config.dir="+t.TempDir(),
+		"remote.log.manager.task.interval.ms=100", "log.retention.check.interval.ms=100")
+	ctx := context.Background()
+	common := []string{"--brokers", seed, "--topic", "bench-tiered", "--metrics-url", metrics}
+	prod := runBenchJSON[benchSummary](t, ctx, append([]string{"produce", "--records", "6000", "--acks", "1", "--partitions", "2",
+		"--record-size", "1024", "--delete-topic=false", "--topic-config", "segment.bytes=1048576"}, common...)...)
+	if prod.RemoteCopyBytes == nil || *prod.RemoteCopyBytes != 0 {
+		t.Fatalf("produce into a topic not tiered: %v bytes copied", prod.RemoteCopyBytes)
+	}
+	up := runBenchJSON[uploadSummary](t, ctx, append([]string{"upload", "--settle", "1s", "--timeout", "1m",
+		"--set", "remote.storage.enable=true", "--set", "local.retention.bytes=1048576"}, common...)...)
+	// Two partitions of about 3 MiB each: two closed segments each.
+	if up.TimedOut || up.Interrupted || up.CopiedSegments < 4 || up.CopiedBytes < 4<<20 || up.ElapsedSeconds <= 0 ||
+		up.MiBPerSec <= 0 || up.BrokerCPUSeconds <= 0 || up.BrokerCPUSecondsPerGiB == nil || up.CopyLagBytes != 0 {
+		t.Fatalf("upload: %+v", up)
+	}
+	cons := runBenchJSON[benchSummary](t, ctx, append([]string{"consume", "--duration", "30s"}, common...)...)
+	if cons.Records != 6000 || cons.RemoteFetchBytes == nil || *cons.RemoteFetchBytes < 2<<20 {
+		t.Fatalf("consume from the beginning: %d records, %v bytes from the store", cons.Records, cons.RemoteFetchBytes)
+	}
+	more := runBenchJSON[benchSummary](t, ctx, append([]string{"produce", "--records", "4000", "--acks", "1", "--record-size", "1024"}, common...)...)
+	checkSummary(t, more, true)
+	if more.RemoteCopyBytes == nil {
+		t.Fatal("produce into a tiered topic: no copy figure")
 	}
 }

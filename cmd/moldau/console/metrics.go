@@ -1,14 +1,13 @@
 package console
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/moldau/moldau/cmd/moldau/promtext"
 )
 
 // The few broker totals the console reads from a Prometheus /metrics page
@@ -66,48 +65,27 @@ func rate(a, b, dt float64) float64 {
 }
 
 func (p *Poller) scrapeOne(ctx context.Context, url string, m *Metrics) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := p.httpc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return parseMetrics(io.LimitReader(resp.Body, maxMetricsBytes), m)
+	return promtext.Scrape(ctx, p.httpc, url, maxMetricsBytes, sumMetrics(m))
 }
 
 // parseMetrics sums the samples of the metrics in metricNames over their
 // labels, from the Prometheus text format.
 func parseMetrics(r io.Reader, m *Metrics) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, rest, _ := strings.Cut(line, " ")
-		if i := strings.IndexByte(name, '{'); i >= 0 {
-			name = name[:i]
-			if j := strings.LastIndexByte(line, '}'); j >= 0 {
-				rest = strings.TrimSpace(line[j+1:])
-			}
-		}
+	return promtext.Parse(r, sumMetrics(m))
+}
+
+// sumMetrics adds each sample of a metric in metricNames to m.
+func sumMetrics(m *Metrics) func(name, labels, value string) error {
+	return func(name, _, value string) error {
 		field, ok := metricNames[name]
 		if !ok {
-			continue
+			return nil
 		}
-		value, _, _ := strings.Cut(strings.TrimSpace(rest), " ") // a timestamp may follow
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			return fmt.Errorf("metric %s: %v", name, err)
 		}
 		*field(m) += v
+		return nil
 	}
-	return sc.Err()
 }
