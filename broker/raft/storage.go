@@ -41,6 +41,10 @@ type metadataLog struct {
 	// convertedConf are the last offsets of the conf-change proposals the
 	// last append turned into VotersRecord batches (the leader's own).
 	convertedConf []int64
+	// segmentBytes is metadata.log.segment.bytes: append writes the
+	// batches of one call in runs no larger, as the log refuses a write
+	// larger than a segment.
+	segmentBytes int
 
 	hs *pb.HardState // as persisted in quorum-state
 	// snap is the newest snapshot (zero Offset: none); snapIndex its raft
@@ -386,6 +390,15 @@ func (s *metadataLog) append(ents []*pb.Entry, self int32, now int64) error {
 			}
 		}
 		next += int64(h.LastOffsetDelta) + 1
+		if len(buf) > 0 && len(buf)+len(e.Data) > s.segmentBytes {
+			// Batches that each fit a segment may not fit one
+			// together (a follower's entries from a leader with small
+			// segments): write those so far first.
+			if _, err := s.l.AppendAsFollower(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
 		buf = append(buf, e.Data...)
 	}
 	s.buf = buf

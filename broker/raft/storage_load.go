@@ -49,7 +49,7 @@ func openMetadataLog(cfg Config, logger *slog.Logger) (*metadataLog, *loadedSnap
 		logger.Warn("truncated a torn tail of the metadata log", "bytes", res.TruncatedBytes, "log_end_offset", l.LogEndOffset())
 	}
 	static := staticVoterSet(cfg.Voters, cfg.ListenerName)
-	s := &metadataLog{l: l, fsys: cfg.FS, dir: dir, logger: logger, static: static, base0: static}
+	s := &metadataLog{l: l, fsys: cfg.FS, dir: dir, logger: logger, static: static, base0: static, segmentBytes: int(cfg.SegmentBytes)}
 	if snap != nil {
 		if set, ok := snapshotVoters(snap.data); ok {
 			s.base0, s.snapHasVoters = set, true
