@@ -30,12 +30,13 @@ type rolesCluster struct {
 
 // rolesMetadataSettings make the metadata log small: snapshots every few
 // KiB and segments deleted behind them, so that a restarted broker
-// catches up across snapshots. Only for small topics: a batch larger than
-// a segment (the 50 partitions of __consumer_offsets are 4 KiB) stops the
-// quorum; Kafka refuses segments below 8 MiB (metadata.log.segment.min.bytes).
+// catches up across snapshots (segments below metadata.log.segment.bytes'
+// 8 MiB, through the setting for tests). Only for small topics: a batch
+// larger than a segment (the 50 partitions of __consumer_offsets are 4
+// KiB) stops the quorum.
 var rolesMetadataSettings = []string{
 	"metadata.log.max.record.bytes.between.snapshots=2048",
-	"metadata.log.segment.bytes=2048",
+	"internal.metadata.log.segment.bytes=2048",
 	"metadata.max.retention.bytes=1",
 }
 
