@@ -50,110 +50,19 @@ func TestReassignmentUnderLoad(t *testing.T) {
 	prod := newClient(t, joinSeeds(seeds), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("move"),
 		kgo.RecordDeliveryTimeout(2*time.Minute))
 	sp := startSequenceProducer(ctx, prod, 200, 100)
-	var wg sync.WaitGroup
-	seen := map[uint64]int{}
-	var seenMu sync.Mutex
-	cons := newClient(t, joinSeeds(seeds), kgo.ConsumerGroup("movers"), kgo.ConsumeTopics("move"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	wg.Add(1)
-	cctx, stopConsumer := context.WithCancel(ctx)
-	go func() {
-		defer wg.Done()
-		for cctx.Err() == nil {
-			fs := cons.PollFetches(cctx)
-			fs.EachRecord(func(r *kgo.Record) {
-				seenMu.Lock()
-				seen[binary.BigEndian.Uint64(r.Value)]++
-				seenMu.Unlock()
-			})
-			if err := cons.CommitUncommittedOffsets(cctx); err != nil && cctx.Err() == nil {
-				t.Logf("commit: %v", err)
-			}
-		}
-	}()
+	group := startSeqGroupConsumer(t, ctx, joinSeeds(seeds), "movers", "move")
 	sp.waitAcked(t, 5000, 30*time.Second)
 
-	req := kadm.AlterPartitionAssignmentsReq{}
-	for p := range int32(partitions) {
-		req.Assign("move", p, []int32{3, 4})
-	}
-	resp, err := adm.AlterPartitionAssignments(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
-		if r.Err != nil {
-			t.Fatalf("reassign %s-%d: %v", r.Topic, r.Partition, r.Err)
-		}
-	})
+	reassign(t, ctx, adm, "move", [][]int32{{3, 4}, {3, 4}, {3, 4}})
 	started := time.Now()
-	eventually(t, 90*time.Second, func() error {
-		moving := kadm.TopicsSet{}
-		for p := range int32(partitions) {
-			moving.Add("move", p)
-		}
-		listed, err := adm.ListPartitionReassignments(ctx, moving)
-		if err != nil {
-			return err
-		}
-		if n := len(listed.Sorted()); n > 0 {
-			return fmt.Errorf("%d partitions still reassigning", n)
-		}
-		md, err := adm.Metadata(ctx, "move")
-		if err != nil {
-			return err
-		}
-		for p := range int32(partitions) {
-			pd := md.Topics["move"].Partitions[p]
-			if got := slices.Sorted(slices.Values(pd.Replicas)); !slices.Equal(got, []int32{3, 4}) || (pd.Leader != 3 && pd.Leader != 4) || len(pd.ISR) != 2 {
-				return fmt.Errorf("move-%d: replicas %v leader %d ISR %v", p, pd.Replicas, pd.Leader, pd.ISR)
-			}
-		}
-		return nil
-	})
+	waitReplicas(t, ctx, adm, "move", [][]int32{{3, 4}, {3, 4}, {3, 4}}, 2)
 	t.Logf("three partitions moved from brokers {1,2} to {3,4} in %v under load", time.Since(started).Round(10*time.Millisecond))
 	// The old replicas are gone from brokers 1 and 2.
-	eventually(t, 30*time.Second, func() error {
-		for _, n := range nodes[:2] {
-			for p := range partitions {
-				if _, err := os.Stat(filepath.Join(n.dir, fmt.Sprintf("move-%d", p))); err == nil {
-					return fmt.Errorf("broker %d still has move-%d", n.id, p)
-				}
-			}
-		}
-		return nil
-	})
-	sp.stopAndFlush(t, ctx, prod)
-	acked, failed := sp.results()
-	if len(failed) > 0 {
-		t.Fatalf("%d records not acknowledged, the first: %v", len(failed), failed[0])
-	}
-	total := len(acked)
-	eventually(t, 60*time.Second, func() error {
-		seenMu.Lock()
-		defer seenMu.Unlock()
-		if len(seen) < total {
-			return fmt.Errorf("consumed %d of %d", len(seen), total)
-		}
-		return nil
-	})
-	stopConsumer()
-	wg.Wait()
-	// The log holds every acknowledged record exactly once.
-	inLog := countValues(t, ctx, joinSeeds(seeds), "move")
-	var want int64
-	for _, n := range inLog {
-		want += int64(n)
-	}
-	for _, a := range acked {
-		if inLog[a.seq] != 1 {
-			t.Fatalf("acknowledged record %d is in the log %d times", a.seq, inLog[a.seq])
-		}
-	}
-	if int64(len(acked)) != want {
-		t.Fatalf("%d records in the log, %d acknowledged", want, len(acked))
-	}
-	t.Logf("%d records acknowledged, each in the log once; the group consumed them all", total)
+	eventually(t, 30*time.Second, func() error { return dirsGone(nodes[:2], "move", partitions) })
+	acked := sp.stopAndCheck(t, ctx, prod)
+	group.readExactlyOnce(t, ctx, adm, acked)
+	logHoldsOnce(t, ctx, joinSeeds(seeds), "move", acked)
+	t.Logf("%d records acknowledged, each in the log once; the group read each once", len(acked))
 	kcatAgrees(t, seeds, adm, "move", partitions)
 
 	// And back with the command line, as kafka-reassign-partitions.sh:
@@ -286,19 +195,8 @@ func TestThrottledReassignmentRate(t *testing.T) {
 	}
 	// Past the first windows (the burst a sampled rate allows), over
 	// eight seconds.
-	start := time.Now()
-	eventually(t, 30*time.Second, func() error {
-		if replIn() == 0 {
-			return fmt.Errorf("broker 3 has not started fetching")
-		}
-		return nil
-	})
-	time.Sleep(3 * time.Second) // measuring a rate over time: the wait is the measurement
-	from, t0 := replIn(), time.Now()
-	time.Sleep(8 * time.Second)
-	got := (replIn() - from) / time.Since(t0).Seconds()
-	t.Logf("throttled move: broker 3 replicated %.0f B/s (bound %d B/s) between %.1f s and %.1f s into the move",
-		got, rate, t0.Sub(start).Seconds(), time.Since(start).Seconds())
+	got := throttledRate(t, replIn, 8*time.Second)
+	t.Logf("throttled move: broker 3 replicated %.0f B/s (bound %d B/s)", got, rate)
 	if got < 0.9*rate || got > 1.1*rate {
 		t.Fatalf("replication rate %.0f B/s, want within 10%% of %d", got, rate)
 	}
@@ -334,6 +232,23 @@ func TestThrottledReassignmentRate(t *testing.T) {
 	})
 }
 
+// throttledRate measures how fast bytes grows, in bytes a second, over
+// the given time once it has grown and three seconds have passed (the
+// burst a sampled rate allows in its first windows).
+func throttledRate(t *testing.T, bytes func() float64, over time.Duration) float64 {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		if bytes() == 0 {
+			return fmt.Errorf("the moving replicas have not started fetching")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // measuring a rate over time: the wait is the measurement
+	from, t0 := bytes(), time.Now()
+	time.Sleep(over)
+	return (bytes() - from) / time.Since(t0).Seconds()
+}
+
 func hasConfig(cs []kadm.Config, key, value string) bool {
 	for _, c := range cs {
 		if c.Key == key && c.Value != nil && *c.Value == value {
@@ -341,4 +256,165 @@ func hasConfig(cs []kadm.Config, key, value string) bool {
 		}
 	}
 	return false
+}
+
+// seqGroupConsumer is a consumer group member that counts the sequence
+// numbers (sequenceProducer's) it reads and commits after every poll.
+type seqGroupConsumer struct {
+	cl           *kgo.Client
+	group, topic string
+	mu           sync.Mutex
+	seen         map[uint64]int
+	stop         context.CancelFunc
+	done         chan struct{}
+}
+
+func startSeqGroupConsumer(t *testing.T, ctx context.Context, seeds, group, topic string) *seqGroupConsumer {
+	g := &seqGroupConsumer{group: group, topic: topic, seen: map[uint64]int{}, done: make(chan struct{})}
+	g.cl = newClient(t, seeds, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	cctx, stop := context.WithCancel(ctx)
+	g.stop = stop
+	go func() {
+		defer close(g.done)
+		for cctx.Err() == nil {
+			fs := g.cl.PollFetches(cctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				g.mu.Lock()
+				g.seen[binary.BigEndian.Uint64(r.Value)]++
+				g.mu.Unlock()
+			})
+			if err := g.cl.CommitUncommittedOffsets(cctx); err != nil && cctx.Err() == nil {
+				t.Logf("commit: %v", err)
+			}
+		}
+	}()
+	t.Cleanup(func() { stop(); <-g.done })
+	return g
+}
+
+// readExactlyOnce waits until the group has read every acknowledged
+// record and committed its topic's end offsets, then stops it and checks
+// that it read each acknowledged record once and nothing else.
+func (g *seqGroupConsumer) readExactlyOnce(t *testing.T, ctx context.Context, adm *kadm.Client, acked []ackedRecord) {
+	t.Helper()
+	ends := map[int32]int64{}
+	for _, a := range acked {
+		ends[a.partition] = max(ends[a.partition], a.offset+1)
+	}
+	eventually(t, 60*time.Second, func() error {
+		g.mu.Lock()
+		n := len(g.seen)
+		g.mu.Unlock()
+		if n < len(acked) {
+			return fmt.Errorf("the group read %d of %d records", n, len(acked))
+		}
+		committed, err := adm.FetchOffsets(ctx, g.group)
+		if err != nil {
+			return err
+		}
+		for p, end := range ends {
+			if o, ok := committed.Lookup(g.topic, p); !ok || o.At != end {
+				return fmt.Errorf("%s-%d: committed %+v, end %d", g.topic, p, o, end)
+			}
+		}
+		return nil
+	})
+	g.stop()
+	<-g.done
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, a := range acked {
+		if g.seen[a.seq] != 1 {
+			t.Fatalf("the group read acknowledged record %d %d times", a.seq, g.seen[a.seq])
+		}
+	}
+	if len(g.seen) != len(acked) {
+		t.Fatalf("the group read %d distinct records, %d were acknowledged", len(g.seen), len(acked))
+	}
+}
+
+// reassign starts moving topic's partitions to the given replicas.
+func reassign(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, replicas [][]int32) {
+	t.Helper()
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for p, rs := range replicas {
+		req.Assign(topic, int32(p), rs)
+	}
+	if err := assignAll(ctx, adm, req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assignAll sends req and returns the first partition's error.
+func assignAll(ctx context.Context, adm *kadm.Client, req kadm.AlterPartitionAssignmentsReq) error {
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil {
+			return fmt.Errorf("reassign %s-%d: %w", r.Topic, r.Partition, r.Err)
+		}
+	}
+	return nil
+}
+
+// waitReplicas waits until no partition of topic is reassigning and each
+// has the given replicas (in order), a leader among them and isr
+// replicas in sync.
+func waitReplicas(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, replicas [][]int32, isr int) {
+	t.Helper()
+	eventually(t, 90*time.Second, func() error {
+		set := kadm.TopicsSet{}
+		for p := range replicas {
+			set.Add(topic, int32(p))
+		}
+		listed, err := adm.ListPartitionReassignments(ctx, set)
+		if err != nil {
+			return err
+		}
+		if n := len(listed.Sorted()); n > 0 {
+			return fmt.Errorf("%d partitions of %s still reassigning", n, topic)
+		}
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		for p, want := range replicas {
+			pd := md.Topics[topic].Partitions[int32(p)]
+			if !slices.Equal(pd.Replicas, want) || !slices.Contains(want, pd.Leader) || len(pd.ISR) != isr {
+				return fmt.Errorf("%s-%d: replicas %v leader %d ISR %v, want replicas %v", topic, p, pd.Replicas, pd.Leader, pd.ISR, want)
+			}
+		}
+		return nil
+	})
+}
+
+// dirsGone says which of the nodes still has a directory of topic's
+// partitions.
+func dirsGone(nodes []clusterNode, topic string, partitions int) error {
+	for _, n := range nodes {
+		for p := range partitions {
+			if _, err := os.Stat(filepath.Join(n.dir, fmt.Sprintf("%s-%d", topic, p))); err == nil {
+				return fmt.Errorf("broker %d still has %s-%d", n.id, topic, p)
+			}
+		}
+	}
+	return nil
+}
+
+// logHoldsOnce checks that topic's log holds each acknowledged record
+// once and nothing else.
+func logHoldsOnce(t *testing.T, ctx context.Context, seeds, topic string, acked []ackedRecord) {
+	t.Helper()
+	inLog := countValues(t, ctx, seeds, topic)
+	for _, a := range acked {
+		if inLog[a.seq] != 1 {
+			t.Fatalf("acknowledged record %d is in the log %d times", a.seq, inLog[a.seq])
+		}
+	}
+	if len(inLog) != len(acked) {
+		t.Fatalf("%d distinct records in the log, %d acknowledged", len(inLog), len(acked))
+	}
 }

@@ -95,3 +95,16 @@ func (p *sequenceProducer) results() ([]ackedRecord, []error) {
 	defer p.mu.Unlock()
 	return append([]ackedRecord(nil), p.acked...), append([]error(nil), p.failed...)
 }
+
+// stopAndCheck stops producing, waits for every record in flight and
+// returns the acknowledged records; it fails the test if any record was
+// not acknowledged.
+func (p *sequenceProducer) stopAndCheck(t *testing.T, ctx context.Context, cl *kgo.Client) []ackedRecord {
+	t.Helper()
+	p.stopAndFlush(t, ctx, cl)
+	acked, failed := p.results()
+	if len(failed) > 0 {
+		t.Fatalf("%d records not acknowledged, the first: %v", len(failed), failed[0])
+	}
+	return acked
+}

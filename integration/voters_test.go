@@ -262,9 +262,9 @@ func startReplaceClusterWith(t *testing.T, extra ...string) *rolesCluster {
 		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		"moldau.metrics.listener=", "broker.session.timeout.ms=4000", "broker.heartbeat.interval.ms=500",
 		// Small snapshots, but segments larger than the batches of topics
-		// created concurrently (a batch over metadata.log.segment.bytes
-		// stops the quorum; Kafka requires 8 MiB segments).
-		"metadata.log.max.record.bytes.between.snapshots=2048", "metadata.log.segment.bytes=65536",
+		// created concurrently (a batch over the segment size stops the
+		// quorum; metadata.log.segment.bytes is at least 8 MiB).
+		"metadata.log.max.record.bytes.between.snapshots=2048", "internal.metadata.log.segment.bytes=65536",
 		"metadata.max.retention.bytes=1"}, extra...)
 	c.start = func(id int32) {
 		var settings []string

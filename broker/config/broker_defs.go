@@ -68,7 +68,7 @@ var brokerDefs = []*Def{
 	def("controller.quorum.request.timeout.ms", TypeInt, 2000, Medium, "Timeout of a request of the metadata quorum.", atLeast(0)),
 	def("broker.session.timeout.ms", TypeInt, 9000, Medium, "A broker that sends no heartbeat to the active controller for this long is fenced: the partitions it leads move or go offline.", atLeast(1)),
 	def("broker.heartbeat.interval.ms", TypeInt, 2000, Medium, "The interval between a broker's heartbeats to the active controller.", atLeast(1)),
-	def("metadata.log.segment.bytes", TypeInt, 1073741824, High, "The size of a segment of the metadata log.", atLeast(12)),
+	def("metadata.log.segment.bytes", TypeInt, 1073741824, High, "The size of a segment of the metadata log. At least 8 MiB, the largest metadata batch, as Kafka requires: a batch larger than a segment would stop the quorum. Tests may set smaller segments with the internal internal.metadata.log.segment.bytes.", atLeast(8<<20)),
 	def("metadata.log.max.record.bytes.between.snapshots", TypeLong, int64(20971520), High, "The bytes of new records in the metadata log after which a new metadata snapshot is written.", atLeast(1)),
 	def("metadata.max.retention.bytes", TypeLong, int64(104857600), High, "The size of the metadata log and snapshots beyond which old snapshots and segments are deleted (-1: no limit).", atLeast(-1)),
 	def("metadata.max.retention.ms", TypeLong, int64(604800000), High, "How long old metadata snapshots and segments are kept (-1: no limit).", atLeast(-1)),

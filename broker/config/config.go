@@ -182,6 +182,13 @@ func BrokerDef(name string) (*Def, bool) { d, ok := brokerIndex[name]; return d,
 // TopicDef returns the definition of a topic config.
 func LookupTopicDef(name string) (*TopicDef, bool) { d, ok := topicIndex[name]; return d, ok }
 
+// internalMetadataLogSegmentBytes is Kafka's internal (undescribed, for
+// tests only) internal.metadata.log.segment.bytes: metadata segments
+// below the 8 MiB metadata.log.segment.bytes allows, so that tests see
+// snapshots and deleted segments after a few KiB of metadata.
+var internalMetadataLogSegmentBytes = def("internal.metadata.log.segment.bytes", TypeInt, nil, Low,
+	"The size of a segment of the metadata log, only for testing: it overrides metadata.log.segment.bytes.", atLeast(12))
+
 // Load reads a server.properties file (path "" means none: all defaults)
 // and applies overrides ("key=value"). It returns warnings for unknown keys.
 // A bad value is an error naming the key, the value and what was expected.
@@ -219,6 +226,10 @@ func Load(path string, overrides []string) (*KafkaConfig, []string, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		d := brokerDefFor(k) // listener.name.<listener>.<key> too
+		if k == internalMetadataLogSegmentBytes.Name {
+			d = internalMetadataLogSegmentBytes
+			warnings = append(warnings, "overriding internal.metadata.log.segment.bytes is only supported for testing; setting this value too low may lead to an inability to write batches of metadata records")
+		}
 		if d == nil && pluginProperty(static, k) {
 			continue // the remote storage and metadata managers' own
 		}
@@ -576,6 +587,13 @@ func (c *KafkaConfig) fillQuorum(controllerRole bool) error {
 	c.QuorumElectionTimeout = ms("controller.quorum.election.timeout.ms")
 	c.QuorumFetchTimeout = ms("controller.quorum.fetch.timeout.ms")
 	c.MetadataLogSegmentBytes = c.staticValue("metadata.log.segment.bytes").(int32)
+	if raw, ok := c.static[internalMetadataLogSegmentBytes.Name]; ok {
+		v, err := internalMetadataLogSegmentBytes.Parse(raw)
+		if err != nil {
+			return err
+		}
+		c.MetadataLogSegmentBytes = v.(int32)
+	}
 	c.MetadataSnapshotMaxNewRecordBytes = c.staticValue("metadata.log.max.record.bytes.between.snapshots").(int64)
 	c.MetadataSnapshotMaxInterval = time.Duration(c.staticValue("metadata.log.max.snapshot.interval.ms").(int64)) * time.Millisecond
 	c.MetadataMaxRetentionBytes = c.staticValue("metadata.max.retention.bytes").(int64)

@@ -101,6 +101,8 @@ func TestLoadErrors(t *testing.T) {
 		{[]string{"process.roles=broker", "controller.quorum.bootstrap.servers=h:9093"}, `controller.listener.names`},
 		{[]string{"moldau.metrics.listener=nope"}, `moldau.metrics.listener`},
 		{[]string{"novalue"}, `expected key=value`},
+		{[]string{"metadata.log.segment.bytes=2048"}, `invalid value "2048" for configuration metadata.log.segment.bytes: expected an integer >= 8388608`},
+		{[]string{"internal.metadata.log.segment.bytes=8"}, `configuration internal.metadata.log.segment.bytes: expected an integer >= 12`},
 	} {
 		_, _, err := Load("", tc.overrides)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -109,6 +111,21 @@ func TestLoadErrors(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: multi-line error %q", tc.overrides, err)
 		}
+	}
+}
+
+// Metadata segments below 8 MiB only through Kafka's setting for tests,
+// with a warning, and it is not described.
+func TestInternalMetadataSegmentBytes(t *testing.T) {
+	c, warnings, err := Load("", []string{"internal.metadata.log.segment.bytes=2048"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MetadataLogSegmentBytes != 2048 || len(warnings) != 1 || !strings.Contains(warnings[0], "only supported for testing") {
+		t.Fatalf("segment bytes %d, warnings %q", c.MetadataLogSegmentBytes, warnings)
+	}
+	if _, ok := BrokerDef("internal.metadata.log.segment.bytes"); ok {
+		t.Fatal("internal.metadata.log.segment.bytes is a described broker config")
 	}
 }
 

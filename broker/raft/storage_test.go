@@ -13,7 +13,12 @@ import (
 
 func stOpen(t *testing.T, dir string) *metadataLog {
 	t.Helper()
-	cfg, err := Config{NodeID: 1, Voters: map[int32]string{1: "127.0.0.1:1"}, Dir: dir}.withDefaults()
+	return stOpenWith(t, Config{NodeID: 1, Voters: map[int32]string{1: "127.0.0.1:1"}, Dir: dir})
+}
+
+func stOpenWith(t *testing.T, c Config) *metadataLog {
+	t.Helper()
+	cfg, err := c.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +43,26 @@ func stEntry(t *testing.T, index, term uint64, n int) *pb.Entry {
 		t.Fatal(err)
 	}
 	return &pb.Entry{Index: new(index), Term: new(term), Type: pb.EntryNormal.Enum(), Data: data}
+}
+
+// Entries whose batches each fit a segment but not together (a follower
+// of a leader with small segments) are appended, over several segments.
+func TestMetadataLogAppendLargerThanSegment(t *testing.T) {
+	dir := t.TempDir()
+	s := stOpenWith(t, Config{NodeID: 1, Voters: map[int32]string{1: "127.0.0.1:1"}, Dir: dir, SegmentBytes: 512})
+	var ents []*pb.Entry
+	for i := uint64(1); i <= 8; i++ {
+		ents = append(ents, stEntry(t, i, 1, 20)) // about 300 bytes each
+	}
+	if len(ents[0].Data) > 512 || len(ents[0].Data)*2 <= 512 {
+		t.Fatalf("a batch of %d bytes: want more than half a segment", len(ents[0].Data))
+	}
+	if err := s.append(ents, 1, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := s.LastIndex(); l != 8 || s.l.LogEndOffset() != 160 {
+		t.Fatalf("last index %d, log end %d", l, s.l.LogEndOffset())
+	}
 }
 
 func TestMetadataLogIndexOffsetMap(t *testing.T) {

@@ -75,7 +75,8 @@ follower.replication.throttled.rate on every broker of the plan's
 partitions, and the topics' leader.replication.throttled.replicas (the
 replicas now) and follower.replication.throttled.replicas (those being
 added). --verify removes those throttles once every move of the plan is
-done (unless --preserve-throttles).`,
+done, and --cancel removes them at once (either unless
+--preserve-throttles).`,
 		example: `  moldau cluster reassign --generate --topics-to-move-json-file topics.json --broker-list 4,5,6
   moldau cluster reassign --execute --reassignment-json-file plan.json --throttle 50000000
   moldau cluster reassign --verify --reassignment-json-file plan.json
@@ -91,7 +92,7 @@ done (unless --preserve-throttles).`,
 			planFile := fs.String("reassignment-json-file", "", "the plan (--execute, --verify, --cancel)")
 			brokerList := fs.String("broker-list", "", "the brokers to move to, comma-separated ids (--generate)")
 			throttle := fs.Int64("throttle", -1, "with --execute: bound the moves' replication to this many bytes/s")
-			preserve := fs.Bool("preserve-throttles", false, "with --verify: keep the throttles when the moves are done")
+			preserve := fs.Bool("preserve-throttles", false, "with --verify or --cancel: keep the throttles")
 			return func(ctx context.Context, e *env, args []string) error {
 				n := 0
 				for _, b := range []bool{*generate, *execute, *verify, *cancel, *list} {
@@ -122,7 +123,7 @@ done (unless --preserve-throttles).`,
 					case *verify:
 						return reassignVerify(rctx, e, adm, plan, *preserve)
 					default:
-						return reassignCancel(rctx, e, adm, plan)
+						return reassignCancel(rctx, e, adm, plan, *preserve)
 					}
 				})
 			}
@@ -338,12 +339,17 @@ func executeLogMoves(ctx context.Context, e *env, adm *kadm.Client, moves []logM
 	return nil
 }
 
-func reassignCancel(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
+// reassignCancel reverts the plan's moves and, as Kafka's tool, clears
+// the throttles unless told to keep them.
+func reassignCancel(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan, preserve bool) error {
 	req := kadm.AlterPartitionAssignmentsReq{}
 	for _, p := range plan.Partitions {
 		req.CancelAssign(p.Topic, p.Partition)
 	}
-	return alterAssignments(ctx, e, adm, req, func() {}, "Successfully cancelled partition reassignment", nil)
+	if err := alterAssignments(ctx, e, adm, req, func() {}, "Successfully cancelled partition reassignment", nil); err != nil || preserve {
+		return err
+	}
+	return clearPlanThrottles(ctx, e, adm, plan)
 }
 
 // alterAssignments sends req and reports each partition.
@@ -497,12 +503,19 @@ func reassignVerify(ctx context.Context, e *env, adm *kadm.Client, plan reassign
 		return fmt.Errorf("%d partition(s) or replica move(s) of the plan not done yet", pending)
 	}
 	if !preserve {
-		if err := clearThrottles(ctx, adm, topics); err != nil {
-			return err
-		}
-		if !e.json {
-			fmt.Fprintln(e.stdout, "Clearing broker-level throttles on brokers of the plan\nClearing topic-level throttles on topics "+strings.Join(topics, ","))
-		}
+		return clearPlanThrottles(ctx, e, adm, plan)
+	}
+	return nil
+}
+
+// clearPlanThrottles clears the throttles of the plan's moves and says so.
+func clearPlanThrottles(ctx context.Context, e *env, adm *kadm.Client, plan reassignmentPlan) error {
+	topics, _ := planPartitions(plan)
+	if err := clearThrottles(ctx, adm, topics); err != nil {
+		return err
+	}
+	if !e.json {
+		fmt.Fprintln(e.stdout, "Clearing broker-level throttles on brokers of the plan\nClearing topic-level throttles on topics "+strings.Join(topics, ","))
 	}
 	return nil
 }
