@@ -1,9 +1,7 @@
 package replica
 
 import (
-	"context"
 	"errors"
-	"io"
 	"testing"
 	"time"
 
@@ -11,22 +9,6 @@ import (
 
 	"github.com/moldau/moldau/log/remote"
 )
-
-// stalledStore holds every read of a segment's records until release is
-// closed (a store that stopped answering).
-type stalledStore struct {
-	*remote.LocalTieredStorage
-	release chan struct{}
-}
-
-func (s stalledStore) FetchLogSegment(ctx context.Context, m *remote.RemoteLogSegmentMetadata, start, end int64) (io.ReadCloser, error) {
-	select {
-	case <-s.release:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return s.LocalTieredStorage.FetchLogSegment(ctx, m, start, end)
-}
 
 // A ListOffsets by timestamp that must search remote storage does not
 // hold the caller (Kafka's DelayedRemoteListOffsets): ListOffsets returns
@@ -38,7 +20,7 @@ func TestListOffsetsRemoteSearchIsDelayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := stalledStore{LocalTieredStorage: local, release: make(chan struct{})}
+	store := &slowStore{LocalTieredStorage: local, release: make(chan struct{})}
 	m, p, _, localStart := tieredAuxLeader(t, store)
 	asks := []ListOffsetsPartition{
 		{TopicPartition: p.TopicPartition, CurrentLeaderEpoch: -1, Timestamp: 0}, // the first record: in the store
