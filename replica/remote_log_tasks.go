@@ -337,15 +337,26 @@ func (m *Manager) readRemote(params FetchParams, results []FetchResult, done fun
 	}
 }
 
+// acquireReader takes one of the ReaderThreads reader slots, waiting
+// for one until ctx is done (false). releaseReader gives it back.
+func (rl *remoteLog) acquireReader(ctx context.Context) bool {
+	select {
+	case rl.readers <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (rl *remoteLog) releaseReader() { <-rl.readers }
+
 // serveRemoteRead reads r's remote partition into r, once a reader slot
 // is free, within ctx.
 func (m *Manager) serveRemoteRead(ctx context.Context, rl *remoteLog, params FetchParams, r *FetchResult) {
-	select {
-	case rl.readers <- struct{}{}:
-	case <-ctx.Done():
+	if !rl.acquireReader(ctx) {
 		return
 	}
-	defer func() { <-rl.readers }()
+	defer rl.releaseReader()
 	rr := r.remote
 	data, err := rl.cfg.Manager.Read(ctx, rr.tp, rr.offset, rr.maxBytes, rr.minOneMessage, params.ReadCommitted)
 	switch {
@@ -414,12 +425,10 @@ func (q *remoteListOffset) searchRemote(ctx context.Context) (log.TimestampOffse
 	if !q.needsRemote() {
 		return log.TimestampOffset{}, false, nil
 	}
-	select {
-	case q.rl.readers <- struct{}{}:
-	case <-ctx.Done():
+	if !q.rl.acquireReader(ctx) {
 		return log.TimestampOffset{}, false, fmt.Errorf("%w: waiting for a remote reader: %v", kerr.RequestTimedOut, ctx.Err())
 	}
-	defer func() { <-q.rl.readers }()
+	defer q.rl.releaseReader()
 	l := q.p.Log
 	to, ok, err := q.rl.cfg.Manager.FindOffsetByTimestamp(ctx, remoteTopicIdPartition(q.p), q.ts, l.LogStartOffset())
 	switch {
