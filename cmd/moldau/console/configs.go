@@ -108,5 +108,5 @@ func (h *handler) brokerConfigs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, errorText(err), code)
 		return
 	}
-	writeJSONResponse(w, http.StatusOK, got)
+	WriteJSON(w, http.StatusOK, got)
 }

@@ -223,7 +223,7 @@ func (r *Replay) mount(mux *http.ServeMux) {
 		if events == nil {
 			events = []RunEvent{}
 		}
-		writeJSONResponse(w, http.StatusOK, map[string]any{
+		WriteJSON(w, http.StatusOK, map[string]any{
 			"state": r.State(), "times": times, "events": events, "dropped": r.run.Dropped,
 			"frame_interval_ms": r.run.FrameIntervalMs,
 		})
@@ -256,13 +256,6 @@ func (r *Replay) mount(mux *http.ServeMux) {
 			http.Error(w, fmt.Sprintf("unknown action %q (play, pause, seek)", a.Action), http.StatusBadRequest)
 			return
 		}
-		writeJSONResponse(w, http.StatusOK, st)
+		WriteJSON(w, http.StatusOK, st)
 	})
-}
-
-func writeJSONResponse(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
 }

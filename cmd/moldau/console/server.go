@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -94,13 +95,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	if len(cfg.Brokers) == 0 {
 		return errors.New("no brokers given")
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ClientID("moldau-console"),
-		kgo.DialTimeout(cfg.DialTimeout),
-		kgo.RetryTimeout(cfg.Timeout),
-		kgo.MetadataMinAge(cfg.Interval / 2),
-	}, cfg.ClientOpts...)...)
+	cl, err := NewClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -112,6 +107,20 @@ func Serve(ctx context.Context, cfg Config) error {
 		cfg.Mount(h.mux, poller)
 	}
 	return serve(ctx, cfg, h, poller.Run)
+}
+
+// NewClient is the kgo client a console polls cfg.Brokers with (its
+// timeouts, metadata age and cfg.ClientOpts); Serve makes one, and a
+// caller handing a Poller another cluster (SetClient) makes the next.
+func NewClient(cfg Config) (*kgo.Client, error) {
+	cfg.defaults()
+	return kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID("moldau-console"),
+		kgo.DialTimeout(cfg.DialTimeout),
+		kgo.RetryTimeout(cfg.Timeout),
+		kgo.MetadataMinAge(cfg.Interval / 2),
+	}, cfg.ClientOpts...)...)
 }
 
 // ServeReplay serves a console that plays run back instead of polling a
@@ -227,6 +236,15 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(s.data)
+}
+
+// WriteJSON answers v as JSON with status, never cached (the console's
+// API, and the dev panel's mounted beside it).
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
 }
 
 // events streams snapshots as server-sent events: the current one on

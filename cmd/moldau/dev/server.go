@@ -166,22 +166,26 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	static, _ := fs.Sub(webFS, "web")
-	first := d.cur().Cluster
-	return console.Serve(ctx, console.Config{
-		Brokers: first.Seeds(), Listen: cfg.Listen, Interval: 500 * time.Millisecond, Logger: cfg.Logger,
-		ClientOpts: []kgo.Opt{kgo.Dialer(first.DirectDialer())},
-		Scripts:    []string{"/dev/static/panel.js"},
-		Mount: func(mux *http.ServeMux, p *console.Poller) {
-			d.mu.Lock()
-			d.poller = p
-			d.mu.Unlock()
-			mux.Handle("GET /dev/static/", http.StripPrefix("/dev/static/", http.FileServerFS(static)))
-			d.routes(mux)
-			wg.Go(func() { watch(ctx, p, d.Events) })
-			wg.Go(func() { console.Record(ctx, p, d.Recorder) })
-		},
-		Ready: cfg.Ready,
-	})
+	ccfg := d.consoleConfig(d.cur().Cluster)
+	ccfg.Listen, ccfg.Logger, ccfg.Ready = cfg.Listen, cfg.Logger, cfg.Ready
+	ccfg.Scripts = []string{"/dev/static/panel.js"}
+	ccfg.Mount = func(mux *http.ServeMux, p *console.Poller) {
+		d.mu.Lock()
+		d.poller = p
+		d.mu.Unlock()
+		mux.Handle("GET /dev/static/", http.StripPrefix("/dev/static/", http.FileServerFS(static)))
+		d.routes(mux)
+		wg.Go(func() { watch(ctx, p, d.Events) })
+		wg.Go(func() { console.Record(ctx, p, d.Recorder) })
+	}
+	return console.Serve(ctx, ccfg)
+}
+
+// consoleConfig is how the console polls cluster c: every half second,
+// straight to the nodes (not through the proxies, so that a node cut off
+// from the clients is still seen).
+func (d *Dev) consoleConfig(c *Cluster) console.Config {
+	return console.Config{Brokers: c.Seeds(), Interval: 500 * time.Millisecond, ClientOpts: []kgo.Opt{kgo.Dialer(c.DirectDialer())}}
 }
 
 // startSession starts a cluster of st's shape in the data folder, its
@@ -266,8 +270,7 @@ func (d *Dev) Rebuild(st Settings) error {
 	if err != nil {
 		return fmt.Errorf("starting the new cluster: %w", err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Cluster.Seeds()...), kgo.Dialer(s.Cluster.DirectDialer()), kgo.ClientID("moldau-console"),
-		kgo.DialTimeout(3*time.Second), kgo.RetryTimeout(5*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
+	cl, err := console.NewClient(d.consoleConfig(s.Cluster))
 	if err != nil {
 		s.close(true)
 		return err
@@ -422,13 +425,13 @@ type State struct {
 func (d *Dev) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/dev/state", func(w http.ResponseWriter, r *http.Request) {
 		s := d.cur()
-		writeJSON(w, http.StatusOK, State{Nodes: s.Cluster.States(), Counters: s.Ledger.Counters()})
+		console.WriteJSON(w, http.StatusOK, State{Nodes: s.Cluster.States(), Counters: s.Ledger.Counters()})
 	})
 	mux.HandleFunc("GET /api/dev/counters", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, d.cur().Ledger.Counters())
+		console.WriteJSON(w, http.StatusOK, d.cur().Ledger.Counters())
 	})
 	mux.HandleFunc("GET /api/dev/settings", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, d.cur().settings)
+		console.WriteJSON(w, http.StatusOK, d.cur().settings)
 	})
 	mux.HandleFunc("GET /api/dev/events", func(w http.ResponseWriter, r *http.Request) {
 		since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
@@ -439,32 +442,32 @@ func (d *Dev) routes(mux *http.ServeMux) {
 		if r.URL.Query().Get("download") != "" {
 			w.Header().Set("Content-Disposition", `attachment; filename="moldau-dev-events.json"`)
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"events": evs, "dropped": dropped})
+		console.WriteJSON(w, http.StatusOK, map[string]any{"events": evs, "dropped": dropped})
 	})
 	mux.HandleFunc("GET /api/dev/run", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("download") != "" {
 			w.Header().Set("Content-Disposition", `attachment; filename="moldau-dev-run.json"`)
 		}
-		writeJSON(w, http.StatusOK, d.run())
+		console.WriteJSON(w, http.StatusOK, d.run())
 	})
 	post := func(path string, fn func(r *http.Request) (any, error)) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 			// A JSON body only: a form posted by another site cannot
 			// reach the API without a CORS preflight, which it fails.
 			if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-				writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "Content-Type must be application/json"})
+				console.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "Content-Type must be application/json"})
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 			v, err := fn(r)
 			if err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				console.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 				return
 			}
 			if v == nil {
 				v = map[string]bool{"ok": true}
 			}
-			writeJSON(w, http.StatusOK, v)
+			console.WriteJSON(w, http.StatusOK, v)
 		})
 	}
 	node := func(r *http.Request) (int32, error) {
@@ -617,13 +620,6 @@ func (d *Dev) routes(mux *http.ServeMux) {
 		}
 		return d.cur().settings, nil
 	})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
 }
 
 // run is the run's export: its event log and the console's frames, for
