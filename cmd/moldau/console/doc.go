@@ -32,8 +32,10 @@
 // without waiting, so a slow consumer never delays the other parts; the
 // snapshot keeps the newest [maxInternalEvents]. Offset commits, group
 // metadata and transaction states decode with kmsg; the KIP-848 and share
-// group records (kmsg has no schema for them) are named with their type,
-// value version and size; a tombstone is a deletion. Transactional offset
+// group records (kmsg has no schema for them) with the group
+// coordinator's own schemas (group.DescribeRecord), topic ids named
+// from the metadata; a record of an unknown type or version is shown by
+// type, version and size; a tombstone is a deletion. Transactional offset
 // commits are read uncommitted: they show when written, before their
 // transaction ends. The metadata log (__cluster_metadata) is not
 // readable by clients in Kafka, nor here: the quorum is shown from

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // Bounds of reading the coordinators' logs.
@@ -85,9 +87,16 @@ func (p *Poller) pollInternal(s *Snapshot) error {
 			firstErr = fmt.Errorf("%s-%d: %w", topic, partition, err)
 		}
 	})
+	ids := map[uuid.UUID]string{}
+	for _, t := range s.Topics {
+		if id, err := uuid.Parse(t.ID); err == nil {
+			ids[id] = t.Name
+		}
+	}
+	names := func(id uuid.UUID) (string, bool) { n, ok := ids[id]; return n, ok }
 	var got []InternalEvent
 	fs.EachRecord(func(rec *kgo.Record) {
-		e := decodeInternal(rec.Topic, rec.Key, rec.Value)
+		e := decodeInternal(rec.Topic, rec.Key, rec.Value, names)
 		e.Time, e.Topic, e.Partition, e.Offset = rec.Timestamp.UnixMilli(), rec.Topic, rec.Partition, rec.Offset
 		got = append(got, e)
 	})

@@ -6,11 +6,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/uuid"
+	"github.com/moldau/moldau/coordinator/group"
 )
 
 // The coordinators' logs a client may read, and what their records are.
 // Each key opens with an int16: in __consumer_offsets the record type
-// (0 and 1 an offset commit, 2 a group's metadata, 3 and up the KIP-848
+// (0 and 1 an offset commit, 2 a group's metadata, 3 to 16 the KIP-848
 // and share group records), in __transaction_state the key version (0).
 // Each value opens with its own version. A record with a null value is a
 // tombstone: the offset, group or transactional id was deleted.
@@ -29,31 +32,14 @@ const (
 	kindOther         = "other"
 )
 
-// groupRecordTypes names the __consumer_offsets record types kmsg has no
-// schema for (Kafka's group-coordinator-*.json): they are shown by name,
-// type, version and size, not decoded.
-var groupRecordTypes = map[int16]struct{ kind, name string }{
-	3:  {kindConsumerGroup, "consumer group metadata"},
-	4:  {kindConsumerGroup, "consumer group partition metadata"},
-	5:  {kindConsumerGroup, "consumer group member metadata"},
-	6:  {kindConsumerGroup, "consumer group target assignment metadata"},
-	7:  {kindConsumerGroup, "consumer group target assignment member"},
-	8:  {kindConsumerGroup, "consumer group current member assignment"},
-	9:  {kindShareGroup, "share group partition metadata"},
-	10: {kindShareGroup, "share group member metadata"},
-	11: {kindShareGroup, "share group metadata"},
-	12: {kindShareGroup, "share group target assignment metadata"},
-	13: {kindShareGroup, "share group target assignment member"},
-	14: {kindShareGroup, "share group current member assignment"},
-	15: {kindShareGroup, "share group state partition metadata"},
-	16: {kindConsumerGroup, "consumer group regular expression"},
-}
-
 // decodeInternal decodes one record of __consumer_offsets or
 // __transaction_state into an event (Time, Topic, Partition and Offset
-// are the caller's). It never fails: what it cannot read is an event of
-// kind "other" saying why.
-func decodeInternal(topic string, key, value []byte) InternalEvent {
+// are the caller's). Offset commits, classic group metadata and
+// transaction state are read with kmsg's schemas, the KIP-848 and share
+// group records (types 3 to 16) with the group coordinator's own
+// (group.DescribeRecord), naming topic ids by names. It never fails:
+// what it cannot read is an event of kind "other" saying why.
+func decodeInternal(topic string, key, value []byte, names func(uuid.UUID) (string, bool)) InternalEvent {
 	if len(key) < 2 {
 		return InternalEvent{Kind: kindOther, Text: fmt.Sprintf("a key of %d bytes", len(key))}
 	}
@@ -68,6 +54,8 @@ func decodeInternal(topic string, key, value []byte) InternalEvent {
 		e, err = decodeGroupMetadata(key, value)
 	case topic == txnTopic && typ == 0:
 		e, err = decodeTxnState(key, value)
+	case topic == offsetsTopic && typ >= 3 && typ <= 16:
+		e, err = decodeGroupRecord(key, value, names)
 	default:
 		e = otherRecord(topic, typ, key, value)
 	}
@@ -165,23 +153,43 @@ func decodeTxnState(key, value []byte) (InternalEvent, error) {
 	return e, nil
 }
 
-// otherRecord is a record kmsg has no schema for: its name if Kafka
-// defines one, its type, its value's version and its size.
+func decodeGroupRecord(key, value []byte, names func(uuid.UUID) (string, bool)) (InternalEvent, error) {
+	s, err := group.DescribeRecord(key, value, names)
+	if err != nil {
+		return InternalEvent{}, err
+	}
+	e := InternalEvent{Kind: kindConsumerGroup, Group: s.Group}
+	if s.Share {
+		e.Kind = kindShareGroup
+	}
+	who := "group " + s.Group
+	if s.Member != "" {
+		who += " member " + s.Member
+		if s.Type == 16 {
+			who = "group " + s.Group + " regex " + s.Member
+		}
+	}
+	if value == nil {
+		e.Text = fmt.Sprintf("%s: %s deleted", who, s.Name)
+		return e, nil
+	}
+	e.Text = fmt.Sprintf("%s: %s, %s", who, s.Name, s.Text)
+	return e, nil
+}
+
+// otherRecord is a record no schema here reads: its type, its value's
+// version and its size.
 func otherRecord(topic string, typ int16, key, value []byte) InternalEvent {
 	e := InternalEvent{Kind: kindOther}
-	name := ""
-	if t, ok := groupRecordTypes[typ]; ok && topic == offsetsTopic {
-		e.Kind, name = t.kind, t.name+", "
-	}
 	size := fmt.Sprintf("%d bytes", len(key)+len(value))
 	switch {
 	case value == nil:
-		e.Text = fmt.Sprintf("%stype %d deleted, %s", name, typ, size)
+		e.Text = fmt.Sprintf("type %d deleted, %s", typ, size)
 	case len(value) < 2:
-		e.Text = fmt.Sprintf("%stype %d, %s", name, typ, size)
+		e.Text = fmt.Sprintf("type %d, %s", typ, size)
 	default:
 		r := kbin.Reader{Src: value}
-		e.Text = fmt.Sprintf("%stype %d, version %d, %s", name, typ, r.Int16(), size)
+		e.Text = fmt.Sprintf("type %d, version %d, %s", typ, r.Int16(), size)
 	}
 	return e
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/uuid"
 )
 
 // Records built with kmsg as a broker writes them (Kafka 4.0's versions:
@@ -14,6 +16,8 @@ import (
 // v3, TxnMetadataKey v0 with TxnMetadataValue v0 and v1) decode to the
 // events the page shows.
 func TestDecodeInternal(t *testing.T) {
+	ordersID, unknownID := uuid.Random(), uuid.Random()
+	names := func(id uuid.UUID) (string, bool) { return "orders", id == ordersID }
 	commitKey := func(typ int16) []byte {
 		k := kmsg.OffsetCommitKey{Version: typ, Group: "g1", Topic: "orders", Partition: 3}
 		return k.AppendTo(nil)
@@ -41,10 +45,38 @@ func TestDecodeInternal(t *testing.T) {
 		v.Topics = []kmsg.TxnMetadataValueTopic{{Topic: "orders", Partitions: []int32{0, 1}}}
 		return v.AppendTo(nil)
 	}
-	// A KIP-848 record kmsg has no schema for: ConsumerGroupMetadataKey
-	// (type 3, the group id) and its value v0 (the epoch).
+	// The KIP-848 and share group records kmsg has no schema for, read
+	// with the group coordinator's: ConsumerGroupMetadataKey (type 3,
+	// the group id) and its flexible value v0 (the epoch, no tags).
 	cgKey := kbin.AppendString(kbin.AppendInt16(nil, 3), "g2")
-	cgValue := kbin.AppendInt32(kbin.AppendInt16(nil, 0), 9)
+	cgValue := kbin.AppendUvarint(kbin.AppendInt32(kbin.AppendInt16(nil, 0), 9), 0)
+	// ShareGroupMemberMetadataKey (type 10: group, member) and its
+	// flexible value v0: rack (null), client id, host, topics, no tags.
+	shareMemberKey := kbin.AppendString(kbin.AppendString(kbin.AppendInt16(nil, 10), "sg"), "m-1")
+	shareMemberValue := kbin.AppendInt16(nil, 0)
+	shareMemberValue = kbin.AppendCompactNullableString(shareMemberValue, nil)
+	shareMemberValue = kbin.AppendCompactString(shareMemberValue, "c")
+	shareMemberValue = kbin.AppendCompactString(shareMemberValue, "/127.0.0.1")
+	shareMemberValue = kbin.AppendCompactArrayLen(shareMemberValue, 1)
+	shareMemberValue = kbin.AppendCompactString(shareMemberValue, "orders")
+	shareMemberValue = kbin.AppendUvarint(shareMemberValue, 0)
+	// ConsumerGroupTargetAssignmentMemberKey (type 7) and its value: one
+	// topic id the console knows, one it does not.
+	assignKey := kbin.AppendString(kbin.AppendString(kbin.AppendInt16(nil, 7), "g2"), "m-2")
+	assignValue := kbin.AppendInt16(nil, 0)
+	assignValue = kbin.AppendCompactArrayLen(assignValue, 2)
+	for _, tp := range []struct {
+		id    uuid.UUID
+		parts []int32
+	}{{ordersID, []int32{0, 2}}, {unknownID, []int32{1}}} {
+		assignValue = kbin.AppendUuid(assignValue, tp.id)
+		assignValue = kbin.AppendCompactArrayLen(assignValue, len(tp.parts))
+		for _, p := range tp.parts {
+			assignValue = kbin.AppendInt32(assignValue, p)
+		}
+		assignValue = kbin.AppendUvarint(assignValue, 0)
+	}
+	assignValue = kbin.AppendUvarint(assignValue, 0)
 
 	for _, tc := range []struct {
 		name       string
@@ -72,9 +104,15 @@ func TestDecodeInternal(t *testing.T) {
 		{"transactional id expired", txnTopic, txnKey, nil,
 			InternalEvent{Kind: kindTxnState, TransactionalID: "tx-1", Deleted: true, Text: "transactional id tx-1 deleted"}},
 		{"consumer group record", offsetsTopic, cgKey, cgValue,
-			InternalEvent{Kind: kindConsumerGroup, Text: "consumer group metadata, type 3, version 0, 12 bytes"}},
+			InternalEvent{Kind: kindConsumerGroup, Group: "g2", Text: "group g2: ConsumerGroupMetadata, group epoch 9"}},
 		{"consumer group record deleted", offsetsTopic, cgKey, nil,
-			InternalEvent{Kind: kindConsumerGroup, Deleted: true, Text: "consumer group metadata, type 3 deleted, 6 bytes"}},
+			InternalEvent{Kind: kindConsumerGroup, Group: "g2", Deleted: true, Text: "group g2: ConsumerGroupMetadata deleted"}},
+		{"share group member", offsetsTopic, shareMemberKey, shareMemberValue,
+			InternalEvent{Kind: kindShareGroup, Group: "sg", Text: "group sg member m-1: ShareGroupMemberMetadata, client c on /127.0.0.1, subscribes to orders"}},
+		{"consumer group assignment", offsetsTopic, assignKey, assignValue,
+			InternalEvent{Kind: kindConsumerGroup, Group: "g2", Text: "group g2 member m-2: ConsumerGroupTargetAssignmentMember, target orders [0 2]; " + unknownID.String() + " [1]"}},
+		{"consumer group record of a newer version", offsetsTopic, cgKey, kbin.AppendInt32(kbin.AppendInt16(nil, 5), 9),
+			InternalEvent{Kind: kindOther, Text: "type 3, 12 bytes: ConsumerGroupMetadataValue: unsupported value version 5"}},
 		{"unknown type", offsetsTopic, kbin.AppendInt16(nil, 99), kbin.AppendInt16(nil, 4),
 			InternalEvent{Kind: kindOther, Text: "type 99, version 4, 4 bytes"}},
 		{"unknown key version", txnTopic, kbin.AppendInt16(nil, 1), kbin.AppendInt16(nil, 0),
@@ -83,7 +121,7 @@ func TestDecodeInternal(t *testing.T) {
 			InternalEvent{Kind: kindOther, Text: "a key of 1 bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decodeInternal(tc.topic, tc.key, tc.value); got != tc.want {
+			if got := decodeInternal(tc.topic, tc.key, tc.value, names); got != tc.want {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -96,7 +134,7 @@ func TestDecodeInternalTruncated(t *testing.T) {
 	v.Version, v.ProducerID = 1, 7
 	data := v.AppendTo(nil)
 	key := (&kmsg.TxnMetadataKey{TransactionalID: "tx"}).AppendTo(nil)
-	got := decodeInternal(txnTopic, key, data[:len(data)-3])
+	got := decodeInternal(txnTopic, key, data[:len(data)-3], nil)
 	if got.Kind != kindOther || !strings.Contains(got.Text, "kmsg.TxnMetadataValue v1") {
 		t.Fatalf("got %+v", got)
 	}
