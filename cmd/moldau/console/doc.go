@@ -72,8 +72,9 @@
 // adds its handlers to the mux and hands it the [Poller], whose snapshots
 // it follows for its event log; Config.Scripts adds its panel's module to
 // the page. A [Recorder] keeps a poller's snapshots as frames (each the
-// top-level fields that changed, the internal topics' records left out:
-// they would fill nearly every frame) for a [Run], the export of a dev run;
+// top-level fields that changed; of the internal topics' records only
+// those added since the frame before, as the window of 500 would fill
+// nearly every frame) for a [Run], the export of a dev run;
 // [ServeReplay] serves the page on a [Replay] of one instead of a poller
 // (both are a source of snapshots to the handler), with its timeline
 // module (web/replay.js) and /api/replay to play, pause and seek. The

@@ -30,8 +30,8 @@ const (
 // /api/replay. It is safe for concurrent use.
 type Replay struct {
 	run         *Run
-	checkpoints []map[string]json.RawMessage // the state at frame i*checkpointEvery
-	wake        chan struct{}                // pokes the player after a change
+	checkpoints []*frameState // the state at frame i*checkpointEvery
+	wake        chan struct{} // pokes the player after a change
 
 	mu      sync.Mutex
 	pos     int
@@ -47,11 +47,11 @@ func NewReplay(run *Run) (*Replay, error) {
 		return nil, errors.New("the run holds no frames")
 	}
 	r := &Replay{run: run, wake: make(chan struct{}, 1), speed: 1, changed: make(chan struct{})}
-	state := map[string]json.RawMessage{}
+	state := &frameState{fields: map[string]json.RawMessage{}}
 	for i, f := range run.Frames {
-		applyPatch(state, f.Patch)
+		state.apply(f.Patch)
 		if (i+1)%checkpointEvery == 0 {
-			r.checkpoints = append(r.checkpoints, maps.Clone(state))
+			r.checkpoints = append(r.checkpoints, state.clone())
 		}
 	}
 	if err := r.show(0); err != nil {
@@ -60,24 +60,47 @@ func NewReplay(run *Run) (*Replay, error) {
 	return r, nil
 }
 
-func applyPatch(state, patch map[string]json.RawMessage) {
+// frameState is the state a replay builds from the patches: the
+// snapshot's fields, with the internal topics' records decoded so that a
+// frame's records are added without decoding the window again.
+type frameState struct {
+	fields   map[string]json.RawMessage
+	internal []InternalEvent // never changed in place: appendEvents copies
+}
+
+func (st *frameState) clone() *frameState {
+	return &frameState{fields: maps.Clone(st.fields), internal: st.internal}
+}
+
+func (st *frameState) apply(patch map[string]json.RawMessage) {
 	for k, v := range patch {
-		if string(v) == "null" {
-			delete(state, k)
-		} else {
-			state[k] = v
+		switch {
+		case k == internalAddedField:
+		case k == internalField:
+			st.internal = nil
+			_ = json.Unmarshal(v, &st.internal) // null: none
+		case string(v) == "null":
+			delete(st.fields, k)
+		default:
+			st.fields[k] = v
+		}
+	}
+	if added, ok := patch[internalAddedField]; ok {
+		var fresh []InternalEvent
+		if json.Unmarshal(added, &fresh) == nil {
+			st.internal = appendEvents(st.internal, fresh, maxInternalEvents)
 		}
 	}
 }
 
 // frame returns the whole state at frame i.
-func (r *Replay) frame(i int) map[string]json.RawMessage {
-	state, from := map[string]json.RawMessage{}, 0
+func (r *Replay) frame(i int) *frameState {
+	state, from := &frameState{fields: map[string]json.RawMessage{}}, 0
 	if c := (i+1)/checkpointEvery - 1; c >= 0 {
-		state, from = maps.Clone(r.checkpoints[c]), (c+1)*checkpointEvery
+		state, from = r.checkpoints[c].clone(), (c+1)*checkpointEvery
 	}
 	for _, f := range r.run.Frames[from : i+1] {
-		applyPatch(state, f.Patch)
+		state.apply(f.Patch)
 	}
 	return state
 }
@@ -95,7 +118,11 @@ type ReplayState struct {
 // show publishes frame i as the current snapshot; r.mu is held or r is
 // not shared yet.
 func (r *Replay) show(i int) error {
-	state := r.frame(i)
+	st := r.frame(i)
+	state := st.fields
+	if len(st.internal) > 0 {
+		state[internalField], _ = json.Marshal(st.internal)
+	}
 	seq := int64(1)
 	if r.cur != nil {
 		seq = r.cur.Seq + 1

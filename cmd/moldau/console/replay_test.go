@@ -23,10 +23,21 @@ func recordRun(t *testing.T, n int) (*Run, [][]byte) {
 	rec := NewRecorder()
 	rec.now = func() time.Time { return now }
 	var want [][]byte
+	var internal []InternalEvent
 	for i := range n {
 		s := baseSnapshot()
 		s.ControllerID = int32(i % 5)
-		s.Internal = []InternalEvent{{Time: int64(i), Kind: kindOffsetCommit, Text: fmt.Sprint("commit ", i)}}
+		// The internal topics' window grows by a record or two most
+		// frames, past its bound, and starts over once (a rebuild).
+		var got []InternalEvent
+		for j := range i % 3 {
+			got = append(got, InternalEvent{Time: int64(i), Offset: int64(j), Kind: kindOffsetCommit, Text: fmt.Sprint("commit ", i, ".", j)})
+		}
+		if i == n*2/3 {
+			internal = nil
+		}
+		internal = appendEvents(internal, got, maxInternalEvents)
+		s.Internal = internal
 		if i%3 == 0 {
 			s.Brokers = append(s.Brokers, Broker{ID: int32(100 + i), Alive: true})
 		}
@@ -40,8 +51,6 @@ func recordRun(t *testing.T, n int) (*Run, [][]byte) {
 		if !rec.Add(s) {
 			t.Fatalf("frame %d not recorded", i)
 		}
-		// A run leaves the internal topics' records out.
-		s.Internal = nil
 		data, _ := json.Marshal(s)
 		want = append(want, data)
 		now = now.Add(time.Second)
@@ -78,6 +87,22 @@ func TestRecordAndReplayFrames(t *testing.T) {
 	}
 	if v, ok := run.Frames[2].Patch["errors"]; !ok || string(v) != "null" {
 		t.Errorf("frame 2 does not drop frame 1's errors: %s", v)
+	}
+	// The internal records: only those added, but the whole window when
+	// it starts over.
+	for i, f := range run.Frames[1:] {
+		_, whole := f.Patch[internalField]
+		added, _ := f.Patch[internalAddedField]
+		switch i + 1 {
+		case n * 2 / 3:
+			if !whole {
+				t.Errorf("frame %d starts the window over with %s", i+1, added)
+			}
+		default:
+			if whole || (i+1)%3 == 0 && added != nil || (i+1)%3 != 0 && added == nil {
+				t.Errorf("frame %d: internal %v, added %s", i+1, whole, added)
+			}
+		}
 	}
 	// Through the JSON document, as a file would carry it.
 	doc, err := json.Marshal(run)

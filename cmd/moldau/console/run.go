@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -30,8 +31,11 @@ const (
 // Run is a recorded run. The first frame's Patch is a whole snapshot;
 // each later one holds only the snapshot's top-level fields ("brokers",
 // "topics", "groups", ...) that differ from the frame before, a field
-// that disappeared as null. Applying the patches in order, each over the
-// state before, gives every frame's snapshot.
+// that disappeared as null. The internal topics' records are the
+// exception: "internal_added" holds the records added to the window of
+// the newest ones, which keeps its bound (maxInternalEvents). Applying
+// the patches in order, each over the state before, gives every frame's
+// snapshot.
 type Run struct {
 	Format          string     `json:"format"`
 	Version         int        `json:"version"`
@@ -68,7 +72,10 @@ type Recorder struct {
 	interval time.Duration
 	frames   []Frame
 	last     map[string]json.RawMessage // the last frame's whole snapshot
-	lastAt   time.Time                  // when the last frame was taken
+	// lastInternal is the last frame's internal records (a snapshot's
+	// fields are never changed once published).
+	lastInternal []InternalEvent
+	lastAt       time.Time // when the last frame was taken
 }
 
 // NewRecorder returns an empty recorder.
@@ -98,10 +105,6 @@ func (r *Recorder) Add(s *Snapshot) bool {
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return false
 	}
-	// The internal topics' records are left out: the newest 500 change
-	// with every offset commit, and a run would hold them whole in
-	// nearly every frame (about 100 KiB each, up to maxFrames).
-	delete(fields, "internal")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
@@ -119,8 +122,22 @@ func (r *Recorder) Add(s *Snapshot) bool {
 			patch[k] = json.RawMessage("null")
 		}
 	}
+	// The internal topics' records: the newest 500 change with every
+	// offset commit, and a run would hold them whole in nearly every
+	// frame (about 100 KiB each). A frame holds only the records added
+	// since the frame before, when the window is the last one's with
+	// them added (the poller's appendEvents); else, as after a rebuild,
+	// the window whole.
+	if v, ok := patch[internalField]; ok && string(v) != "null" {
+		if added, ok := addedEvents(r.lastInternal, s.Internal); ok {
+			delete(patch, internalField)
+			if len(added) > 0 {
+				patch[internalAddedField] = added
+			}
+		}
+	}
 	r.frames = append(r.frames, Frame{Time: s.Time, Seq: s.Seq, Patch: patch})
-	r.last, r.lastAt = fields, now
+	r.last, r.lastAt, r.lastInternal = fields, now, s.Internal
 	if len(r.frames) >= maxFrames {
 		r.thin()
 	}
@@ -137,12 +154,78 @@ func (r *Recorder) thin() {
 			break
 		}
 		a, b := r.frames[i], r.frames[i+1]
-		merged := maps.Clone(a.Patch)
-		maps.Copy(merged, b.Patch)
-		out = append(out, Frame{Time: b.Time, Seq: b.Seq, Patch: merged})
+		out = append(out, Frame{Time: b.Time, Seq: b.Seq, Patch: mergePatches(a.Patch, b.Patch)})
 	}
 	r.frames = out
 	r.interval *= 2
+}
+
+// The snapshot's field of the internal topics' records, and the patch
+// field that adds records to it.
+const (
+	internalField      = "internal"
+	internalAddedField = "internal_added"
+)
+
+// addedEvents returns the records of now not in was when now is was's
+// window with them added (appendEvents, at most maxInternalEvents); ok
+// is false when it is not.
+func addedEvents(was, now []InternalEvent) (added json.RawMessage, ok bool) {
+	seen := make(map[InternalEvent]bool, len(was))
+	for _, e := range was {
+		seen[e] = true
+	}
+	var fresh []InternalEvent
+	for _, e := range now {
+		if !seen[e] {
+			fresh = append(fresh, e)
+		}
+	}
+	if !slices.Equal(appendEvents(was, fresh, maxInternalEvents), now) {
+		return nil, false
+	}
+	if len(fresh) == 0 {
+		return nil, true
+	}
+	data, err := json.Marshal(fresh)
+	return data, err == nil
+}
+
+// mergePatches is the patch of applying a then b: b's fields win, but
+// the records b adds to the internal window follow a's (or a's whole
+// window).
+func mergePatches(a, b map[string]json.RawMessage) map[string]json.RawMessage {
+	merged := maps.Clone(a)
+	maps.Copy(merged, b)
+	if _, whole := b[internalField]; whole {
+		delete(merged, internalAddedField) // b's window (and records) replace a's
+		return merged
+	}
+	bAdded, ok := b[internalAddedField]
+	if !ok {
+		return merged
+	}
+	if w, ok := a[internalField]; ok {
+		// a set the window: b's records go into it.
+		var was, fresh []InternalEvent
+		_ = json.Unmarshal(w, &was) // null: none
+		if json.Unmarshal(bAdded, &fresh) == nil {
+			if data, err := json.Marshal(appendEvents(was, fresh, maxInternalEvents)); err == nil {
+				merged[internalField] = data
+				delete(merged, internalAddedField)
+			}
+		}
+		return merged
+	}
+	if aAdded, ok := a[internalAddedField]; ok {
+		var x, y []InternalEvent
+		if json.Unmarshal(aAdded, &x) == nil && json.Unmarshal(bAdded, &y) == nil {
+			if data, err := json.Marshal(append(x, y...)); err == nil {
+				merged[internalAddedField] = data
+			}
+		}
+	}
+	return merged
 }
 
 // Frames returns a copy of the frames and the current frame interval.
