@@ -159,9 +159,8 @@ func (b *Broker) newRemoteLog() error {
 // the replication factor is capped to the brokers registered, so a
 // cluster smaller than the default 3 tiers without configuring it.
 func (b *Broker) createRemoteLogMetadataTopic(ctx context.Context, partitions int32, rf, retentionMs int) error {
+	wanted := rf
 	if n := len(b.loader.Image().Brokers); n > 0 && rf > n {
-		b.log.Warn("capping the replication factor of the remote log metadata topic to the brokers registered",
-			"topic", replica.RemoteLogMetadataTopic, "replication_factor", rf, "brokers", n)
 		rf = n
 	}
 	configs := map[string]string{
@@ -173,7 +172,15 @@ func (b *Broker) createRemoteLogMetadataTopic(ctx context.Context, partitions in
 	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 		for {
 			if _, ok := b.loader.Image().Topic(replica.RemoteLogMetadataTopic); ok {
-				if err == nil {
+				// Said once, by the broker that created it: every
+				// task that publishes before the topic is seen calls
+				// this.
+				switch {
+				case err == nil && rf < wanted:
+					b.log.Warn("created the remote log metadata topic with the replication factor capped to the brokers registered",
+						"topic", replica.RemoteLogMetadataTopic, "partitions", partitions, "replication_factor", rf,
+						"remote.log.metadata.topic.replication.factor", wanted)
+				case err == nil:
 					b.log.Info("created the remote log metadata topic", "topic", replica.RemoteLogMetadataTopic, "partitions", partitions, "replication_factor", rf)
 				}
 				return nil
