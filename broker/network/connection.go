@@ -75,6 +75,9 @@ type connection struct {
 	// epoch): the least recently used go first when max.connections is
 	// lowered.
 	lastActive atomic.Int64
+	// inFlight is the request handed to the handlers and not yet
+	// answered, for the shutdown's warning.
+	inFlight atomic.Pointer[request]
 
 	mu       sync.Mutex
 	state    connState
@@ -249,6 +252,8 @@ func (c *connection) serveRequest() bool {
 		}
 	}
 	busy := c.processor.busy.begin()
+	c.inFlight.Store(r)
+	defer c.inFlight.Store(nil)
 	ok = s.channel.sendRequest(r, s.forced)
 	c.processor.busy.end(busy)
 	if !ok {
@@ -261,6 +266,7 @@ func (c *connection) serveRequest() bool {
 	var resp *kapi.Response
 	select {
 	case resp = <-c.respCh:
+		c.inFlight.Store(nil)
 	case <-s.forced:
 		// The handler may still be reading the frame: leave it to
 		// the garbage collector (its bytes go back to the pool), and

@@ -112,6 +112,24 @@ func (p *processor) connectionCount() int {
 	return len(p.conns)
 }
 
+// inFlight describes the requests its connections wait on ("Fetch v17
+// from client-1 (127.0.0.1:5000) for 31s"), at most limit of them.
+func (p *processor) inFlight(now time.Time, limit int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for c := range p.conns {
+		if len(out) == limit {
+			break
+		}
+		if r := c.inFlight.Load(); r != nil {
+			out = append(out, fmt.Sprintf("%s v%d from %s (%s) for %s", apiName(r.APIKey), r.APIVersion, r.ClientID, c.peer,
+				now.Sub(r.Received).Round(time.Millisecond)))
+		}
+	}
+	return out
+}
+
 // drain closes idle connections now and the others after their request in
 // flight.
 func (p *processor) drain() {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -365,7 +366,12 @@ func (s *SocketServer) shutdown() error {
 	case <-timer.C:
 		// 3. Force.
 		n := s.connectionCount()
-		s.log.Warn("shutdown timeout: closing connections with requests in flight", "timeout", s.cfg.ShutdownTimeout, "connections", n)
+		var waiting []string
+		for _, p := range s.allProcessors() {
+			waiting = append(waiting, p.inFlight(time.Now(), 10-len(waiting))...)
+		}
+		s.log.Warn("shutdown timeout: closing connections with requests in flight", "timeout", s.cfg.ShutdownTimeout, "connections", n,
+			"in_flight", strings.Join(waiting, "; "))
 		err = fmt.Errorf("socket server: %d connections still busy after %v, closed", n, s.cfg.ShutdownTimeout)
 		s.force()
 		<-s.connGroup.Done()

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -655,6 +656,7 @@ func TestCloseFinishesInFlightRequests(t *testing.T) {
 
 func TestCloseForcesAfterTimeout(t *testing.T) {
 	base := runtime.NumGoroutine()
+	var logs logBuffer
 	var released atomic.Int32
 	inFlight := make(chan struct{})
 	h := testHandlerFunc(func(ctx context.Context, r *kapi.Request, respond func(*kapi.Response)) {
@@ -665,7 +667,7 @@ func TestCloseForcesAfterTimeout(t *testing.T) {
 	s, err := NewSocketServer(Config{
 		Listeners:       []ListenerConfig{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
 		Handler:         h,
-		Logger:          testLogger(t),
+		Logger:          bufferLogger(&logs),
 		ShutdownTimeout: 200 * time.Millisecond,
 	})
 	if err != nil {
@@ -673,11 +675,15 @@ func TestCloseForcesAfterTimeout(t *testing.T) {
 	}
 	s.Start()
 	c := dial(t, s.Addr("PLAINTEXT").String())
-	c.Write(echoRequest(1, "x", nil))
+	c.Write(echoRequest(1, "stuck-client", nil))
 	<-inFlight
 	start := time.Now()
 	if err := s.Close(); err == nil {
 		t.Fatal("Close: no error for a forced shutdown")
+	}
+	// The warning names the request the shutdown gave up on.
+	if l := logs.String(); !strings.Contains(l, "shutdown timeout") || !strings.Contains(l, "Metadata v1 from stuck-client (127.0.0.1:") {
+		t.Errorf("the shutdown's warning does not name the request in flight:\n%s", l)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Close took %v", d)
