@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -526,5 +527,40 @@ func TestNewControllerCountsPreviousControllersSessionFromLastHeard(t *testing.T
 	waitFor(t, c, "broker 2 fenced", func(im *metadata.Image) bool { return im.Brokers[2].Fenced })
 	if im := image(t, c); im.Brokers[3].Fenced || im.Brokers[1].Fenced {
 		t.Fatalf("a broker that was not the active controller lost its session early: %+v %+v", im.Brokers[1], im.Brokers[3])
+	}
+}
+
+// An internal topic's replication factor is capped to the quorum's size
+// on combined nodes only (a single node with no configuration gets 1);
+// a controller-only quorum says nothing of the brokers, so the configured
+// factor stands, as in Kafka.
+func TestInternalReplicationFactor(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		roles     []string
+		voters    int
+		bootstrap int
+		want      int16
+	}{
+		{"single combined node", []string{"broker", "controller"}, 0, 0, 1},
+		{"two combined voters", []string{"broker", "controller"}, 2, 0, 2},
+		{"three combined voters", []string{"broker", "controller"}, 3, 0, 3},
+		{"combined, bootstrap servers", []string{"broker", "controller"}, 0, 3, 3},
+		{"one controller-only voter", []string{"controller"}, 1, 0, 3},
+		{"controller-only, bootstrap servers", []string{"controller"}, 0, 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := &config.KafkaConfig{ProcessRoles: tc.roles, QuorumVoters: map[int32]string{}}
+			for i := range tc.voters {
+				kc.QuorumVoters[int32(i+1)] = fmt.Sprintf("127.0.0.1:%d", 9093+i)
+			}
+			for i := range tc.bootstrap {
+				kc.QuorumBootstrapServers = append(kc.QuorumBootstrapServers, fmt.Sprintf("127.0.0.1:%d", 9093+i))
+			}
+			c := &QuorumController{cfg: Config{Broker: kc}}
+			if got := c.internalReplicationFactor(3); got != tc.want {
+				t.Errorf("replication factor %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

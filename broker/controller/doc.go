@@ -145,12 +145,13 @@
 //
 // # Differences from Kafka
 //
-//   - Until partitions are replicated between brokers,
-//     Config.MaxReplicationFactor (1 in the broker) refuses larger
-//     replication factors with INVALID_REPLICATION_FACTOR and a message
-//     that says why; everything under the cap is built and tested for
-//     larger factors. Internal topics are capped to it and to the
-//     registered brokers, so that a single node creates __consumer_offsets.
+//   - On combined nodes, internal topics' replication factors
+//     (offsets.topic.replication.factor, ...) are capped to the size of the
+//     configured quorum (controller.quorum.voters, else the bootstrap
+//     servers), so that a single node with no configuration creates
+//     __consumer_offsets; a controller-only quorum uses the configured
+//     factor, as Kafka. Config.MaxReplicationFactor, a cap the unit tests
+//     set, is 0 (none) in the broker.
 //   - No ELR update when
 //     min.insync.replicas changes (neither has Kafka 4.0: the lists follow
 //     at the partition's next change); no periodic unclean election

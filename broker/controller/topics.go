@@ -235,20 +235,25 @@ func (c *QuorumController) partitionRecords(im *metadata.Image, id uuid.UUID, fi
 }
 
 // internalReplicationFactor is an internal topic's replication factor
-// (offsets.topic.replication.factor, transaction.state.log.replication.factor):
-// capped to the size of the controller quorum, so that a single node (a
-// quorum of one) with no configuration creates __consumer_offsets, and
-// otherwise as Kafka: the creation fails (and FindCoordinator answers
+// (offsets.topic.replication.factor, transaction.state.log.replication.factor).
+// On combined nodes (process.roles broker,controller) it is capped to the
+// size of the controller quorum as configured (controller.quorum.voters,
+// else controller.quorum.bootstrap.servers), which there is the number of
+// brokers the cluster is made of, so that a single node with no
+// configuration creates __consumer_offsets. Otherwise, and above the cap,
+// as Kafka: the creation fails (and FindCoordinator answers
 // COORDINATOR_NOT_AVAILABLE, retried) until that many brokers are
 // registered, so a cluster starting up does not get internal topics with
-// fewer replicas than it will have.
+// fewer replicas than it will have. A controller-only quorum says nothing
+// of how many brokers there are: one controller with three brokers gets
+// the configured factor, not one.
 func (c *QuorumController) internalReplicationFactor(rf int16) int16 {
-	voters := int16(len(c.cfg.Broker.QuorumVoters))
-	if voters < 1 {
-		voters = 1
-	}
-	if rf > voters {
-		rf = voters
+	if b := c.cfg.Broker; b == nil || slices.Contains(b.ProcessRoles, "broker") {
+		quorum := 1
+		if b != nil {
+			quorum = max(len(b.QuorumVoters), len(b.QuorumBootstrapServers), 1)
+		}
+		rf = min(rf, int16(quorum))
 	}
 	if c.cfg.MaxReplicationFactor > 0 && int(rf) > c.cfg.MaxReplicationFactor {
 		rf = int16(c.cfg.MaxReplicationFactor)
