@@ -339,6 +339,7 @@ func (b *Broker) newRequestHandler() *kapi.Handler {
 		SharePartitions:            b.sharePartitions,
 		VerifyTransactionalProduce: b.verifyProduce,
 		Authorizer:                 b.authorizer,
+		CountErrors:                b.metrics.RecordErrors,
 	})
 }
 

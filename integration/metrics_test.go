@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // scrape fetches /metrics and returns every sample as "name{labels}" ->
@@ -138,6 +139,22 @@ func TestMetricsUnderLoad(t *testing.T) {
 	}
 	if v, _ := metric(m, `kafka_server_brokertopicmetrics_messagesin_total{topic="load"}`); v == 0 {
 		t.Errorf("messagesin for the loaded topic is 0")
+	}
+	// Kafka's ErrorsPerSec: every error code of every response, NONE
+	// included; a Metadata request for a topic that is not there counts
+	// UNKNOWN_TOPIC_OR_PARTITION.
+	if v, _ := metric(m, `kafka_network_requestmetrics_errors_total{error="NONE",request="Produce"}`); v == 0 {
+		t.Errorf("errors_total counts no NONE for Produce")
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	missing := kmsg.NewMetadataRequestTopic()
+	missing.Topic = kmsg.StringPtr("not-there")
+	req.Topics = append(req.Topics, missing)
+	if _, err := req.RequestWith(ctx, newClient(t, b.Seed())); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := metric(scrape(t, addr), `kafka_network_requestmetrics_errors_total{error="UNKNOWN_TOPIC_OR_PARTITION",request="Metadata"}`); v == 0 {
+		t.Errorf("errors_total counts no UNKNOWN_TOPIC_OR_PARTITION for Metadata")
 	}
 	resp, err := http.Get("http://" + addr + "/debug/pprof/")
 	if err != nil || resp.StatusCode != 200 {

@@ -88,6 +88,11 @@ type Config struct {
 	// everything is allowed.
 	Authorizer *authorizer.StandardAuthorizer
 
+	// CountErrors, if set, is told the error codes of every response
+	// (n of code for apiKey, NONE included): Kafka's RequestMetrics
+	// ErrorsPerSec.
+	CountErrors func(apiKey, code int16, n int)
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -238,6 +243,11 @@ func (h *Handler) encode(r *Request, resp kmsg.Response) *Response {
 	}
 	buf = resp.AppendTo(buf)
 	be32(buf, uint32(len(buf)-4))
+	if h.cfg.CountErrors != nil {
+		var c errorCounts
+		c.count(resp)
+		c.each(func(code int16, n int) { h.cfg.CountErrors(r.APIKey, code, n) })
+	}
 	return &Response{Buf: buf}
 }
 

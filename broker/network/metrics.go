@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moldau/moldau/broker/summary"
@@ -27,7 +28,8 @@ type Metrics struct {
 	// kafka.network:type=RequestMetrics,name=RequestsPerSec,request=X,version=Y
 	requests *prometheus.CounterVec
 	// kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=X,error=Y
-	errs *prometheus.CounterVec
+	errs        *prometheus.CounterVec
+	errCounters sync.Map // api key << 16 | error code -> prometheus.Counter
 	// kafka.network:type=RequestMetrics,name=*TimeMs,request=X
 	totalTime, requestQueueTime, localTime, remoteTime, responseQueueTime, responseSendTime *summary.Vec
 
@@ -139,14 +141,26 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
-// RecordError counts one error code in a response of apiKey (Kafka's
-// ErrorsPerSec); errorName is Kafka's name, e.g. NOT_LEADER_OR_FOLLOWER.
-// For kapi, which alone knows the codes it returns.
-func (m *Metrics) RecordError(apiKey int16, errorName string) {
+// RecordErrors counts n of an error code in responses of apiKey (Kafka's
+// ErrorsPerSec, labelled with the error's name, NONE included), for kapi,
+// which alone knows the codes it returns.
+func (m *Metrics) RecordErrors(apiKey, code int16, n int) {
 	if m == nil {
 		return
 	}
-	m.errs.WithLabelValues(kmsg.NameForKey(apiKey), errorName).Inc()
+	key := int32(apiKey)<<16 | int32(uint16(code))
+	c, ok := m.errCounters.Load(key)
+	if !ok {
+		name := "NONE"
+		switch {
+		case code == kerr.NotLeaderForPartition.Code:
+			name = "NOT_LEADER_OR_FOLLOWER" // Kafka's name since KIP-392; kerr keeps the old one
+		case code != 0:
+			name = kerr.TypedErrorForCode(code).Message // UNKNOWN_SERVER_ERROR if unknown
+		}
+		c, _ = m.errCounters.LoadOrStore(key, m.errs.WithLabelValues(kmsg.NameForKey(apiKey), name))
+	}
+	c.(prometheus.Counter).Add(float64(n))
 }
 
 func (m *Metrics) api(key, version int16) *apiMetrics {

@@ -53,7 +53,7 @@ func TestMetrics(t *testing.T) {
 	}
 	c.Write(echoRequest(1, "x", nil))
 	readFrame(t, c)
-	m.RecordError(0, "NOT_LEADER_OR_FOLLOWER")
+	m.RecordErrors(0, 6, 2) // NOT_LEADER_OR_FOLLOWER in two Produce partitions
 
 	// Requests are counted once their response is written, which may be
 	// just after the client read it.
@@ -92,6 +92,11 @@ func TestMetrics(t *testing.T) {
 	} {
 		if mfs[name] == nil {
 			t.Errorf("missing %s", name)
+		}
+	}
+	for _, mm := range mfs["kafka_network_requestmetrics_errors_total"].GetMetric() {
+		if l := labels(mm); l["request"] != "Produce" || l["error"] != "NOT_LEADER_OR_FOLLOWER" || mm.GetCounter().GetValue() != 2 {
+			t.Errorf("errors_total %v = %v, want Produce NOT_LEADER_OR_FOLLOWER 2", l, mm.GetCounter().GetValue())
 		}
 	}
 	for _, mm := range mfs["kafka_network_requestmetrics_totaltimems"].Metric {
