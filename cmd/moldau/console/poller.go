@@ -140,6 +140,20 @@ func (p *Poller) publish(s *Snapshot) error {
 	if p.cur != nil {
 		s.Seq = p.cur.Seq + 1
 	}
+	// The page iterates these: never null, even before the cluster
+	// first answers.
+	if s.Brokers == nil {
+		s.Brokers = []Broker{}
+	}
+	if s.Topics == nil {
+		s.Topics = []Topic{}
+	}
+	if s.Groups == nil {
+		s.Groups = []Group{}
+	}
+	if s.Transactions == nil {
+		s.Transactions = []Transaction{}
+	}
 	data, err := json.Marshal(s)
 	if err != nil {
 		p.log.Error("console: encoding the snapshot", "err", err)

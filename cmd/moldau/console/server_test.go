@@ -277,3 +277,19 @@ func TestMountAndScripts(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot of a cluster that never answered (every part failed) still
+// has its lists, empty: the page iterates them, and a null stopped it
+// before it showed why.
+func TestSnapshotListsNeverNull(t *testing.T) {
+	p := testPoller()
+	if err := p.publish(&Snapshot{ControllerID: -1, Errors: map[string]string{"metadata": "unable to dial"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := p.Current()
+	for _, field := range []string{`"brokers":[]`, `"topics":[]`, `"groups":[]`, `"transactions":[]`} {
+		if !strings.Contains(string(s.data), field) {
+			t.Errorf("snapshot without %s: %s", field, s.data)
+		}
+	}
+}
