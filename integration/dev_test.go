@@ -209,7 +209,8 @@ func producerCounters(c dev.Counters, name string) dev.ProducerCounters {
 // partition moving to the new log end after records are produced; a
 // consumer group's lag at 0 once it has read everything; after `moldau
 // dev kill` (SIGKILL) of the leader its card crossed out and another
-// replica's lane leading within the session timeout; then the run
+// replica's lane leading within the session timeout, both announced;
+// then the run
 // exported and replayed (checkReplay). A screenshot of each step is kept.
 func TestDevBrowser(t *testing.T) {
 	chromium := findChromium(t)
@@ -244,6 +245,10 @@ func TestDevBrowser(t *testing.T) {
 			fmt.Sprintf(`document.querySelector('.dev-node[data-dev-node="%d"]').dataset.state === "killed"`, leader))
 	t.Logf("kill -9 of leader %d -> crossed out and a new leader on the page: %v (broker.session.timeout.ms=3000)", leader, time.Since(killed).Round(100*time.Millisecond))
 	b.screenshot("leader-killed")
+	// Announced in words (announce.js): the broker down, the new leader.
+	b.poll(10*time.Second, "the killed broker and the new leader announced",
+		fmt.Sprintf(`(() => { const a = window.moldauConsole.announced || []; return a.some(m => m === 'Broker %d is down' || m === 'Broker %d is fenced') && `, leader, leader)+
+			fmt.Sprintf(`a.some(m => /^Broker \d+ (leads dev-0 \(epoch \d+\)$|now leads \d+ partitions: dev-0,)/.test(m) && !m.startsWith('Broker %d ')); })()`, leader))
 	b.poll(10*time.Second, "the kill and the leader change in the event log",
 		`[...document.querySelectorAll('#dev-events li[data-kind="fault"]')].some(li => /kill/.test(li.textContent)) && !!document.querySelector('#dev-events li[data-kind="leader"]')`)
 	b.screenshot("event-log")

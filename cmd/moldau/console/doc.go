@@ -41,6 +41,15 @@
 // readable by clients in Kafka, nor here: the quorum is shown from
 // DescribeQuorum instead.
 //
+// # Announcements
+//
+// web/announce.js compares each snapshot with the one before (forward in
+// time only) and says what changed in an aria-live log region: a broker
+// down, fenced or back, a new active controller, new partition leaders
+// and replicas leaving or rejoining the ISR (one message per broker, the
+// user's topics named before the internal ones), a group rebalanced; at
+// most four messages a snapshot, six on screen, each fading after 8 s.
+//
 // # Broker configuration
 //
 // A broker's configuration is not in the snapshot: the page asks GET
