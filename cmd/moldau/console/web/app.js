@@ -11,6 +11,7 @@ import { esc } from './util.js';
 import { Diagram } from './diagram.js';
 import { topicsTable, groupsTable, txnsTable, brokersTable, internalTable, metricsTable } from './tables.js';
 import { details } from './details.js';
+import { renderActions, confirming } from './actions.js';
 
 const historyLength = 60; // lag samples kept per group, one per snapshot
 
@@ -103,7 +104,8 @@ function renderHeader(s) {
 function renderDetails(s) {
   const d = details(s, ui.selection, ui);
   $('details').hidden = !d;
-  if (!d) return;
+  renderActions(s, d ? ui.selection : null);
+  if (!d || confirming()) return; // a question open: the panel holds still
   $('details-title').innerHTML = d[0];
   $('details-body').innerHTML = d[1];
 }
