@@ -1,4 +1,4 @@
-// The details panel's actions: buttons under the selection's details that
+// The details panel's actions: buttons above the selection's details that
 // act on the cluster (POST /api/act/..., answered with Kafka's error by
 // name) and, through window.moldauActions.register, on whatever an
 // extension knows (`moldau dev` adds a node's faults to a broker).
