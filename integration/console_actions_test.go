@@ -14,8 +14,9 @@ import (
 // The details panel's actions in a real browser, from the keyboard only
 // (focus and Enter): a group's offsets reset and its lag changing, a
 // partition's records deleted and its log start moving, each behind an
-// inline confirmation that holds the panel still while it is open; and,
-// under `moldau dev`, a node killed from its broker's details.
+// inline confirmation that holds the panel still while it is open, and a
+// broker's dynamic config set; and, under `moldau dev`, a console action
+// in the event log and a node killed from its broker's details.
 
 // press focuses the element of sel and presses Enter on it.
 func (b *browser) press(sel string) {
@@ -117,6 +118,20 @@ func TestConsoleActionsBrowser(t *testing.T) {
 	b.do(10*time.Second, chromedp.KeyEvent(kb.Escape))
 	b.poll(10*time.Second, "the question gone, the details open, focus on the action",
 		`!document.getElementById('details').hidden && document.querySelector('[data-act="delete-records"] .act-confirm').hidden && document.activeElement.matches('[data-act-run="delete-records"]')`)
+
+	// A broker's dynamic config, set from its details: the configuration
+	// is asked again and shows it.
+	b.press(fmt.Sprintf(`button[data-select-broker="%d"]`, leader))
+	b.poll(10*time.Second, "the broker's actions", `!!document.querySelector('[data-act-run="alter-config"]')`)
+	b.do(10*time.Second, chromedp.Focus(chromedp.CSS(`[data-act="alter-config"] input[name="name"]`)), chromedp.KeyEvent("max.connections"),
+		chromedp.Focus(chromedp.CSS(`[data-act="alter-config"] input[name="value"]`)), chromedp.KeyEvent("1000"))
+	b.press(`[data-act-run="alter-config"]`)
+	b.confirmFocused("alter-config")
+	b.do(10*time.Second, chromedp.KeyEvent("\r"))
+	b.answered("alter-config", "ok")
+	b.poll(15*time.Second, "max.connections set dynamically in the broker's configuration",
+		`(() => { const r = document.querySelector('#details-body tr[data-config="max.connections"]'); return !!r && r.dataset.source === 'DYNAMIC_BROKER_CONFIG' && r.querySelector('td.value').textContent === '1000'; })()`)
+	b.screenshot("broker-config-altered")
 }
 
 // Under `moldau dev`, a broker's details offer its node's faults: kill -9
@@ -136,6 +151,14 @@ func TestConsoleActionsDevBrowser(t *testing.T) {
 	b.do(15*time.Second, chromedp.Navigate(d.url+"/"))
 	b.poll(20*time.Second, "three broker cards and the dev panel",
 		`document.querySelectorAll('.broker[data-state="alive"]').length === 3 && document.querySelectorAll('.dev-node[data-state="running"]').length === 3`)
+	// A console action lands in the dev event log.
+	b.press(`button[data-open-topic="dev"]`)
+	b.press(`tr[data-kind="partition"][data-key="dev|0"]`)
+	b.press(`[data-act-run="elect-preferred"]`)
+	b.answered("elect-preferred", "ok")
+	b.poll(10*time.Second, "the election in the event log",
+		`[...document.querySelectorAll('#dev-events li[data-kind="action"]')].some(li => li.textContent.includes('preferred election of dev-0'))`)
+
 	b.press(fmt.Sprintf(`button[data-select-broker="%d"]`, victim))
 	b.poll(10*time.Second, "the node's faults in the broker's details",
 		fmt.Sprintf(`document.getElementById('details-title').textContent === 'Broker %d' && !!document.querySelector('[data-act-run="dev-kill"]')`, victim))

@@ -35,7 +35,8 @@ the latest or a given offset, only while the group is empty, as
 kafka-consumer-groups.sh (OffsetCommit), and deleting a group
 (DeleteGroups); aborting a hanging transaction's open partitions as
 kafka-transactions.sh abort (DescribeProducers, then WriteTxnMarkers to
-each leader). Destructive actions ask for a confirmation; a refusal
+each leader); setting or deleting a broker's dynamic config
+(IncrementalAlterConfigs). Destructive actions ask for a confirmation; a refusal
 shows Kafka's error by name. Each action is logged on standard error.
 --read-only hides them, and POST /api/act/... answers 403.
 

@@ -23,8 +23,8 @@ import (
 // Action is one action taken (or refused) through POST /api/act/...: what
 // the console writes to its log and hands Config.OnAction.
 type Action struct {
-	Kind   string `json:"kind"`   // partition, group, txn
-	Name   string `json:"name"`   // elect, delete-records, reset-offsets, delete, abort
+	Kind   string `json:"kind"`   // partition, group, txn, broker
+	Name   string `json:"name"`   // elect, delete-records, reset-offsets, delete, abort, alter-config
 	Target string `json:"target"` // the partition (topic-N), group or transactional id
 	OK     bool   `json:"ok"`
 	Text   string `json:"text"`            // what was done, or why not
@@ -86,6 +86,16 @@ func kafkaFailure(what string, err error) *ActError {
 	return e
 }
 
+// withMessage puts the broker's own error message, when it sent one, in
+// place of the error's generic description (INVALID_REQUEST's is about
+// malformed requests; the broker's says which config is not dynamic).
+func withMessage(e *ActError, what, msg string) *ActError {
+	if msg != "" {
+		e.Message = what + ": " + msg
+	}
+	return e
+}
+
 // admin is the poller's client now (SetClient may replace it).
 func (p *Poller) admin() (*kgo.Client, *kadm.Client) {
 	p.mu.Lock()
@@ -118,11 +128,8 @@ func (p *Poller) ElectLeader(ctx context.Context, topic string, partition int32,
 	case errors.Is(r.Err, kerr.ElectionNotNeeded):
 		return &ActResult{OK: true, Message: fmt.Sprintf("%s election of %s-%d not needed (ELECTION_NOT_NEEDED): a valid replica already leads", name, topic, partition)}, nil
 	case r.Err != nil:
-		e := kafkaFailure(name+" election of "+topic+"-"+fmt.Sprint(partition), r.Err)
-		if r.ErrMessage != "" {
-			e.Message += " (" + r.ErrMessage + ")"
-		}
-		return nil, e
+		what := fmt.Sprintf("%s election of %s-%d", name, topic, partition)
+		return nil, withMessage(kafkaFailure(what, r.Err), what, r.ErrMessage)
 	}
 	return &ActResult{OK: true, Message: fmt.Sprintf("%s election of %s-%d done", name, topic, partition)}, nil
 }
@@ -335,6 +342,36 @@ func writeAbortMarker(ctx context.Context, cl *kgo.Client, leader int32, pr kadm
 	return nil
 }
 
+// AlterBrokerConfig sets (value non-nil) or deletes (nil: back to the
+// static or default value) a dynamic configuration entry of broker id
+// (IncrementalAlterConfigs, BROKER resource, as kafka-configs.sh
+// --alter --entity-type brokers --entity-name ID). An entry that is not
+// dynamic is refused by the broker, by name.
+func (p *Poller) AlterBrokerConfig(ctx context.Context, id int32, name string, value *string) (*ActResult, error) {
+	if name == "" || id < 0 {
+		return nil, refused(http.StatusBadRequest, "name a broker and a configuration entry")
+	}
+	_, adm := p.admin()
+	op := kadm.SetConfig
+	if value == nil {
+		op = kadm.DeleteConfig
+	}
+	what := fmt.Sprintf("altering %s of broker %d", name, id)
+	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: name, Value: value}}, id)
+	if err != nil {
+		return nil, kafkaFailure(what, err)
+	}
+	for _, r := range rs {
+		if r.Err != nil {
+			return nil, withMessage(kafkaFailure(what, r.Err), what, r.ErrMessage)
+		}
+	}
+	if value == nil {
+		return &ActResult{OK: true, Message: fmt.Sprintf("broker %d: %s deleted (back to its static or default value)", id, name)}, nil
+	}
+	return &ActResult{OK: true, Message: fmt.Sprintf("broker %d: %s set to %s", id, name, *value)}, nil
+}
+
 // actor is a source of snapshots that can act on the cluster (a Poller;
 // a Replay cannot).
 type actor interface {
@@ -343,6 +380,7 @@ type actor interface {
 	ResetOffsets(ctx context.Context, req ResetRequest) (*ActResult, error)
 	DeleteGroup(ctx context.Context, group string) (*ActResult, error)
 	AbortTransaction(ctx context.Context, txnID string) (*ActResult, error)
+	AlterBrokerConfig(ctx context.Context, id int32, name string, value *string) (*ActResult, error)
 }
 
 // actBody is every action's JSON body; each action reads its fields.
@@ -350,6 +388,11 @@ type actBody struct {
 	ResetRequest
 	Type            string `json:"type"` // elect: preferred or unclean
 	TransactionalID string `json:"transactional_id"`
+	// alter-config: the broker, the entry's name and its value (null:
+	// delete the dynamic value).
+	Broker int32   `json:"broker"`
+	Name   string  `json:"name"`
+	Value  *string `json:"value"`
 }
 
 // act serves POST /api/act/{kind}/{name}. A JSON body only (as the dev
@@ -370,7 +413,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body actBody
-	body.Partition = -2 // absent
+	body.Partition, body.Broker = -2, -1 // absent
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
@@ -412,8 +455,11 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 		} else {
 			res, err = ac.AbortTransaction(ctx, body.TransactionalID)
 		}
+	case "broker/alter-config":
+		a.Target = fmt.Sprintf("broker %d %s", body.Broker, body.Name)
+		res, err = ac.AlterBrokerConfig(ctx, body.Broker, body.Name, body.Value)
 	default:
-		WriteJSON(w, http.StatusNotFound, &ActError{Message: fmt.Sprintf("no action %s/%s: partition/elect, partition/delete-records, group/reset-offsets, group/delete, txn/abort", a.Kind, a.Name)})
+		WriteJSON(w, http.StatusNotFound, &ActError{Message: fmt.Sprintf("no action %s/%s: partition/elect, partition/delete-records, group/reset-offsets, group/delete, txn/abort, broker/alter-config", a.Kind, a.Name)})
 		return
 	}
 	if err != nil {

@@ -64,7 +64,8 @@ func waitFor(t *testing.T, what string, cond func() error) {
 // The actions on a real broker: elections answered by name, DeleteRecords
 // moving the log start, a group's offsets reset when it is empty and
 // refused (with kafka-consumer-groups.sh's words) while it has a member,
-// DeleteGroups refused with NON_EMPTY_GROUP and then done, and a hanging
+// DeleteGroups refused with NON_EMPTY_GROUP and then done, a dynamic
+// broker config set and deleted (a static one refused), and a hanging
 // transaction aborted so that the last stable offset reaches the high
 // watermark. Every action is logged and handed to OnAction.
 func TestActions(t *testing.T) {
@@ -103,6 +104,41 @@ func TestActions(t *testing.T) {
 	}
 	if code, a := postAct(t, srv.URL, "partition/elect", map[string]any{"topic": "t", "partition": 7, "type": "preferred"}); code != http.StatusConflict || a.Error != "UNKNOWN_TOPIC_OR_PARTITION" {
 		t.Errorf("election of t-7, which does not exist: %d %+v", code, a)
+	}
+
+	// A dynamic broker config set, refused when it is not dynamic, and
+	// deleted.
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := md.Brokers[0].NodeID
+	maxConns := func() (string, string) {
+		cs, err := p.BrokerConfigs(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs.Configs {
+			if c.Name == "max.connections" && c.Value != nil {
+				return *c.Value, c.Source
+			}
+		}
+		return "", ""
+	}
+	if code, a := postAct(t, srv.URL, "broker/alter-config", map[string]any{"broker": id, "name": "max.connections", "value": "1000"}); code != 200 || !a.OK {
+		t.Fatalf("setting max.connections: %d %+v", code, a)
+	}
+	if v, src := maxConns(); v != "1000" || src != "DYNAMIC_BROKER_CONFIG" {
+		t.Errorf("max.connections after setting it: %s from %s", v, src)
+	}
+	if code, a := postAct(t, srv.URL, "broker/alter-config", map[string]any{"broker": id, "name": "node.id", "value": "9"}); code != http.StatusConflict || a.Error == "" {
+		t.Errorf("setting node.id, which is read-only: %d %+v, want 409 and Kafka's error", code, a)
+	}
+	if code, a := postAct(t, srv.URL, "broker/alter-config", map[string]any{"broker": id, "name": "max.connections", "value": nil}); code != 200 || !a.OK {
+		t.Fatalf("deleting max.connections: %d %+v", code, a)
+	}
+	if v, src := maxConns(); v == "1000" || src == "DYNAMIC_BROKER_CONFIG" {
+		t.Errorf("max.connections after deleting it: %s from %s", v, src)
 	}
 
 	// DeleteRecords moves the log start.
@@ -219,7 +255,7 @@ func TestActions(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	// Every action but the unknown one, done or refused.
-	if n := strings.Count(logged.String(), "console action"); n != len(actions) || n != 11 {
+	if n := strings.Count(logged.String(), "console action"); n != len(actions) || n != 14 {
 		t.Errorf("%d actions logged, %d handed to OnAction:\n%s", n, len(actions), logged.String())
 	}
 }

@@ -73,6 +73,10 @@
 //     and the transaction's first offset; an ABORT marker with them
 //     (transaction version 0) goes to the leader by WriteTxnMarkers. The
 //     coordinator is not told and ends the transaction when it times out.
+//   - broker/alter-config {broker, name, value (null: delete)}:
+//     IncrementalAlterConfigs of the BROKER resource (kafka-configs.sh
+//     --alter --entity-type brokers); an entry that is not dynamic is
+//     refused by the broker, whose own message is shown.
 //
 // The answer is {ok, message}, or {error, message} with Kafka's error by
 // name: 409 when the cluster (or the group's state) refused, 400 for a

@@ -10,11 +10,12 @@
 // first, inline, with as many questions as it has (an unclean election
 // asks twice); Escape or Cancel takes it back. The outcome is written to
 // #act-answer, an aria-live region outside the panel (a deleted group's
-// details close with it). A read-only console (<body data-read-only>)
-// shows no actions.
+// details close with it), and a 'moldau-acted' event is dispatched on
+// window after an action succeeds. A read-only console
+// (<body data-read-only>) shows no actions.
 //
 // An action is { id, label, section?, hint?, danger?, inputs?: [{ name,
-// label, type: 'number' | 'select', value, min?, options?: [[value,
+// label, type: 'number' | 'text' | 'select', value, min?, options?: [[value,
 // label]] }], confirm?: [question] or (values) => [question], run:
 // async (values) => message }; run throws an Error whose name (set to
 // Kafka's error, if any) and message are shown.
@@ -112,7 +113,19 @@ function txnActions(snap, key) {
     run: () => post('txn/abort', { transactional_id: x.id }) }];
 }
 
-const builtin = { partition: partitionActions, group: groupActions, txn: txnActions };
+function brokerActions(snap, key) {
+  const b = snap.brokers.find((x) => String(x.id) === key);
+  if (!b) return [];
+  return [{ id: 'alter-config', label: 'Alter a dynamic config', danger: true,
+    hint: 'IncrementalAlterConfigs, as kafka-configs.sh --entity-type brokers',
+    inputs: [{ name: 'op', label: 'op', type: 'select', options: [['set', 'set'], ['delete', 'delete']], value: 'set' },
+      { name: 'name', label: 'name', type: 'text', value: '' }, { name: 'value', label: 'value', type: 'text', value: '' }],
+    confirm: (v) => [v.op === 'delete' ? 'Delete the dynamic value of ' + v.name + ' on broker ' + b.id + '?'
+      : 'Set ' + v.name + ' to "' + v.value + '" on broker ' + b.id + '?'],
+    run: (v) => post('broker/alter-config', { broker: b.id, name: v.name.trim(), value: v.op === 'delete' ? null : v.value }) }];
+}
+
+const builtin = { partition: partitionActions, group: groupActions, txn: txnActions, broker: brokerActions };
 
 function actionsFor(snap, sel) {
   const out = builtin[sel.kind] ? builtin[sel.kind](snap, sel.key) : [];
@@ -125,7 +138,7 @@ function inputHTML(a, i) {
   const field = i.type === 'select'
     ? '<select id="' + id + '" name="' + esc(i.name) + '">' + i.options.map(([v, l]) => '<option value="' + esc(v) + '"' +
       (v === i.value ? ' selected' : '') + '>' + esc(l) + '</option>').join('') + '</select>'
-    : '<input id="' + id + '" name="' + esc(i.name) + '" type="number"' + (i.min != null ? ' min="' + i.min + '"' : '') +
+    : '<input id="' + id + '" name="' + esc(i.name) + '" type="' + (i.type === 'text' ? 'text' : 'number') + '"' + (i.min != null ? ' min="' + i.min + '"' : '') +
       ' value="' + esc(i.value) + '">';
   return '<label for="' + id + '">' + esc(i.label) + '</label> ' + field;
 }
@@ -223,12 +236,15 @@ function answer(stateName, id, html) {
 async function run(box, id, vals) {
   const a = state.acts.get(id);
   if (!a) return;
+  const sel = last.sel;
   state.busy = id;
   for (const b of box.querySelectorAll('button, input, select')) b.disabled = true;
   answer('busy', id, esc(a.label) + '…');
   try {
     const msg = await a.run(vals);
     answer('ok', id, '<strong>Done.</strong> ' + esc(msg));
+    // The page may have more to ask again (a broker's configuration).
+    window.dispatchEvent(new CustomEvent('moldau-acted', { detail: { kind: sel.kind, key: sel.key, action: id } }));
   } catch (err) {
     answer('error', id, '<strong class="warn">' + esc(err.kafka || 'Refused') + '</strong> ' + esc(err.message));
   } finally {

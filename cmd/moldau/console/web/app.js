@@ -177,6 +177,7 @@ $('details-body').addEventListener('click', (ev) => {
   if (ev.target.closest('[data-configs-defaults]')) { ui.showDefaults = !ui.showDefaults; schedule(true); }
   if (ev.target.closest('[data-configs-reload]') && ui.configs) { loadConfigs(ui.configs.id); schedule(true); }
 });
+window.addEventListener('moldau-acted', (ev) => { if (ev.detail.kind === 'broker') loadConfigs(ev.detail.key); }); // an altered config
 $('details-close').addEventListener('click', () => { ui.selection = null; schedule(true); });
 document.addEventListener('keydown', (ev) => { if (ev.key === 'Escape' && ui.selection) { ui.selection = null; schedule(true); } });
 setInterval(() => { if (snap && snap.transactions.length) schedule(true); }, 1000); // transaction ages
