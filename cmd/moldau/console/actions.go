@@ -279,6 +279,10 @@ func (p *Poller) AbortTransaction(ctx context.Context, txnID string) (*ActResult
 		return nil, refused(http.StatusBadGateway, "DescribeTransactions answered without %s", txnID)
 	case d.Err != nil:
 		return nil, kafkaFailure("describing transaction "+txnID, d.Err)
+	case d.State == "PrepareCommit":
+		// Its COMMIT markers are on their way: an ABORT on the
+		// partitions still without one would split the transaction.
+		return nil, refused(http.StatusConflict, "transaction %s is being committed (PrepareCommit): not aborting any of its partitions", txnID)
 	case len(d.Topics) == 0:
 		return nil, refused(http.StatusConflict, "transaction %s (%s) has no open partitions", txnID, d.State)
 	}

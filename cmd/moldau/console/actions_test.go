@@ -260,8 +260,8 @@ func TestActions(t *testing.T) {
 	}
 }
 
-// A read-only console answers 403 to every action and its page says so;
-// a body with an unknown field is 400, a form 415.
+// A read-only console answers 403 to every action and its page says so,
+// as does a replay; a body with an unknown field is 400, a form 415.
 func TestActionsReadOnly(t *testing.T) {
 	srv, _ := testServer(t, testPoller(), Config{ReadOnly: true})
 	if code, a := postAct(t, srv.URL, "group/delete", map[string]any{"group": "g"}); code != http.StatusForbidden || !strings.Contains(a.Message, "read-only") {
@@ -276,6 +276,17 @@ func TestActionsReadOnly(t *testing.T) {
 	if !bytes.Contains(page, []byte(`<body data-read-only="true">`)) {
 		t.Errorf("the read-only page does not say so")
 	}
+	// A replay has no cluster to act on.
+	run, _ := recordRun(t, 3)
+	r, err := NewReplay(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ = serveSource(t, r, Config{}, nil)
+	if code, a := postAct(t, srv.URL, "group/delete", map[string]any{"group": "g"}); code != http.StatusForbidden || !strings.Contains(a.Message, "replay") {
+		t.Errorf("an action on a replay: %d %+v", code, a)
+	}
+
 	srv, _ = testServer(t, testPoller(), Config{})
 	if code, _ := postAct(t, srv.URL, "group/delete", map[string]any{"nope": 1}); code != http.StatusBadRequest {
 		t.Errorf("an unknown field: %d, want 400", code)

@@ -73,6 +73,8 @@
 //     and the transaction's first offset; an ABORT marker with them
 //     (transaction version 0) goes to the leader by WriteTxnMarkers. The
 //     coordinator is not told and ends the transaction when it times out.
+//     A transaction in PrepareCommit is refused: its COMMIT markers are
+//     on their way, and an ABORT would split it.
 //   - broker/alter-config {broker, name, value (null: delete)}:
 //     IncrementalAlterConfigs of the BROKER resource (kafka-configs.sh
 //     --alter --entity-type brokers); an entry that is not dynamic is

@@ -156,7 +156,8 @@ function signature(acts) {
 }
 
 function build(el, acts) {
-  const focused = el.contains(document.activeElement) && document.activeElement.dataset.actRun;
+  const active = document.activeElement;
+  const focused = el.contains(active) && (active.dataset.actRun || (active.closest('.act') && active.closest('.act').dataset.act));
   let h = '';
   let section = null;
   for (const a of acts) {
@@ -167,7 +168,9 @@ function build(el, acts) {
   }
   el.innerHTML = h;
   if (focused) {
-    const b = el.querySelector('[data-act-run="' + CSS.escape(focused) + '"]');
+    // The same action, or the first if it is gone (kill -9 gave way to
+    // start): focus stays in the panel.
+    const b = el.querySelector('[data-act-run="' + CSS.escape(focused) + '"]') || el.querySelector('[data-act-run]');
     if (b) b.focus({ preventScroll: true });
   }
 }
