@@ -2,6 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,4 +180,54 @@ func TestConsoleActionsDevBrowser(t *testing.T) {
 	b.screenshot("broker-killed")
 	b.poll(10*time.Second, "the kill in the event log",
 		fmt.Sprintf(`[...document.querySelectorAll('#dev-events li[data-kind="fault"]')].some(li => li.textContent.includes('node %d: kill'))`, victim))
+}
+
+// A preferred leader election from the console moves the leadership back
+// to the first replica: three nodes, the preferred leader stopped and
+// restarted (no automatic rebalance), then POST
+// /api/act/partition/elect.
+func TestConsoleActionsPreferredElection(t *testing.T) {
+	c := startReplicatedCluster(t, "auto.leader.rebalance.enable=false")
+	seeds := c.seeds()
+	adm := newAdmin(t, strings.Join(seeds, ","))
+	const topic = "act-elect"
+	if _, err := adm.CreateTopic(ctxTimeout(t, 10*time.Second), 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitISR(t, adm, topic, 1, 3)
+	md, err := adm.Metadata(ctxTimeout(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preferred := md.Topics[topic].Partitions[0].Replicas[0]
+	c.stop(int(preferred - 1))
+	eventually(t, 30*time.Second, func() error {
+		if l, _ := partitionStateRetry(t, adm, topic, 0); l == preferred || l < 0 {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	c.restart(int(preferred - 1))
+	waitISR(t, adm, topic, 1, 3)
+	if l, _ := partitionStateRetry(t, adm, topic, 0); l == preferred {
+		t.Fatalf("the preferred replica %d leads again without an election", preferred)
+	}
+	url := startConsole(t, seeds, 250*time.Millisecond)
+	body := fmt.Sprintf(`{"topic":%q,"partition":0,"type":"preferred"}`, topic)
+	resp, err := http.Post(url+"/api/act/partition/elect", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("POST /api/act/partition/elect: %s %s", resp.Status, out)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("preferred election: %s %s", resp.Status, out)
+	}
+	eventually(t, 15*time.Second, func() error {
+		if l, _ := partitionStateRetry(t, adm, topic, 0); l != preferred {
+			return fmt.Errorf("leader %d, preferred %d", l, preferred)
+		}
+		return nil
+	})
 }
