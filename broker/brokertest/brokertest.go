@@ -15,11 +15,13 @@ import (
 )
 
 // Start starts a broker with props (Kafka properties, name=value): by
-// default log.dirs in a temporary directory and a PLAINTEXT listener on
-// a free port of 127.0.0.1. It returns the broker, started.
+// default log.dirs in a temporary directory, and a PLAINTEXT listener and
+// the metrics listener on free ports of 127.0.0.1 (the default metrics
+// port, 9404, may be taken by any broker on the machine). It returns the
+// broker, started.
 func Start(t testing.TB, props ...string) *broker.Broker {
 	t.Helper()
-	for _, d := range []string{"log.dirs=" + t.TempDir(), "listeners=PLAINTEXT://127.0.0.1:0"} {
+	for _, d := range []string{"log.dirs=" + t.TempDir(), "listeners=PLAINTEXT://127.0.0.1:0", "moldau.metrics.listener=127.0.0.1:0"} {
 		name, _, _ := strings.Cut(d, "=")
 		if !slices.ContainsFunc(props, func(p string) bool { return strings.HasPrefix(p, name+"=") }) {
 			props = append(props, d)

@@ -27,6 +27,19 @@ broker's name for its configuration (DescribeConfigs, asked for when the
 broker is selected). The metadata log is not readable by clients: the
 console shows the quorum, not its records.
 
+The details panel also acts, through the Kafka protocol as Kafka's tools
+do: a partition's preferred or (confirmed twice) unclean leader election
+(ElectLeaders) and deleting its records before an offset
+(DeleteRecords); resetting a group's committed offsets to the earliest,
+the latest or a given offset, only while the group is empty, as
+kafka-consumer-groups.sh (OffsetCommit), and deleting a group
+(DeleteGroups); aborting a hanging transaction's open partitions as
+kafka-transactions.sh abort (DescribeProducers, then WriteTxnMarkers to
+each leader); setting or deleting a broker's dynamic config
+(IncrementalAlterConfigs). Destructive actions ask for a confirmation; a refusal
+shows Kafka's error by name. Each action is logged on standard error.
+--read-only hides them, and POST /api/act/... answers 403.
+
 The console reads the cluster through the Kafka protocol only (Metadata,
 DescribeCluster, DescribeQuorum, DescribeLogDirs, ListOffsets, ListGroups,
 DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
@@ -52,7 +65,8 @@ most two seconds.
 One poll is bounded by --timeout, at most 5s. The page needs no network
 beyond the console: its files are in the binary. /api/snapshot answers
 the current snapshot as JSON, /api/events streams them,
-/api/broker/ID/configs answers a broker's configuration. SIGINT or SIGTERM
+/api/broker/ID/configs answers a broker's configuration, POST
+/api/act/KIND/ACTION takes an action (JSON). SIGINT or SIGTERM
 stops the console.`,
 		example: `  moldau console --brokers localhost:9092
   moldau console --listen :8080 --metrics-url http://localhost:9308/metrics
@@ -65,6 +79,7 @@ stops the console.`,
 			metricsInterval := fs.Duration("metrics-interval", 5*time.Second, "the time between two reads of the --metrics-url pages")
 			maxClients := fs.Int("max-clients", 32, "how many browser tabs may follow the console at once")
 			replay := fs.String("replay", "", "play back this run exported by 'moldau dev events' instead of polling a cluster")
+			readOnly := fs.Bool("read-only", false, "show the cluster only: no actions in the details panel, and POST /api/act/... answers 403")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *replay != "" {
 					return replayConsole(ctx, e, *replay, *listen, *maxClients)
@@ -79,7 +94,9 @@ stops the console.`,
 				cfg := console.Config{
 					Brokers: seeds, Listen: *listen, MetricsURLs: *metrics, MetricsInterval: *metricsInterval, Interval: *interval,
 					Timeout: min(e.client.timeout, 5*time.Second), DialTimeout: e.client.dialTimeout, MaxClients: *maxClients,
-					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+					ReadOnly: *readOnly,
+					// Info: the actions taken from the page, one line each.
+					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 					Ready: func(addr net.Addr) {
 						fmt.Fprintf(e.stderr, "moldau console: serving http://%s (brokers %s); Ctrl-C stops\n", addr, e.client.brokers)
 					},

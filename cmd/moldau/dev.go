@@ -144,7 +144,8 @@ With an ACTION, talks to a running 'moldau dev' at --dev:
 				cfg := dev.Config{
 					Settings: st, Dir: *dir, Exe: exe, Listen: *listen, Overrides: *overrides,
 					CheckInterval: *checkEvery, Out: e.stderr,
-					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+					// Info: the console's actions, one line each.
+					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 				}
 				if *checkEvery == 0 {
 					cfg.CheckInterval = -1

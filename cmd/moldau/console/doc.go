@@ -57,6 +57,55 @@
 // sends one DescribeConfigs (BROKER resource) under the poll timeout.
 // A [Replay] has no cluster to ask and answers 404.
 //
+// # Actions
+//
+// POST /api/act/{kind}/{action} (a JSON body, [actBody]; [Action] is
+// what is logged) acts on the cluster with the poller's client, one
+// request at a time as Kafka's tools would send it, under the poll
+// timeout (at least 10 s):
+//
+//   - partition/elect {topic, partition, type: preferred|unclean}:
+//     ElectLeaders (kafka-leader-election.sh); ELECTION_NOT_NEEDED is
+//     success, as in the tool.
+//   - partition/delete-records {topic, partition, offset}: DeleteRecords
+//     (-1: the high watermark).
+//   - group/reset-offsets {group, topic, partition (-1: every partition
+//     of the topic), to: earliest|latest|offset, offset}: ListGroups,
+//     refused unless the group is Empty or Dead with
+//     kafka-consumer-groups.sh's message, then ListOffsets and an
+//     OffsetCommit with no generation (an explicit offset is kept
+//     within the log, as --to-offset).
+//   - group/delete {group}: DeleteGroups (NON_EMPTY_GROUP with members).
+//   - txn/abort {transactional_id}: kafka-transactions.sh abort on each
+//     partition DescribeTransactions lists: DescribeProducers gives the
+//     producer's epoch, the epoch of the coordinator of its last marker
+//     and the transaction's first offset; an ABORT marker with them
+//     (transaction version 0) goes to the leader by WriteTxnMarkers. The
+//     coordinator is not told and ends the transaction when it times out.
+//     A transaction in PrepareCommit is refused: its COMMIT markers are
+//     on their way, and an ABORT would split it.
+//   - broker/alter-config {broker, name, value (null: delete)}:
+//     IncrementalAlterConfigs of the BROKER resource (kafka-configs.sh
+//     --alter --entity-type brokers); an entry that is not dynamic is
+//     refused by the broker, whose own message is shown.
+//
+// The answer is {ok, message}, or {error, message} with Kafka's error by
+// name: 409 when the cluster (or the group's state) refused, 400 for a
+// bad request, 404 for a partition the topic lacks or an unknown action,
+// 502 or 504 when the cluster failed or did not answer. A
+// body must be application/json (as the dev API: another site's form
+// cannot post one without a preflight). Every action, done or refused,
+// is one Info line in Config.Logger and is handed to Config.OnAction
+// (`moldau dev` adds it to its event log). With Config.ReadOnly, and in
+// a replay, every action answers 403 and the page (told by
+// <body data-read-only>) shows none.
+//
+// The page's side is web/actions.js: the buttons above the selection's
+// details, built once per selection and kept across snapshots; a
+// destructive action asks inline, and the panel holds still while it
+// asks; window.moldauActions.register(kind, fn) is the hook by which an
+// extension adds its own (the dev panel: a node's faults on its broker).
+//
 // # Bounds
 //
 // Per tick: at most [maxGroups] groups and [maxTransactions] transactions

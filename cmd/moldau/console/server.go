@@ -58,6 +58,12 @@ type Config struct {
 	// Scripts are URLs of extra ES modules the page loads after its own
 	// (the dev panel); none for a plain console.
 	Scripts []string
+	// ReadOnly hides the details panel's actions, and POST /api/act/...
+	// answers 403 (--read-only).
+	ReadOnly bool
+	// OnAction, if set, is told of every action taken or refused through
+	// POST /api/act/... (`moldau dev` adds it to its event log).
+	OnAction func(Action)
 }
 
 func (c *Config) defaults() {
@@ -134,6 +140,7 @@ func ServeReplay(ctx context.Context, cfg Config, run *Run) error {
 		return err
 	}
 	cfg.Scripts = append([]string{"/static/replay.js"}, cfg.Scripts...)
+	cfg.ReadOnly = true // a recording cannot be acted on
 	h := newHandler(r, cfg)
 	r.mount(h.mux)
 	return serve(ctx, cfg, h, r.Run)
@@ -154,7 +161,7 @@ func serve(ctx context.Context, cfg Config, h *handler, run func(context.Context
 	wg.Go(func() { run(sctx) })
 	serveErr := make(chan error, 1)
 	wg.Go(func() { serveErr <- srv.Serve(ln) })
-	cfg.Logger.Info("console listening", "addr", ln.Addr().String())
+	cfg.Logger.Debug("console listening", "addr", ln.Addr().String())
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
@@ -206,11 +213,15 @@ func newHandler(src source, cfg Config) *handler {
 		}
 		h.indexed = bytes.Replace(h.indexed, []byte("</body>"), append(tags, "</body>"...), 1)
 	}
+	if cfg.ReadOnly {
+		h.indexed = bytes.Replace(h.indexed, []byte("<body>"), []byte(`<body data-read-only="true">`), 1)
+	}
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux.HandleFunc("GET /api/snapshot", h.snapshot)
 	h.mux.HandleFunc("GET /api/events", h.events)
 	h.mux.HandleFunc("GET /api/broker/{id}/configs", h.brokerConfigs)
+	h.mux.HandleFunc("POST /api/act/{kind}/{name}", h.act)
 	return h
 }
 

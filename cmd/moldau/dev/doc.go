@@ -76,8 +76,9 @@
 // [EventLog] is the run in time order: faults and node processes (from
 // the API), leader, ISR, controller, broker and group changes (from the
 // console's snapshots, so two changes within one poll show as one),
-// rebalances seen by the built-in consumers, transaction outcomes, and
-// anomalies found by checks. It keeps the last 10,000 in memory and is
+// rebalances seen by the built-in consumers, transaction outcomes,
+// anomalies found by checks, and the actions taken from the console's
+// details panel (console.Config.OnAction), done or refused. It keeps the last 10,000 in memory and is
 // exported as JSON by GET /api/dev/events (the console's own /api/events
 // is its snapshot stream). A [console.Recorder] follows the console's
 // snapshots; GET /api/dev/run (`moldau dev events`) exports the events

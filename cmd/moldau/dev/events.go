@@ -15,7 +15,7 @@ const maxEvents = 10000
 type Event struct {
 	Seq  int64          `json:"seq"`
 	Time time.Time      `json:"time"`
-	Kind string         `json:"kind"` // fault, node, leader, isr, controller, rebalance, txn, anomaly, traffic
+	Kind string         `json:"kind"` // fault, node, leader, isr, controller, rebalance, txn, anomaly, traffic, action
 	Text string         `json:"text"`
 	Data map[string]any `json:"data,omitempty"`
 }

@@ -169,6 +169,15 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	ccfg := d.consoleConfig(d.cur().Cluster)
 	ccfg.Listen, ccfg.Logger, ccfg.Ready = cfg.Listen, cfg.Logger, cfg.Ready
 	ccfg.Scripts = []string{"/dev/static/panel.js"}
+	// The console's actions (an election, a group reset...) go into
+	// the event log beside the faults.
+	ccfg.OnAction = func(a console.Action) {
+		text := a.Text
+		if !a.OK {
+			text = "refused: " + text
+		}
+		d.Events.Add("action", text, map[string]any{"kind": a.Kind, "action": a.Name, "target": a.Target, "ok": a.OK, "error": a.Error})
+	}
 	ccfg.Mount = func(mux *http.ServeMux, p *console.Poller) {
 		d.mu.Lock()
 		d.poller = p

@@ -11,6 +11,7 @@ import { esc } from './util.js';
 import { Diagram } from './diagram.js';
 import { topicsTable, groupsTable, txnsTable, brokersTable, internalTable, metricsTable } from './tables.js';
 import { details } from './details.js';
+import { renderActions, confirming } from './actions.js';
 
 const historyLength = 60; // lag samples kept per group, one per snapshot
 
@@ -103,7 +104,8 @@ function renderHeader(s) {
 function renderDetails(s) {
   const d = details(s, ui.selection, ui);
   $('details').hidden = !d;
-  if (!d) return;
+  renderActions(s, d ? ui.selection : null);
+  if (!d || confirming()) return; // a question open: the panel holds still
   $('details-title').innerHTML = d[0];
   $('details-body').innerHTML = d[1];
 }
@@ -175,6 +177,7 @@ $('details-body').addEventListener('click', (ev) => {
   if (ev.target.closest('[data-configs-defaults]')) { ui.showDefaults = !ui.showDefaults; schedule(true); }
   if (ev.target.closest('[data-configs-reload]') && ui.configs) { loadConfigs(ui.configs.id); schedule(true); }
 });
+window.addEventListener('moldau-acted', (ev) => { if (ev.detail.kind === 'broker') loadConfigs(ev.detail.key); }); // an altered config
 $('details-close').addEventListener('click', () => { ui.selection = null; schedule(true); });
 document.addEventListener('keydown', (ev) => { if (ev.key === 'Escape' && ui.selection) { ui.selection = null; schedule(true); } });
 setInterval(() => { if (snap && snap.transactions.length) schedule(true); }, 1000); // transaction ages

@@ -160,6 +160,7 @@ function anomalies(c) {
 
 function render() {
   if (!state) return;
+  if (window.moldauActions) window.moldauActions.refresh(); // a node's faults in its broker's details
   $('dev-nodes').innerHTML = state.nodes.map(nodeCard).join('');
   const opts = (withClients) => (withClients ? '<option value="0">clients</option>' : '') + state.nodes.map((n) => `<option value="${n.id}">node ${n.id}</option>`).join('');
   for (const [id, cl] of [['dev-lose-from', true], ['dev-lose-to', false], ['dev-slow-node', false]]) {
@@ -209,6 +210,35 @@ panel.addEventListener('click', (ev) => {
   else if (a === 'producer-stop') post(`/api/dev/producers/${name}/stop`);
   else if (a.startsWith('consumer-')) post(`/api/dev/consumers/${name}/${a.slice(9)}`);
 });
+
+// A broker's details in the console offer its node's faults, through the
+// console's hook (web/actions.js): the same calls as the node cards.
+async function nodeAction(id, action, body) {
+  const r = await fetch(`/api/dev/nodes/${id}/${action}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body || {}) });
+  const v = await r.json().catch(() => ({}));
+  refresh();
+  if (!r.ok) throw new Error(v.error || r.statusText);
+  return action === 'slow' ? `node ${id}: disk delay ${body.delay_ms} ms` : `node ${id}: ${action}`;
+}
+
+function brokerFaults(snap, key) {
+  const n = state && state.nodes.find((x) => String(x.id) === key);
+  if (!n) return [];
+  const section = 'Faults (moldau dev)';
+  const act = (action, label, question) => ({ id: 'dev-' + action, label, section, danger: !!question,
+    confirm: question ? [question] : undefined, run: () => nodeAction(n.id, action) });
+  const acts = n.state === 'running'
+    ? [act('kill', 'kill -9', `Kill node ${n.id} with SIGKILL? It stops at once, with no controlled shutdown.`),
+      act('stop', 'stop', `Stop node ${n.id} (SIGTERM, a controlled shutdown)?`),
+      act('restart', 'restart', `Restart node ${n.id}?`)]
+    : [act('start', 'start')];
+  acts.push(act('cut-peers', 'cut from peers'), act('cut-clients', 'cut from clients'), act('heal', 'heal'));
+  acts.push({ id: 'dev-slow', label: 'Slow the disk', section,
+    inputs: [{ name: 'delay_ms', label: 'by (ms, 0: normal)', type: 'number', min: 0, value: n.disk_delay_ms || 200 }],
+    run: (v) => nodeAction(n.id, 'slow', { delay_ms: +v.delay_ms }) });
+  return acts;
+}
+if (window.moldauActions) window.moldauActions.register('broker', brokerFaults);
 
 function formJSON(form) {
   const o = {};
