@@ -85,12 +85,15 @@ func (p *Poller) pollRecords(ctx context.Context, s, prev *Snapshot) error {
 			pt := &t.Partitions[pi]
 			k := tp{t.Name, pt.Partition}
 			seen[k] = true
-			if pt.HighWatermark <= pt.LogStartOffset || pt.LogStartOffset < 0 || pt.Leader < 0 {
+			if pt.HighWatermark <= pt.LogStartOffset || pt.LogStartOffset < 0 {
 				delete(p.cells, k) // empty or unknown: nothing to draw
 				continue
 			}
 			if old := prevPart[k]; old != nil {
 				pt.Records = old.Records
+			}
+			if pt.Leader < 0 {
+				continue // no leader to ask: the last cells stay
 			}
 			r := cellsRead{tp: k, topicID: id, from: max(pt.LogStartOffset, pt.HighWatermark-maxCells), hw: pt.HighWatermark, leaderEpoch: pt.LeaderEpoch}
 			st, ok := p.cells[k]
@@ -132,6 +135,12 @@ func (p *Poller) pollRecords(ctx context.Context, s, prev *Snapshot) error {
 				continue // not answered: read again next tick
 			}
 			pt := idx[r.tp]
+			if rec.LogEnd < 0 && pt.Records != nil && pt.Records.LogEnd >= pt.HighWatermark {
+				// OffsetForLeaderEpoch failed: the last log end still
+				// holds as far as anyone can tell, and dropping it would
+				// draw a truncation that did not happen.
+				rec.LogEnd = pt.Records.LogEnd
+			}
 			pt.Records = rec
 			p.cells[r.tp] = cellsState{key: cellsKey{pt.LogStartOffset, pt.HighWatermark, pt.Leader, pt.LeaderEpoch}, tick: p.tick}
 		}
