@@ -148,3 +148,20 @@ func batch(base int64, last int32, deltas []int32, keys []string) []byte {
 	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return out
 }
+
+// A cluster of more partitions than maxCellPartitions gets no cells, says
+// so in Truncated, and asks nothing (the poller here has no client).
+func TestPollRecordsSkipsLargeClusters(t *testing.T) {
+	parts := make([]Partition, maxCellPartitions+1)
+	for i := range parts {
+		parts[i] = Partition{Partition: int32(i), Leader: 1, LogStartOffset: 0, HighWatermark: 10}
+	}
+	s := &Snapshot{Topics: []Topic{{Name: "big", Partitions: parts}}, Truncated: map[string]int{}}
+	p := &Poller{}
+	if err := p.pollRecords(t.Context(), s, &Snapshot{}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Truncated["records"] != maxCellPartitions+1 || s.Topics[0].Partitions[0].Records != nil {
+		t.Fatalf("truncated %v, records %+v", s.Truncated, s.Topics[0].Partitions[0].Records)
+	}
+}
