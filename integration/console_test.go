@@ -348,7 +348,8 @@ func checkBrokerConfigs(t *testing.T, b *browser) {
 // checkReducedMotion checks the lanes' motion: a lane drawn by the
 // page's own cells module (in the page, on made-up offsets the cluster
 // cannot be brought to on demand) shows faded cells above the high
-// watermark, and cells truncated away flashing after the log end. With
+// watermark, the records past the last stable offset marked open, and
+// cells truncated away flashing after the log end. With
 // prefers-reduced-motion: reduce emulated, no transition or animation
 // starts when cells change, nor when cells are truncated; without it
 // they would.
@@ -367,10 +368,11 @@ func checkReducedMotion(t *testing.T, b *browser, cl *kgo.Client, topic string, 
 		el.innerHTML = '<span class="label" aria-label="made-0">partition 0</span>' + m.laneCellsHTML();
 		document.getElementById('brokers').querySelector('.lanes').appendChild(el);
 		window.__made = el;
-		const p = {log_start_offset: 10, high_watermark: 20, log_end_offset: 20, last_stable_offset: 20,
+		const p = {log_start_offset: 10, high_watermark: 20, log_end_offset: 20, last_stable_offset: 18,
 			records: {from: 10, shape: 'rrtrCaaAr_', keys: '01-2--33-', log_end: 25}};
 		m.updateCells(el, p, 1, 'leader');
 		window.__above = [...el.querySelectorAll('.cell.above')].map(c => c.dataset.offset).join(',');
+		window.__open = [...el.querySelectorAll('.cell.open')].map(c => c.dataset.offset).join(',');
 		m.updateCells(el, {...p, records: {...p.records, log_end: 20}}, 1, 'leader');
 		window.__gone = [...el.querySelectorAll('.cell.gone')].map(c => c.dataset.offset).join(',');
 		window.__made_done = true;
@@ -378,13 +380,13 @@ func checkReducedMotion(t *testing.T, b *browser, cl *kgo.Client, topic string, 
 	eval[bool](b, made)
 	b.poll(10*time.Second, "the made-up lane drawn", `window.__made_done === true`)
 	got := eval[struct {
-		Above, Gone, Anim, Deleted, Glyphs string
-	}](b, `({Above: window.__above, Gone: window.__gone, Anim: getComputedStyle(window.__made.querySelector('.cell.gone')).animationName,
+		Above, Open, Gone, Anim, Deleted, Glyphs string
+	}](b, `({Above: window.__above, Open: window.__open, Gone: window.__gone, Anim: getComputedStyle(window.__made.querySelector('.cell.gone')).animationName,
 		Deleted: String(!window.__made.querySelector('.deleted').hidden),
 		Glyphs: [...window.__made.querySelectorAll('.cell')].slice(0, 10).map(c => c.textContent || '.').join('')})`)
-	if got.Above != "20,21,22,23,24" || got.Gone != "20,21,22,23,24" || got.Anim != "gone-flash" || got.Deleted != "true" || got.Glyphs != "..×.C..A.·" {
-		t.Fatalf("the made-up lane: faded above the HW %q, truncated %q (animation %q), deleted shown %s, glyphs %q; want 20-24, 20-24, gone-flash, true, %q",
-			got.Above, got.Gone, got.Anim, got.Deleted, got.Glyphs, "..×.C..A.·")
+	if got.Above != "20,21,22,23,24" || got.Open != "18,19" || got.Gone != "20,21,22,23,24" || got.Anim != "gone-flash" || got.Deleted != "true" || got.Glyphs != "..×.C..A.·" {
+		t.Fatalf("the made-up lane: faded above the HW %q, past the last stable offset %q, truncated %q (animation %q), deleted shown %s, glyphs %q; want 20-24, 18-19, 20-24, gone-flash, true, %q",
+			got.Above, got.Open, got.Gone, got.Anim, got.Deleted, got.Glyphs, "..×.C..A.·")
 	}
 	b.screenshot("made-up-lane")
 	eval[bool](b, `(window.__made.remove(), true)`)

@@ -9,7 +9,8 @@
 // offset not read grey), the high watermark as a bar, the offsets between
 // the high watermark and the log end as faded empty cells (at most
 // maxAbove, the last an ellipsis beyond), and the log end as a dashed
-// slot. Under the grid: the first offset, the high watermark and the log
+// slot; the records past the last stable offset (in transactions still
+// open) underlined. Under the grid: the first offset, the high watermark and the log
 // end. When the log end goes back (truncation), the slots that went away
 // flash for a few seconds after the log end.
 //
@@ -49,7 +50,7 @@ function laneEnd(p) {
 export function updateCells(el, p, r, ro) {
   const end = laneEnd(p);
   const rec = p.records;
-  const sig = [ro, p.log_start_offset, p.high_watermark, end, rec ? rec.from + rec.shape + rec.keys : ''].join('|');
+  const sig = [ro, p.log_start_offset, p.high_watermark, p.last_stable_offset, end, rec ? rec.from + rec.shape + rec.keys : ''].join('|');
   const prevEnd = Number(el.dataset.logEnd);
   if (el.dataset.logEnd !== undefined && prevEnd > end && end >= 0) {
     el._gone = { from: end, to: Math.min(prevEnd, end + maxAbove), until: Date.now() + goneMs };
@@ -81,6 +82,7 @@ function draw(el, p, end) {
   }
   hwBar.hidden = false;
   const first = Math.max(start, hw - maxCells);
+  const lso = p.last_stable_offset < hw ? p.last_stable_offset : -1;
   const del = log.querySelector('.deleted');
   del.hidden = start <= 0;
   del.title = start > 0 ? 'offsets 0 to ' + num(start - 1) + ' deleted (below the log start)' : '';
@@ -95,8 +97,9 @@ function draw(el, p, end) {
     const k = i >= 0 && i < rec.shape.length ? rec.shape[i] : '?';
     const key = i >= 0 && i < rec.keys.length ? rec.keys[i] : '-';
     if (k in counts) counts[k]++;
-    slots.push({ o, cls: 'cell s-' + (k === '_' ? 'gap' : k === '?' ? 'unread' : k) + (key === '-' ? ' kn' : ' k' + key), text: glyph(k),
-      title: 'offset ' + num(o) + ': ' + kinds[k] + (key === '-' || k === 'C' || k === 'A' ? '' : ', key colour ' + key) });
+    const open = lso >= 0 && o >= lso; // past the last stable offset: in a transaction still open
+    slots.push({ o, cls: 'cell s-' + (k === '_' ? 'gap' : k === '?' ? 'unread' : k) + (key === '-' ? ' kn' : ' k' + key) + (open ? ' open' : ''), text: glyph(k),
+      title: 'offset ' + num(o) + ': ' + kinds[k] + (key === '-' || k === 'C' || k === 'A' ? '' : ', key colour ' + key) + (open ? ', past the last stable offset' : '') });
   }
   const above = Math.max(0, end - hw);
   for (let j = 0; j < Math.min(above, maxAbove); j++) {
@@ -117,7 +120,7 @@ function draw(el, p, end) {
   hwBar.title = 'high watermark ' + num(hw);
 
   let label = el.querySelector('.label').getAttribute('aria-label') + ', ' + (el.dataset.role || '') + ': log start ' + num(start) +
-    ', high watermark ' + num(hw) + ', log end ' + num(end);
+    ', high watermark ' + num(hw) + (lso >= 0 ? ', last stable ' + num(lso) : '') + ', log end ' + num(end);
   if (slots.length > 1) label += '; offsets ' + num(first) + ' to ' + num(end) + ' drawn';
   const notes = [[counts.C, 'commit marker'], [counts.A, 'abort marker'], [counts.a, 'aborted record'], [counts.t, 'tombstone']]
     .filter(([n]) => n > 0).map(([n, what]) => n + ' ' + what + (n > 1 ? 's' : ''));
