@@ -51,14 +51,17 @@
 // control batches (the markers) are in the answer; from at most [maxCells]
 // offsets before the high watermark (a consumer cannot read past it),
 // [cellsPartitionBytes] a partition and [cellsTickBytes] a tick over all
-// leaders; no fetch session. The record batches' headers tell which
-// offsets a batch covers, so an offset inside a batch without a record is
-// a compacted gap, and one past the last whole batch of the answer is "not
-// read". Kafka gives aborted_transactions only to read_committed fetches,
-// which stop at the last stable offset, so an aborted record is told by
-// its producer's next marker in the answer being an abort; a record whose
-// marker is past the high watermark is in an open transaction and drawn as
-// a record.
+// leaders; no fetch session. A Fetch answers a partition from one segment
+// only, as Kafka's does, so a partition whose answer stops short of the
+// high watermark with room to spare is asked again from there, at most
+// [maxFetchRounds] Fetches a leader a tick. The record batches' headers
+// tell which offsets a batch covers, so an offset inside a batch without a
+// record is a compacted gap, and one past the last whole batch of the
+// answer is "not read". Kafka gives aborted_transactions only to
+// read_committed fetches, which stop at the last stable offset, so an
+// aborted record is told by its producer's next marker in the answer being
+// an abort; a record whose marker is past the high watermark is in an open
+// transaction and drawn as a record.
 //
 // Only partitions whose log start, high watermark, leader or leader epoch
 // changed since their last read are read, at most [maxCellReads] a tick

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -165,99 +166,157 @@ func (p *Poller) pollRecords(ctx context.Context, s, prev *Snapshot) error {
 // readRecords asks one leader for the shape of rs' newest records and
 // its log end offsets. A partition is in the answer only when its Fetch
 // returned records or none were due.
+//
+// A Fetch answers a partition from one segment only (as Kafka's does), so
+// a partition whose answer stops short of the high watermark with room
+// to spare is asked again from where it stopped, at most maxFetchRounds
+// times in all and maxBytes over all of them.
 func (p *Poller) readRecords(ctx context.Context, leader int32, rs []cellsRead, maxBytes int32) (map[tp]*Records, error) {
 	br := p.cl.Broker(int(leader))
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.ReplicaID = -1
-	fetch.MaxWaitMillis = 0
-	fetch.MinBytes = 0
-	fetch.MaxBytes = maxBytes
-	fetch.IsolationLevel = 0 // read_uncommitted: aborted records and markers too
-	fetch.SessionID, fetch.SessionEpoch = 0, -1
-	epochs := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	epochs.ReplicaID = -1
-	want := map[tp]cellsRead{}
-	byTopic := map[string]int{}
+	logEnd, eerr := p.leaderLogEnds(ctx, br, rs)
+	raw := map[tp][]byte{} // the record batches read, over all rounds
+	at := map[tp]int64{}   // where the next round reads from
 	for _, r := range rs {
-		want[r.tp] = r
-		i, ok := byTopic[r.topic]
-		if !ok {
-			i = len(fetch.Topics)
-			byTopic[r.topic] = i
-			ft := kmsg.NewFetchRequestTopic()
-			ft.Topic, ft.TopicID = r.topic, r.topicID
-			fetch.Topics = append(fetch.Topics, ft)
-			et := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			et.Topic = r.topic
-			epochs.Topics = append(epochs.Topics, et)
-		}
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = r.partition, r.from, cellsPartitionBytes
-		fp.CurrentLeaderEpoch, fp.LogStartOffset, fp.LastFetchedEpoch = -1, -1, -1
-		fetch.Topics[i].Partitions = append(fetch.Topics[i].Partitions, fp)
-		ep := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		ep.Partition, ep.CurrentLeaderEpoch, ep.LeaderEpoch = r.partition, -1, r.leaderEpoch
-		epochs.Topics[i].Partitions = append(epochs.Topics[i].Partitions, ep)
+		at[r.tp] = r.from
 	}
-
-	logEnd := map[tp]int64{}
-	eresp, eerr := epochs.RequestWith(ctx, br)
-	if eerr == nil {
-		for _, t := range eresp.Topics {
-			for _, pt := range t.Partitions {
-				k := tp{t.Topic, pt.Partition}
-				// The end offset of the current epoch is the log end; of
-				// another (the metadata was stale) it is not.
-				if pt.ErrorCode == 0 && pt.LeaderEpoch == want[k].leaderEpoch {
-					logEnd[k] = pt.EndOffset
-				}
+	var first error
+	left := maxBytes // over all rounds
+	for round := 0; round < maxFetchRounds && len(at) > 0 && left > 0; round++ {
+		answers, err := fetchShapes(ctx, br, rs, at, left)
+		if err != nil {
+			first = cmp.Or(first, err)
+			break
+		}
+		next := map[tp]int64{}
+		for _, r := range rs {
+			rp, ok := answers[r.tp]
+			if !ok {
+				continue
+			}
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				first = cmp.Or(first, err)
+				continue
+			}
+			raw[r.tp] = append(raw[r.tp], rp.RecordBatches...)
+			left -= int32(len(rp.RecordBatches))
+			end := batchesEnd(rp.RecordBatches)
+			if end > at[r.tp] && end < r.hw && len(rp.RecordBatches) < cellsPartitionBytes/2 {
+				next[r.tp] = end // the end of a segment: the rest is in the next one
 			}
 		}
+		at = next
 	}
+	out := map[tp]*Records{}
+	for _, r := range rs {
+		b, ok := raw[r.tp]
+		if !ok && r.hw > r.from {
+			continue
+		}
+		rec := recordsShape(r.from, r.hw, &kmsg.FetchResponseTopicPartition{Partition: r.partition, RecordBatches: b})
+		if rec == nil {
+			continue
+		}
+		rec.LogEnd = -1
+		if e, ok := logEnd[r.tp]; ok {
+			rec.LogEnd = e
+		}
+		out[r.tp] = rec
+	}
+	return out, errors.Join(first, eerr)
+}
 
-	fresp, err := fetch.RequestWith(ctx, br)
+// maxFetchRounds bounds the Fetch requests readRecords sends one leader.
+const maxFetchRounds = 4
+
+// leaderLogEnds asks the leader br for the end offset of each partition's
+// current leader epoch: its log end.
+func (p *Poller) leaderLogEnds(ctx context.Context, br *kgo.Broker, rs []cellsRead) (map[tp]int64, error) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = -1
+	want := map[tp]int32{}
+	byTopic := map[string]int{}
+	for _, r := range rs {
+		want[r.tp] = r.leaderEpoch
+		i, ok := byTopic[r.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[r.topic] = i
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = r.topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = r.partition, -1, r.leaderEpoch
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp, err := req.RequestWith(ctx, br)
 	if err != nil {
 		return nil, err
 	}
-	if err := kerr.ErrorForCode(fresp.ErrorCode); err != nil {
-		return nil, err
+	out := map[tp]int64{}
+	for _, t := range resp.Topics {
+		for _, pt := range t.Partitions {
+			k := tp{t.Topic, pt.Partition}
+			// The end offset of the current epoch is the log end; of
+			// another (the metadata was stale) it is not.
+			if e, ok := want[k]; ok && pt.ErrorCode == 0 && pt.LeaderEpoch == e {
+				out[k] = pt.EndOffset
+			}
+		}
 	}
+	return out, nil
+}
+
+// fetchShapes sends br one read_uncommitted Fetch for the partitions of rs
+// in at, each from its offset there, and returns the answers by
+// partition.
+func fetchShapes(ctx context.Context, br *kgo.Broker, rs []cellsRead, at map[tp]int64, maxBytes int32) (map[tp]*kmsg.FetchResponseTopicPartition, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 0
+	req.MinBytes = 0
+	req.MaxBytes = maxBytes
+	req.IsolationLevel = 0 // read_uncommitted: aborted records and markers too
+	req.SessionID, req.SessionEpoch = 0, -1
+	byTopic := map[string]int{}
 	names := map[[16]byte]string{}
 	for _, r := range rs {
-		names[r.topicID] = r.topic
+		from, ok := at[r.tp]
+		if !ok {
+			continue
+		}
+		i, ok := byTopic[r.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[r.topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = r.topic, r.topicID // by name below v13, by id from v13
+			req.Topics = append(req.Topics, t)
+			names[r.topicID] = r.topic
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = r.partition, from, cellsPartitionBytes
+		rp.CurrentLeaderEpoch, rp.LogStartOffset, rp.LastFetchedEpoch = -1, -1, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	out := map[tp]*Records{}
-	var first error
-	for _, t := range fresp.Topics {
+	resp, err := req.RequestWith(ctx, br)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	out := map[tp]*kmsg.FetchResponseTopicPartition{}
+	for _, t := range resp.Topics {
 		name := t.Topic
 		if t.TopicID != ([16]byte{}) {
 			name = names[t.TopicID]
 		}
 		for i := range t.Partitions {
-			rp := &t.Partitions[i]
-			k := tp{name, rp.Partition}
-			r, ok := want[k]
-			if !ok {
-				continue
-			}
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				if first == nil {
-					first = err
-				}
-				continue
-			}
-			rec := recordsShape(r.from, r.hw, rp)
-			if rec == nil {
-				continue
-			}
-			rec.LogEnd = -1
-			if e, ok := logEnd[k]; ok {
-				rec.LogEnd = e
-			}
-			out[k] = rec
+			out[tp{name, t.Partitions[i].Partition}] = &t.Partitions[i]
 		}
 	}
-	return out, errors.Join(first, eerr)
+	return out, nil
 }
 
 // recordsShape reads the shape of the offsets [from, hw) from one

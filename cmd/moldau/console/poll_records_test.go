@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/moldau/moldau/broker/brokertest"
 )
 
 // A poller on a real broker draws the shape of the newest records: keyed
@@ -164,4 +166,54 @@ func TestPollRecordsSkipsLargeClusters(t *testing.T) {
 	if s.Truncated["records"] != maxCellPartitions+1 || s.Topics[0].Partitions[0].Records != nil {
 		t.Fatalf("truncated %v, records %+v", s.Truncated, s.Topics[0].Partitions[0].Records)
 	}
+}
+
+// A compacted partition: the records the cleaner removed are gaps, the
+// newest record of each key stays. The cleaner changes no offset, so each
+// attempt is a new poller (an unchanged partition is read again only
+// after cellsRefresh ticks).
+func TestPollerRecordsCompactedGap(t *testing.T) {
+	b := brokertest.Start(t, "log.dirs="+t.TempDir(), "log.cleaner.backoff.ms=50")
+	seed := b.Addr("").String()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("compacted"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cfg := map[string]*string{}
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"} {
+		cfg[k] = &v
+	}
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, cfg, "compacted"); err != nil {
+		t.Fatal(err)
+	}
+	for i, key := range []string{"a", "a", "a", "b"} {
+		if i == 3 {
+			time.Sleep(200 * time.Millisecond) // past segment.ms: offset 3 starts a new segment
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte("v"), Partition: 0}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var last *Records
+	for time.Now().Before(deadline) {
+		p := NewPoller(cl, time.Second, 5*time.Second, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		p.Poll(ctx)
+		p.internal.close()
+		s, _ := p.Current()
+		for _, tp := range s.Topics {
+			if tp.Name == "compacted" {
+				last = tp.Partitions[0].Records
+			}
+		}
+		if last != nil && last.Shape == "__rr" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the compacted partition's records: %+v; want offsets 0 and 1 gaps (%q)", last, "__rr")
 }
