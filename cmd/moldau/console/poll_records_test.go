@@ -217,3 +217,72 @@ func TestPollerRecordsCompactedGap(t *testing.T) {
 	}
 	t.Fatalf("the compacted partition's records: %+v; want offsets 0 and 1 gaps (%q)", last, "__rr")
 }
+
+// More partitions to read than maxCellReads: a tick reads at most that
+// many, and the next tick reads the ones left (read longest ago first),
+// though the first ones changed again meanwhile.
+func TestPollerRecordsCapTakesTurns(t *testing.T) {
+	seed, _ := startBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("many"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const n = maxCellReads + 50
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, n, 1, nil, "many"); err != nil {
+		t.Fatal(err)
+	}
+	produceAll := func() {
+		t.Helper()
+		recs := make([]*kgo.Record, n)
+		for i := range recs {
+			recs[i] = &kgo.Record{Key: []byte("k"), Value: []byte("v"), Partition: int32(i)}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceAll()
+	read := func(s *Snapshot) (int, []int32) {
+		var got int
+		var missing []int32
+		for _, tp := range s.Topics {
+			if tp.Name != "many" {
+				continue
+			}
+			for _, pt := range tp.Partitions {
+				if pt.Records != nil && pt.HighWatermark > 0 && len(pt.Records.Shape) == int(pt.HighWatermark) {
+					got++
+				} else {
+					missing = append(missing, pt.Partition)
+				}
+			}
+		}
+		return got, missing
+	}
+	p := NewPoller(cl, time.Second, 10*time.Second, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(p.internal.close)
+	s := pollUntil(t, p, "the topic's partitions with their offsets", func(s *Snapshot) bool {
+		got, _ := read(s)
+		return got > 0
+	})
+	if got, _ := read(s); got > maxCellReads {
+		t.Fatalf("one tick read %d partitions, want at most %d", got, maxCellReads)
+	}
+	produceAll() // every partition changes: those read first must wait their turn
+	p.Poll(ctx)
+	s, _ = p.Current()
+	for _, tp := range s.Topics {
+		if tp.Name != "many" {
+			continue
+		}
+		for _, pt := range tp.Partitions {
+			if pt.Records == nil {
+				t.Fatalf("after two ticks partition %d has no cells", pt.Partition)
+			}
+		}
+	}
+}
