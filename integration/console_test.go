@@ -268,7 +268,7 @@ func TestConsoleBrowser(t *testing.T) {
 	if len(updates) > 0 {
 		t.Logf("snapshot poll -> DOM updated: mean %d ms, worst %d ms over %d snapshots", sum/int64(len(updates)), worst, len(updates))
 	}
-	checkFirstRender(t, b, url, adm)
+	checkFirstRender(t, b, url, adm, seeds[0]+","+seeds[1]+","+seeds[2])
 }
 
 // checkGroupLagZero consumes everything in a group and waits for the
@@ -422,12 +422,13 @@ func checkReducedMotion(t *testing.T, b *browser, cl *kgo.Client, topic string, 
 	b.screenshot("reduced-motion")
 }
 
-// checkFirstRender creates 100 topics of 10 partitions and measures, in
-// the browser, the time from navigation to the first snapshot rendered:
-// as the page opens (topics collapsed above 200 partitions), which must
-// take under a second, and with every topic expanded (#expand-all: every
-// replica a lane), which is logged.
-func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client) {
+// checkFirstRender creates 100 topics of 10 partitions with 32 records
+// in each and measures, in the browser, the time from navigation to the
+// first snapshot rendered: as the page opens (topics collapsed above 200
+// partitions), which must take under a second, and with every topic
+// expanded (#expand-all: every replica a lane of 33 cells), which is
+// logged.
+func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client, seeds string) {
 	var names []string
 	for i := range 100 {
 		names = append(names, fmt.Sprintf("load-%03d", i))
@@ -435,7 +436,19 @@ func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client) {
 	if _, err := adm.CreateTopics(ctxTimeout(t, 30*time.Second), 10, 1, nil, names...); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	cl := newClient(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(40000))
+	var recs []*kgo.Record
+	for _, name := range names {
+		for p := range int32(10) {
+			for i := range 32 {
+				recs = append(recs, &kgo.Record{Topic: name, Partition: p, Key: fmt.Appendf(nil, "k%d", i%5), Value: []byte("v")})
+			}
+		}
+	}
+	if err := cl.ProduceSync(ctxTimeout(t, 60*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
 		s, err := consoleSnapshot(url)
 		if err != nil {
 			return err
@@ -443,13 +456,13 @@ func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client) {
 		n := 0
 		for _, tp := range s.Topics {
 			for _, p := range tp.Partitions {
-				if p.LogEndOffset >= 0 {
+				if p.LogEndOffset >= 0 && (tp.Internal || p.Records != nil && len(p.Records.Shape) == 32) {
 					n++
 				}
 			}
 		}
 		if n < 1000 {
-			return fmt.Errorf("%d partitions with offsets in the snapshot", n)
+			return fmt.Errorf("%d partitions with offsets and cells in the snapshot", n)
 		}
 		return nil
 	})

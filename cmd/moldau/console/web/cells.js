@@ -17,7 +17,7 @@
 // The slots are made once and reused by position; a lane whose data did
 // not change is not touched.
 
-import { num } from './util.js';
+import { esc, num } from './util.js';
 
 // maxCells matches the poller's (poll_records.go); maxAbove bounds the
 // faded slots above the high watermark.
@@ -138,23 +138,27 @@ function glyph(k) {
   }
 }
 
-// setSlots makes grid hold exactly slots' cells, reusing those there.
+// setSlots makes grid hold exactly slots' cells, reusing those there;
+// the missing ones are added with one insertAdjacentHTML (a lane's first
+// draw makes all of them).
 function setSlots(grid, slots) {
   const cells = grid.getElementsByClassName('cell');
   while (cells.length > slots.length) cells[cells.length - 1].remove();
-  for (let i = 0; i < slots.length; i++) {
-    let c = cells[i];
-    if (!c) {
-      c = document.createElement('span');
-      c.style.gridColumn = String(i + 1);
-      grid.appendChild(c);
-    }
-    const s = slots[i];
+  const have = cells.length;
+  for (let i = 0; i < have; i++) {
+    const c = cells[i], s = slots[i];
     if (c.className !== s.cls) c.className = s.cls;
     if (c.textContent !== s.text) c.textContent = s.text;
     if (c.dataset.offset !== String(s.o)) c.dataset.offset = s.o;
     if (c.title !== s.title) c.title = s.title;
   }
+  if (have === slots.length) return;
+  let h = '';
+  for (let i = have; i < slots.length; i++) {
+    const s = slots[i];
+    h += '<span class="' + s.cls + '" style="grid-column:' + (i + 1) + '" data-offset="' + s.o + '" title="' + esc(s.title) + '">' + esc(s.text) + '</span>';
+  }
+  grid.insertAdjacentHTML('beforeend', h);
 }
 
 // setLabels writes the offsets under the grid: the first, the high
