@@ -173,7 +173,7 @@ func TestPollRecordsSkipsLargeClusters(t *testing.T) {
 // attempt is a new poller (an unchanged partition is read again only
 // after cellsRefresh ticks).
 func TestPollerRecordsCompactedGap(t *testing.T) {
-	b := brokertest.Start(t, "log.dirs="+t.TempDir(), "log.cleaner.backoff.ms=50")
+	b := brokertest.Start(t, "log.dirs="+t.TempDir(), "log.cleaner.backoff.ms=50", "moldau.metrics.listener=")
 	seed := b.Addr("").String()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("compacted"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
