@@ -207,20 +207,42 @@ func TestConsoleBrowser(t *testing.T) {
 	cl := newClient(t, seeds[0], kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	recs := make([]*kgo.Record, 50)
 	for i := range recs {
-		recs[i] = &kgo.Record{Value: fmt.Appendf(nil, "r%d", i), Partition: 0}
+		recs[i] = &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%3), Value: fmt.Appendf(nil, "r%d", i), Partition: 0}
 	}
 	if err := cl.ProduceSync(ctxTimeout(t, 15*time.Second), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	acked := time.Now()
 	lane := laneJS(topic, 0, leader)
-	b.poll(15*time.Second, "the high watermark marker at the new log end",
-		lane+`.classList.contains('leader') && `+lane+`.querySelector('.hw').dataset.offset === "50" && `+lane+`.dataset.logEnd === "50" && `+lane+`.querySelector('.hw').style.left === "100%"`)
+	b.poll(15*time.Second, "the high watermark bar before the log end slot at 50",
+		lane+`.classList.contains('leader') && `+lane+`.querySelector('.hw').dataset.offset === "50" && `+lane+`.dataset.logEnd === "50" && `+
+			lane+`.querySelector('.cell.log-end').dataset.offset === "50" && `+
+			lane+`.querySelector('.hw').style.gridColumn === `+lane+`.querySelector('.cell.log-end').style.gridColumn`)
 	t.Logf("produce acknowledged -> HW marker in the DOM: %v (poll interval 250ms)", time.Since(acked).Round(time.Millisecond))
-	b.screenshot("high-watermark")
+	// A cell per offset for the 32 newest, coloured by key: the records
+	// of one key share a colour, three keys three colours; the offsets
+	// under them; every replica's lane the same cells.
+	b.poll(15*time.Second, "a cell per offset from 18 to 49, coloured by key, on every replica",
+		fmt.Sprintf(`(() => { const lanes = [...document.querySelectorAll('.lane[data-topic=%q][data-partition="0"]')];
+			if (lanes.length !== 3) return false;
+			return lanes.every(l => {
+				const cells = [...l.querySelectorAll('.cell.s-r')];
+				if (cells.length !== 32 || cells.some((c, i) => c.dataset.offset !== String(18 + i))) return false;
+				const colour = (o) => [...cells[o - 18].classList].find(x => /^k[0-7]$/.test(x));
+				const byKey = [0, 1, 2].map(k => new Set([18, 19, 20, 21, 22, 23, 45, 46, 47, 48, 49].filter(o => o %% 3 === k).map(colour)));
+				return byKey.every(s => s.size === 1 && [...s][0] !== undefined) && new Set(byKey.map(s => [...s][0])).size === 3 &&
+					l.querySelector('.off.first').textContent === '18' && l.querySelector('.off.last').textContent === '50' &&
+					/log start 0, high watermark 50, log end 50/.test(l.getAttribute('aria-label'));
+			}); })()`, topic))
+	b.screenshot("cells")
 
 	checkGroupLagZero(t, b, seeds, topic)
 	checkInternalTopics(t, b, seeds, topic)
+	// The committed transaction's record at 50 and its marker at 51.
+	b.poll(15*time.Second, "a C marker at offset 51 after the committed transaction",
+		`(() => { const c = `+lane+`.querySelector('.cell[data-offset="51"]'); return !!c && c.classList.contains('s-C') && c.textContent === 'C' && `+
+			lane+`.querySelector('.cell[data-offset="50"]').classList.contains('s-r') && /1 commit marker/.test(`+lane+`.getAttribute('aria-label')); })()`)
+	b.screenshot("commit-marker")
 	checkBrokerConfigs(t, b)
 	checkReducedMotion(t, b, cl, topic, leader)
 
@@ -246,7 +268,7 @@ func TestConsoleBrowser(t *testing.T) {
 	if len(updates) > 0 {
 		t.Logf("snapshot poll -> DOM updated: mean %d ms, worst %d ms over %d snapshots", sum/int64(len(updates)), worst, len(updates))
 	}
-	checkFirstRender(t, b, url, adm)
+	checkFirstRender(t, b, url, adm, seeds[0]+","+seeds[1]+","+seeds[2])
 }
 
 // checkGroupLagZero consumes everything in a group and waits for the
@@ -323,14 +345,52 @@ func checkBrokerConfigs(t *testing.T, b *browser) {
 	eval[bool](b, `(window.scrollTo(0, 0), true)`)
 }
 
-// checkReducedMotion emulates prefers-reduced-motion: reduce and checks
-// that moving markers start no CSS transition; without it they would.
+// checkReducedMotion checks the lanes' motion: a lane drawn by the
+// page's own cells module (in the page, on made-up offsets the cluster
+// cannot be brought to on demand) shows faded cells above the high
+// watermark, the records past the last stable offset marked open, and
+// cells truncated away flashing after the log end. With
+// prefers-reduced-motion: reduce emulated, no transition or animation
+// starts when cells change, nor when cells are truncated; without it
+// they would.
 func checkReducedMotion(t *testing.T, b *browser, cl *kgo.Client, topic string, leader int32) {
 	lane := laneJS(topic, 0, leader)
-	normal := eval[string](b, `getComputedStyle(`+lane+`.querySelector('.hw')).transitionDuration`)
+	normal := eval[string](b, `getComputedStyle(`+lane+`.querySelector('.cell')).transitionDuration`)
 	if normal == "0s" {
-		t.Fatalf("the marker has no transition even without reduced motion: %q", normal)
+		t.Fatalf("a cell has no transition even without reduced motion: %q", normal)
 	}
+	// A lane of the page's own markup, updated by cells.js: the leader's
+	// log end 5 above the high watermark, then back to it.
+	const made = `(async () => {
+		const m = await import('/static/cells.js');
+		const el = document.createElement('div');
+		el.className = 'lane leader'; el.dataset.role = 'leader';
+		el.innerHTML = '<span class="label" aria-label="made-0">partition 0</span>' + m.laneCellsHTML();
+		document.getElementById('brokers').querySelector('.lanes').appendChild(el);
+		window.__made = el;
+		const p = {log_start_offset: 10, high_watermark: 20, log_end_offset: 20, last_stable_offset: 18,
+			records: {from: 10, shape: 'rrtrCaaAr_', keys: '01-2--33-', log_end: 25}};
+		m.updateCells(el, p, 1, 'leader');
+		window.__above = [...el.querySelectorAll('.cell.above')].map(c => c.dataset.offset).join(',');
+		window.__open = [...el.querySelectorAll('.cell.open')].map(c => c.dataset.offset).join(',');
+		m.updateCells(el, {...p, records: {...p.records, log_end: 20}}, 1, 'leader');
+		window.__gone = [...el.querySelectorAll('.cell.gone')].map(c => c.dataset.offset).join(',');
+		window.__made_done = true;
+	})(), true`
+	eval[bool](b, made)
+	b.poll(10*time.Second, "the made-up lane drawn", `window.__made_done === true`)
+	got := eval[struct {
+		Above, Open, Gone, Anim, Deleted, Glyphs string
+	}](b, `({Above: window.__above, Open: window.__open, Gone: window.__gone, Anim: getComputedStyle(window.__made.querySelector('.cell.gone')).animationName,
+		Deleted: String(!window.__made.querySelector('.deleted').hidden),
+		Glyphs: [...window.__made.querySelectorAll('.cell')].slice(0, 10).map(c => c.textContent || '.').join('')})`)
+	if got.Above != "20,21,22,23,24" || got.Open != "18,19" || got.Gone != "20,21,22,23,24" || got.Anim != "gone-flash" || got.Deleted != "true" || got.Glyphs != "..×.C..A.·" {
+		t.Fatalf("the made-up lane: faded above the HW %q, past the last stable offset %q, truncated %q (animation %q), deleted shown %s, glyphs %q; want 20-24, 18-19, 20-24, gone-flash, true, %q",
+			got.Above, got.Open, got.Gone, got.Anim, got.Deleted, got.Glyphs, "..×.C..A.·")
+	}
+	b.screenshot("made-up-lane")
+	eval[bool](b, `(window.__made.remove(), true)`)
+
 	b.do(10*time.Second, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}})
@@ -338,31 +398,37 @@ func checkReducedMotion(t *testing.T, b *browser, cl *kgo.Client, topic string, 
 	}))
 	// Record every animation or transition that starts from now on.
 	eval[bool](b, `window.__anims = 0; document.addEventListener('transitionrun', () => window.__anims++); document.addEventListener('animationstart', () => window.__anims++); true`)
-	// Truncate the log start: the bar moves.
+	// Truncate the log start: the cells move, the offsets below are
+	// drawn deleted.
 	adm := kadm.NewClient(cl)
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 25})
 	if _, err := adm.DeleteRecords(ctxTimeout(t, 10*time.Second), offs); err != nil {
 		t.Fatal(err)
 	}
-	b.poll(15*time.Second, "the log start moved", lane+`.dataset.logStart === "25"`)
+	b.poll(15*time.Second, "the log start moved", lane+`.dataset.logStart === "25" && !`+lane+`.querySelector('.deleted').hidden`)
+	// And a truncation on a made-up lane: its cells stay still.
+	eval[bool](b, `window.__made_done = false; `+made)
+	b.poll(10*time.Second, "the made-up lane drawn again", `window.__made_done === true`)
 	res := eval[struct {
 		Anims    int    `json:"anims"`
 		Running  int    `json:"running"`
 		Duration string `json:"duration"`
-	}](b, `({anims: window.__anims, running: document.getAnimations().length, duration: getComputedStyle(`+lane+`.querySelector('.bar')).transitionDuration})`)
+	}](b, `({anims: window.__anims, running: document.getAnimations().length, duration: getComputedStyle(`+lane+`.querySelector('.cell')).transitionDuration})`)
+	eval[bool](b, `(window.__made.remove(), true)`)
 	if res.Anims != 0 || res.Running != 0 || res.Duration != "0s" {
-		t.Fatalf("with prefers-reduced-motion: %d transitions or animations started, %d running, bar transition %q (without: %q)", res.Anims, res.Running, res.Duration, normal)
+		t.Fatalf("with prefers-reduced-motion: %d transitions or animations started, %d running, cell transition %q (without: %q)", res.Anims, res.Running, res.Duration, normal)
 	}
 	b.screenshot("reduced-motion")
 }
 
-// checkFirstRender creates 100 topics of 10 partitions and measures, in
-// the browser, the time from navigation to the first snapshot rendered:
-// as the page opens (topics collapsed above 200 partitions), which must
-// take under a second, and with every topic expanded (#expand-all: every
-// replica a lane), which is logged.
-func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client) {
+// checkFirstRender creates 100 topics of 10 partitions with 32 records
+// in each and measures, in the browser, the time from navigation to the
+// first snapshot rendered: as the page opens (topics collapsed above 200
+// partitions), which must take under a second, and with every topic
+// expanded (#expand-all: every replica a lane of 33 cells), which is
+// logged.
+func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client, seeds string) {
 	var names []string
 	for i := range 100 {
 		names = append(names, fmt.Sprintf("load-%03d", i))
@@ -370,7 +436,19 @@ func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client) {
 	if _, err := adm.CreateTopics(ctxTimeout(t, 30*time.Second), 10, 1, nil, names...); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	cl := newClient(t, seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(40000))
+	var recs []*kgo.Record
+	for _, name := range names {
+		for p := range int32(10) {
+			for i := range 32 {
+				recs = append(recs, &kgo.Record{Topic: name, Partition: p, Key: fmt.Appendf(nil, "k%d", i%5), Value: []byte("v")})
+			}
+		}
+	}
+	if err := cl.ProduceSync(ctxTimeout(t, 60*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
 		s, err := consoleSnapshot(url)
 		if err != nil {
 			return err
@@ -378,13 +456,13 @@ func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client) {
 		n := 0
 		for _, tp := range s.Topics {
 			for _, p := range tp.Partitions {
-				if p.LogEndOffset >= 0 {
+				if p.LogEndOffset >= 0 && (tp.Internal || p.Records != nil && len(p.Records.Shape) == 32) {
 					n++
 				}
 			}
 		}
 		if n < 1000 {
-			return fmt.Errorf("%d partitions with offsets in the snapshot", n)
+			return fmt.Errorf("%d partitions with offsets and cells in the snapshot", n)
 		}
 		return nil
 	})

@@ -5,7 +5,8 @@
 //
 // A [Poller] owns one kgo/kadm client. About once a second it asks the
 // cluster a bounded set of questions (Metadata, DescribeCluster,
-// DescribeQuorum, DescribeLogDirs, three ListOffsets, ListGroups,
+// DescribeQuorum, DescribeLogDirs, three ListOffsets, a Fetch and an
+// OffsetForLeaderEpoch per leader for the lanes' records, ListGroups,
 // DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
 // DescribeTransactions; optionally the Prometheus text of --metrics-url)
 // and assembles the answers into a [Snapshot]: plain data, the one thing
@@ -40,6 +41,49 @@
 // transaction ends. The metadata log (__cluster_metadata) is not
 // readable by clients in Kafka, nor here: the quorum is shown from
 // DescribeQuorum instead.
+//
+// # The lanes' records
+//
+// Each lane draws its replica's log as cells, one per offset, from
+// Partition.Records: per offset one character of shape (record, tombstone,
+// aborted record, commit or abort marker, compacted gap, not read) and one
+// of key colour (an FNV-1a hash of the key onto eight colours), about 120
+// bytes of JSON a partition with records. The poller reads them with a
+// Fetch sent to the leader: read_uncommitted, so aborted records and the
+// control batches (the markers) are in the answer; from at most [maxCells]
+// offsets before the high watermark (a consumer cannot read past it),
+// [cellsPartitionBytes] a partition and [cellsTickBytes] a tick over all
+// leaders; no fetch session. A Fetch answers a partition from one segment
+// only, as Kafka's does, so a partition whose answer stops short of the
+// high watermark with room to spare is asked again from there, at most
+// [maxFetchRounds] Fetches a leader a tick. The record batches' headers
+// tell which offsets a batch covers, so an offset inside a batch without a
+// record is a compacted gap, and one past the last whole batch of the
+// answer is "not read". Kafka gives aborted_transactions only to
+// read_committed fetches, which stop at the last stable offset, so an
+// aborted record is told by its producer's next marker in the answer being
+// an abort; a record whose marker is past the high watermark is in an open
+// transaction and drawn as a record.
+//
+// Only partitions whose log start, high watermark, leader or leader epoch
+// changed since their last read are read, at most [maxCellReads] a tick
+// (the rest keep their previous cells and are read on the next ticks), and
+// an unchanged one again after [cellsRefresh] ticks, since the cleaner
+// changes records without moving an offset. An empty partition is not
+// read. A cluster of more than [maxCellPartitions] partitions gets no
+// cells (Snapshot.Truncated["records"]). The same request set sends an
+// OffsetForLeaderEpoch for the leader's current epoch, whose end offset is
+// the leader's log end as of that read (ListOffsets gives a client the
+// high watermark instead); the offsets from the high watermark to it are
+// drawn as faded empty cells. A follower's own log end is not in the
+// protocol (Kafka's DescribeLogDirs offset_lag is a future replica's, 0
+// otherwise), so every replica draws the leader's, its lane style saying
+// whether it is in the ISR. Offsets below the log start are drawn deleted;
+// when a lane's log end goes back between snapshots (a truncation), the
+// offsets that went away flash after the log end for a few seconds (they
+// stay still under prefers-reduced-motion). Segment boundaries are not
+// drawn: no Kafka API tells a client where a segment starts, and Moldau
+// exposes them only to `moldau log dump` on the broker's own files.
 //
 // # Announcements
 //

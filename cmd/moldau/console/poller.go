@@ -48,6 +48,7 @@ type Poller struct {
 	unsupported map[string]int // part -> first tick to ask again
 	lastMetrics map[string]metricsSample
 	internal    internalReader
+	cells       map[tp]cellsState // per partition, its last read of the records' shape
 	// metricsEvery is the time between two scrapes of the metrics pages
 	// (a Moldau broker's /metrics costs it a fraction of a millisecond
 	// per partition); lastScrape when the last began.
@@ -115,6 +116,7 @@ func (p *Poller) Poll(ctx context.Context) bool {
 		p.next = nil
 		clear(p.unsupported)
 		clear(p.lastMetrics)
+		clear(p.cells)
 	}
 	p.mu.Unlock()
 	if swapped {
@@ -201,6 +203,9 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 	}
 	if err := p.pollOffsets(ctx, s, prev); err != nil {
 		fail("offsets", err)
+	}
+	if err := p.pollRecords(ctx, s, prev); err != nil {
+		fail("records", err)
 	}
 	if err := p.pollGroups(ctx, s); err != nil {
 		fail("groups", err)

@@ -16,10 +16,12 @@ import (
 )
 
 // startBroker starts a one-node Moldau broker with small internal topics
-// and returns its address and log.dirs.
+// and no metrics listener (its default port, 9404, may be taken by
+// another broker on this machine), and returns its address and log.dirs.
 func startBroker(t *testing.T) (seed, logDirs string) {
 	logDirs = t.TempDir()
-	b := brokertest.Start(t, "log.dirs="+logDirs, "offsets.topic.num.partitions=2", "transaction.state.log.num.partitions=2")
+	b := brokertest.Start(t, "log.dirs="+logDirs, "offsets.topic.num.partitions=2", "transaction.state.log.num.partitions=2",
+		"moldau.metrics.listener=")
 	return b.Addr("").String(), logDirs
 }
 

@@ -34,11 +34,12 @@ type Snapshot struct {
 	Internal []InternalEvent `json:"internal,omitempty"`
 
 	// Errors maps a part ("metadata", "cluster", "quorum", "log_dirs",
-	// "offsets", "groups", "transactions", "internal", "metrics") to why its last poll
+	// "offsets", "records", "groups", "transactions", "internal", "metrics") to why its last poll
 	// failed; the part then shows its previous value.
 	Errors map[string]string `json:"errors,omitempty"`
 	// Truncated counts what was left out to bound a tick's work
-	// ("groups": 12 means twelve groups were listed but not described).
+	// ("groups": 12 means twelve groups were listed but not described;
+	// "records": N means a cluster of N partitions got no cells).
 	Truncated map[string]int `json:"truncated,omitempty"`
 
 	// data is the JSON encoding, made once when the snapshot is
@@ -110,7 +111,32 @@ type Partition struct {
 	// ReplicaSizes is each replica's size in bytes by broker id, from
 	// DescribeLogDirs.
 	ReplicaSizes map[int32]int64 `json:"replica_sizes,omitempty"`
-	Error        string          `json:"error,omitempty"`
+	// Records is the shape of the newest records, drawn as the lane's
+	// cells; nil when not read (an empty partition, or a cluster too
+	// large to read, see doc.go).
+	Records *Records `json:"records,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// Records is the shape of a partition's newest records, one character per
+// offset from From: no payloads, only what the lane draws. Shape and Keys
+// have the same length and end at most at the high watermark; offsets past
+// their end up to the high watermark were not read.
+//
+// Shape: 'r' a record, 't' a tombstone (null value), 'a' an aborted
+// record (of a transaction that aborted, from the fetch's
+// aborted_transactions), 'C' and 'A' a commit and an abort marker
+// (control records), '_' no record at this offset (compacted away), '?'
+// not read. Keys: '0'-'7' the key's colour (a hash of the key, one of
+// eight), '-' no key.
+type Records struct {
+	From  int64  `json:"from"`
+	Shape string `json:"shape"`
+	Keys  string `json:"keys"`
+	// LogEnd is the leader's log end offset (OffsetForLeaderEpoch for its
+	// current epoch), which may pass the high watermark while followers
+	// catch up; -1 unknown.
+	LogEnd int64 `json:"log_end"`
 }
 
 // Group is a consumer group: classic (DescribeGroups) or consumer

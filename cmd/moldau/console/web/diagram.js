@@ -1,17 +1,18 @@
 // The diagram: the controller quorum on top, then one card per broker.
 // Inside a card every partition has a lane at the same place in every
 // card (a broker that does not host it shows an empty lane), so one
-// partition reads across the cards. A lane draws the partition's log from
-// offset 0 to its log end: the bar starts at the log start offset, the
-// marker is the high watermark. The leader's lane is outlined, an in-sync
-// follower plain, a replica out of the ISR dashed red.
+// partition reads across the cards. A lane draws the replica's log (see
+// cells.js): a cell per offset for the newest offsets, coloured by key,
+// the high watermark as a bar, the log end as a dashed slot. The leader's
+// lane is outlined, an in-sync follower plain, a replica out of the ISR
+// dashed red.
 //
 // The cards are rebuilt only when the layout changes (brokers, topics,
 // replica placement, a topic expanded or collapsed); otherwise each lane
-// is updated in place, so the markers move (with a transition, unless
-// the user prefers reduced motion).
+// is updated in place.
 
-import { esc, num, bytes, pct } from './util.js';
+import { esc, num, bytes } from './util.js';
+import { laneCellsHTML, updateCells } from './cells.js';
 
 // Topics start collapsed when they are internal or when the cluster has
 // more than this many partitions in all.
@@ -118,9 +119,9 @@ export class Diagram {
           continue;
         }
         const key = t.name + '|' + p.partition + '|' + b.id;
-        h += '<div class="lane" data-key="' + esc(key) + '" data-topic="' + esc(t.name) + '" data-partition="' + p.partition +
+        h += '<div class="lane" role="group" data-key="' + esc(key) + '" data-topic="' + esc(t.name) + '" data-partition="' + p.partition +
           '" data-broker="' + b.id + '"><span class="label" aria-label="' + esc(t.name) + '-' + p.partition + '">partition ' + p.partition + '</span>' +
-          '<span class="log"><span class="bar"></span><span class="lso"></span><span class="hw"></span></span></div>';
+          laneCellsHTML() + '</div>';
       }
     }
     return h + '</div></section>';
@@ -158,26 +159,7 @@ function updateLane(el, p, r, alive) {
     el.dataset.role = ro;
     el.className = 'lane ' + ro;
   }
-  const end = p.log_end_offset;
-  if (el.dataset.logEnd === String(end) && el.dataset.hw === String(p.high_watermark) &&
-      el.dataset.logStart === String(p.log_start_offset) && el.dataset.lso === String(p.last_stable_offset)) return;
-  el.dataset.logStart = p.log_start_offset;
-  el.dataset.logEnd = end;
-  el.dataset.hw = p.high_watermark;
-  el.dataset.lso = p.last_stable_offset;
-  const start = pct(p.log_start_offset, end);
-  const bar = el.querySelector('.bar');
-  bar.style.left = start + '%';
-  bar.style.width = (end > 0 ? 100 - start : 0) + '%';
-  const hw = el.querySelector('.hw');
-  hw.style.left = (end > 0 ? pct(p.high_watermark, end) : 0) + '%';
-  hw.dataset.offset = p.high_watermark;
-  const lso = el.querySelector('.lso');
-  lso.hidden = !(p.last_stable_offset >= 0 && p.last_stable_offset < p.high_watermark);
-  lso.style.left = pct(p.last_stable_offset, end) + '%';
-  el.title = p.leader === r ? 'leader' : ro;
-  el.title += ': log start ' + num(p.log_start_offset) + ', high watermark ' + num(p.high_watermark) +
-    ', last stable ' + num(p.last_stable_offset) + ', log end ' + num(end);
+  updateCells(el, p, r, ro);
 }
 
 // layoutKey changes exactly when the cards must be rebuilt.
