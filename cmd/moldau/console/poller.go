@@ -53,6 +53,10 @@ type Poller struct {
 	// per partition); lastScrape when the last began.
 	metricsEvery time.Duration
 	lastScrape   time.Time
+	// named lists the producers the embedding program knows by name
+	// (Config.Producers); flows keeps the counters behind the rates.
+	named func() []NamedProducer
+	flows flowMeter
 }
 
 // NewPoller returns a poller on cl, which it uses but does not close.
@@ -198,6 +202,7 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 			s.Transactions = prev.Transactions
 		}
 	}
+	p.pollFlows(ctx, s, prev)
 	if err := p.pollInternal(s); err != nil {
 		fail("internal", err)
 	}

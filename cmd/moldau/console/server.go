@@ -55,6 +55,9 @@ type Config struct {
 	// serves (`moldau dev` adds its control API and panel there) and is
 	// given the poller, to follow its snapshots with Current.
 	Mount func(mux *http.ServeMux, p *Poller)
+	// Producers, if set, lists producers known by name (`moldau dev`'s
+	// built-in ones); it is called once a poll and must not block.
+	Producers func() []NamedProducer
 	// Scripts are URLs of extra ES modules the page loads after its own
 	// (the dev panel); none for a plain console.
 	Scripts []string
@@ -102,6 +105,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer cl.Close()
 	poller := NewPoller(cl, cfg.Interval, cfg.Timeout, cfg.MetricsURLs, cfg.Logger)
 	poller.metricsEvery = cfg.MetricsInterval
+	poller.named = cfg.Producers
 	h := newHandler(poller, cfg)
 	if cfg.Mount != nil {
 		cfg.Mount(h.mux, poller)

@@ -32,9 +32,12 @@ type Snapshot struct {
 	// Internal is the newest records of __consumer_offsets and
 	// __transaction_state, decoded, oldest first.
 	Internal []InternalEvent `json:"internal,omitempty"`
+	// Producers and Wires are who talks to whom and how fast (flows.go).
+	Producers []Producer `json:"producers,omitempty"`
+	Wires     []Wire     `json:"wires,omitempty"`
 
 	// Errors maps a part ("metadata", "cluster", "quorum", "log_dirs",
-	// "offsets", "groups", "transactions", "internal", "metrics") to why its last poll
+	// "offsets", "groups", "transactions", "internal", "metrics", "producers") to why its last poll
 	// failed; the part then shows its previous value.
 	Errors map[string]string `json:"errors,omitempty"`
 	// Truncated counts what was left out to bound a tick's work
@@ -194,11 +197,12 @@ type Changes struct {
 	Transactions bool     `json:"transactions,omitempty"`
 	Metrics      bool     `json:"metrics,omitempty"`
 	Internal     bool     `json:"internal,omitempty"`
+	Flows        bool     `json:"flows,omitempty"` // producers and wires
 }
 
 // Any reports whether anything changed.
 func (c Changes) Any() bool {
-	return c.Cluster || c.Quorum || c.Brokers || len(c.Topics) > 0 || len(c.Groups) > 0 || c.Transactions || c.Metrics || c.Internal
+	return c.Cluster || c.Quorum || c.Brokers || len(c.Topics) > 0 || len(c.Groups) > 0 || c.Transactions || c.Metrics || c.Internal || c.Flows
 }
 
 // Diff compares two snapshots, ignoring Seq and Time. A nil a is the
@@ -217,6 +221,7 @@ func Diff(a, b *Snapshot) Changes {
 	c.Transactions = !sameJSON(a.Transactions, b.Transactions)
 	c.Metrics = !sameJSON(a.Metrics, b.Metrics)
 	c.Internal = !sameJSON(a.Internal, b.Internal)
+	c.Flows = !sameJSON(a.Producers, b.Producers) || !sameJSON(a.Wires, b.Wires)
 	return c
 }
 

@@ -169,6 +169,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	ccfg := d.consoleConfig(d.cur().Cluster)
 	ccfg.Listen, ccfg.Logger, ccfg.Ready = cfg.Listen, cfg.Logger, cfg.Ready
 	ccfg.Scripts = []string{"/dev/static/panel.js"}
+	ccfg.Producers = func() []console.NamedProducer { return d.cur().Traffic.Named() }
 	ccfg.Mount = func(mux *http.ServeMux, p *console.Poller) {
 		d.mu.Lock()
 		d.poller = p
