@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -219,10 +220,15 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Logf("produce acknowledged -> HW marker in the DOM: %v (poll interval 250ms)", time.Since(acked).Round(time.Millisecond))
 	b.screenshot("high-watermark")
 
-	checkGroupLagZero(t, b, seeds, topic)
+	checkGroupLagZero(t, b, seeds, topic, leader)
 	checkInternalTopics(t, b, seeds, topic)
 	checkBrokerConfigs(t, b)
+	// Records flowing from now on: the wires carry them.
+	stopProducing := keepProducing(t, seeds[0], topic)
+	_, isr := partitionState(t, adm, topic, 0)
+	checkProducerWires(t, b, leader, slices.DeleteFunc(slices.Clone(isr), func(id int32) bool { return id == leader }))
 	checkReducedMotion(t, b, cl, topic, leader)
+	checkWiresStill(t, b)
 
 	// Stop the leader: its card shows it down (fenced: a stopped broker
 	// stays registered, as in Kafka; dead once it is gone from Metadata
@@ -233,6 +239,9 @@ func TestConsoleBrowser(t *testing.T) {
 			fmt.Sprintf(`[...document.querySelectorAll('.lane.leader[data-topic=%q][data-partition="0"]')].some(l => l.dataset.broker !== "%d")`, topic, leader))
 	t.Logf("stopped broker %d shown as %s", leader, eval[string](b, fmt.Sprintf(`document.querySelector('.broker[data-broker-id="%d"]').dataset.state`, leader)))
 	b.screenshot("broker-stopped")
+	checkWiresAfterLeaderDown(t, b, leader, "")
+	checkNarrow(t, b)
+	stopProducing()
 
 	updates := eval[[]struct {
 		Seq int64 `json:"seq"`
@@ -251,7 +260,7 @@ func TestConsoleBrowser(t *testing.T) {
 
 // checkGroupLagZero consumes everything in a group and waits for the
 // group's row to show lag 0.
-func checkGroupLagZero(t *testing.T, b *browser, seeds []string, topic string) {
+func checkGroupLagZero(t *testing.T, b *browser, seeds []string, topic string, leader int32) {
 	const group = "console-group"
 	cl := newClient(t, seeds[0], kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -273,6 +282,7 @@ func checkGroupLagZero(t *testing.T, b *browser, seeds []string, topic string) {
 	b.do(10*time.Second, chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-group=%q]`, group))))
 	b.poll(10*time.Second, "the group's details", fmt.Sprintf(`!document.getElementById('details').hidden && !!document.querySelector('#details-body tr[data-offset-topic=%q]')`, topic))
 	b.screenshot("group-lag-zero")
+	checkGroupWires(t, b, group, leader)
 	cl.Close()
 }
 
@@ -300,6 +310,10 @@ func checkInternalTopics(t *testing.T, b *browser, seeds []string, topic string)
 		`!!document.querySelector('#internal-table tr[data-event-kind="offset commit"][data-event-group="console-group"]') && `+
 			fmt.Sprintf(`!!document.querySelector('#internal-table tr[data-event-kind="transaction state"][data-event-txn=%q][data-event-state="CompleteCommit"]')`, txnID))
 	t.Logf("transaction committed -> its CompleteCommit record on the page: %v", time.Since(committed).Round(time.Millisecond))
+	installWireHelpers(b)
+	b.poll(15*time.Second, "the transactional producer's box with a wire to its coordinator's card",
+		fmt.Sprintf(`(() => { const bx = [...document.querySelectorAll('.client.producer')].find(e => e.querySelector('h3').textContent === %q);
+		  const w = bx && wire('txn_coordinator', bx.dataset.node, '*'); return !!w && ends(w, bx, card(w.dataset.to.slice(7))); })()`, txnID))
 	eval[bool](b, `(document.getElementById('internal-title').scrollIntoView(), true)`)
 	b.screenshot("internal-topics")
 	eval[bool](b, `(() => { const s = document.getElementById('internal-kind'); s.value = 'transaction state'; s.dispatchEvent(new Event('change')); return true; })()`)

@@ -236,6 +236,12 @@ func TestDevBrowser(t *testing.T) {
 		`(() => { const r = document.querySelector('tr[data-group="dev-group"]'); return !!r && r.dataset.lag === "0"; })()`)
 	b.screenshot("group-lag-zero")
 
+	// A producer that keeps going: its wire to the leader carries its
+	// records, the group's member reads them from the leader.
+	d.produce(dev.ProducerConfig{Name: "p2", Topic: "dev", Rate: 20})
+	checkProducerWires(t, b, leader, slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return id == leader }))
+	checkGroupWires(t, b, "dev-group", leader)
+
 	killed := time.Now()
 	d.cli("kill", strconv.Itoa(int(leader)))
 	b.poll(20*time.Second, "the killed leader crossed out and another lane leading",
@@ -244,6 +250,7 @@ func TestDevBrowser(t *testing.T) {
 			fmt.Sprintf(`document.querySelector('.dev-node[data-dev-node="%d"]').dataset.state === "killed"`, leader))
 	t.Logf("kill -9 of leader %d -> crossed out and a new leader on the page: %v (broker.session.timeout.ms=3000)", leader, time.Since(killed).Round(100*time.Millisecond))
 	b.screenshot("leader-killed")
+	checkWiresAfterLeaderDown(t, b, leader, "producer:p2")
 	b.poll(10*time.Second, "the kill and the leader change in the event log",
 		`[...document.querySelectorAll('#dev-events li[data-kind="fault"]')].some(li => /kill/.test(li.textContent)) && !!document.querySelector('#dev-events li[data-kind="leader"]')`)
 	b.screenshot("event-log")

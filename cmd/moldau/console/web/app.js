@@ -9,6 +9,7 @@
 
 import { esc } from './util.js';
 import { Diagram } from './diagram.js';
+import { Wires } from './wires.js';
 import { topicsTable, groupsTable, txnsTable, brokersTable, internalTable, metricsTable } from './tables.js';
 import { details } from './details.js';
 
@@ -40,6 +41,7 @@ let pending = false;
 let force = false;
 const lagHistory = new Map();
 const diagram = new Diagram($('quorum'), $('brokers'), ui);
+const wires = new Wires($('flow'), ui);
 
 function schedule(forced) {
   force = force || forced;
@@ -55,6 +57,7 @@ function render() {
   const focusSel = focused && focusSelector(focused);
   renderHeader(s);
   diagram.render(s);
+  wires.render(s);
   $('topics-table').innerHTML = topicsTable(s, ui);
   $('groups-table').innerHTML = groupsTable(s, ui, lagHistory);
   $('txns-table').innerHTML = txnsTable(s, ui);
