@@ -24,13 +24,18 @@ with their lag, transactions, and the records of __consumer_offsets and
 __transaction_state decoded as events (offset commits, group metadata,
 transaction states), newest first. Click a row for its details, a
 broker's name for its configuration (DescribeConfigs, asked for when the
-broker is selected). The metadata log is not readable by clients: the
-console shows the quorum, not its records.
+broker is selected). Producers are boxes left of the broker cards and
+consumer groups (with their members) boxes right of them, joined by
+wires: produce to the leaders, followers fetching from them, members
+fetching from them, groups and transactional producers to their
+coordinators, with records per second moving along them (still with
+reduced motion; grey to a broker that is down). The metadata log is not
+readable by clients: the console shows the quorum, not its records.
 
 The console reads the cluster through the Kafka protocol only (Metadata,
 DescribeCluster, DescribeQuorum, DescribeLogDirs, ListOffsets, ListGroups,
 DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
-DescribeTransactions), once per --interval, and pushes a new snapshot to
+DescribeTransactions, DescribeProducers), once per --interval, and pushes a new snapshot to
 the page (server-sent events) when something changed. It follows the two
 internal topics with a consumer (Fetch) from 20 records before each
 partition's end, at most 1 MiB a fetch, and keeps the newest 500 records.
