@@ -94,6 +94,18 @@ func checkGroupWires(t *testing.T, b *browser, group string, leader int32) {
 	b.screenshot("group-wires")
 }
 
+// checkRebalanceMovesWire waits, after from leaves group's partitions to
+// to (a rebalance), for the leader's wire to end on to's row in the
+// group's box and for no live wire to reach from's row.
+func checkRebalanceMovesWire(t *testing.T, b *browser, group string, leader int32, from, to string) {
+	installWireHelpers(b)
+	b.poll(30*time.Second, "the leader's consumer wire moved to "+to,
+		fmt.Sprintf(`(() => { const live = [...document.querySelectorAll('#wires path.consume')].filter(p => !p.closest('g').classList.contains('leaving') && p.dataset.from === 'broker:%[2]d' && p.dataset.to.startsWith('member:%[1]s/'));
+		  const row = (p) => box(p.dataset.to) ? box(p.dataset.to).textContent : '';
+		  return live.length > 0 && live.every(p => row(p).includes(%[4]q) && !row(p).includes(%[3]q)) && live.every(p => ends(p, card(%[2]d), box(p.dataset.to))); })()`, group, leader, from, to))
+	b.screenshot("rebalance-moved-wire")
+}
+
 // checkWiresStill checks, with reduced motion emulated, that records
 // still flow on some wire (its rate) and that no wire animates.
 func checkWiresStill(t *testing.T, b *browser) {

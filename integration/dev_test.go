@@ -238,9 +238,14 @@ func TestDevBrowser(t *testing.T) {
 
 	// A producer that keeps going: its wire to the leader carries its
 	// records, the group's member reads them from the leader.
-	d.produce(dev.ProducerConfig{Name: "p2", Topic: "dev", Rate: 20})
+	d.post("/api/dev/producers", dev.ProducerConfig{Name: "p2", Topic: "dev", Rate: 20})
 	checkProducerWires(t, b, leader, slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return id == leader }))
 	checkGroupWires(t, b, "dev-group", leader)
+	// A rebalance moves the member's wire: c2 joins, c1 leaves.
+	d.post("/api/dev/consumers", dev.ConsumerConfig{Name: "c2", Group: "dev-group", Topic: "dev"})
+	b.poll(30*time.Second, "c2 in the group's box", `[...box('group:dev-group').querySelectorAll('li[data-node]')].some(li => li.textContent.includes('moldau-dev-c2'))`)
+	d.post("/api/dev/consumers/c1/close", nil)
+	checkRebalanceMovesWire(t, b, "dev-group", leader, "moldau-dev-c1", "moldau-dev-c2")
 
 	killed := time.Now()
 	d.cli("kill", strconv.Itoa(int(leader)))
