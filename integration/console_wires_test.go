@@ -113,6 +113,11 @@ func checkWiresStill(t *testing.T, b *browser) {
 		`(() => { const ws = [...document.querySelectorAll('#wires path.wire')]; return ws.some(p => +p.dataset.rate > 0) &&
 		  ws.every(p => getComputedStyle(p).animationName === 'none') && document.getAnimations().length === 0; })()`)
 	b.screenshot("wires-reduced-motion")
+	// Motion again: what follows (the render timings) includes the dashes.
+	b.do(10*time.Second, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{}})
+		return err
+	}))
 }
 
 // checkWiresAfterLeaderDown waits, after broker down (the leader) is

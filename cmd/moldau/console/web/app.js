@@ -3,9 +3,10 @@
 //
 // window.moldauConsole exposes timings for tests and the curious:
 // firstRender (ms from navigation start to the first snapshot rendered),
-// seq (the snapshot on screen) and updates (per snapshot: its seq and the
+// seq (the snapshot on screen) and updates (per snapshot: its seq, the
 // ms from the poll that made it to the DOM showing it, from the second
-// snapshot on).
+// snapshot on, render: the ms the page spent drawing it, and wires: the
+// part of that spent on the wires).
 
 import { esc } from './util.js';
 import { Diagram } from './diagram.js';
@@ -51,13 +52,16 @@ function schedule(forced) {
 }
 
 function render() {
+  const started = performance.now();
   pending = false;
   const s = snap;
   const focused = document.activeElement && document.activeElement.closest('[data-key],[data-toggle-topic],[data-open-topic],[data-focus]');
   const focusSel = focused && focusSelector(focused);
   renderHeader(s);
   diagram.render(s);
+  const wiresStarted = performance.now();
   wires.render(s);
+  const wiresMs = performance.now() - wiresStarted;
   $('topics-table').innerHTML = topicsTable(s, ui);
   $('groups-table').innerHTML = groupsTable(s, ui, lagHistory);
   $('txns-table').innerHTML = txnsTable(s, ui);
@@ -75,7 +79,7 @@ function render() {
     const now = performance.now();
     // The first snapshot may be older than the page: it times nothing.
     if (stats.firstRender === null) stats.firstRender = now;
-    else stats.updates.push({ seq: s.seq, ms: Date.now() - s.time });
+    else stats.updates.push({ seq: s.seq, ms: Date.now() - s.time, render: Math.round(now - started), wires: Math.round(wiresMs) });
     if (stats.updates.length > 100) stats.updates.shift();
     stats.seq = s.seq;
     document.body.dataset.seq = s.seq;

@@ -254,7 +254,9 @@ export class Wires {
     byLength.forEach((w, i) => {
       const y = bandBottom - track * (1 + (i % tracks));
       w.d = route(w.points(y));
-      w.labelAt = [(w.span[0] + w.span[1]) / 2, y - 2];
+      // Labels on neighbouring tracks are staggered along their runs.
+      const at = 0.25 + 0.5 * ((i * 0.618) % 1);
+      w.labelAt = [w.span[0] + (w.span[1] - w.span[0]) * at, y - 2];
     });
     this.svg.setAttribute('viewBox', '0 0 ' + base.width + ' ' + base.height);
     this.svg.setAttribute('width', base.width);
