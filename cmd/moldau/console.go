@@ -61,11 +61,12 @@ the current snapshot as JSON, /api/events streams them,
 stops the console.`,
 		example: `  moldau console --brokers localhost:9092
   moldau console --listen :8080 --metrics-url http://localhost:9308/metrics
+  moldau console --metrics-url 1=http://h1:9308/metrics,2=http://h2:9308/metrics,3=http://h3:9308/metrics
   curl -s localhost:8080/api/snapshot | jq '.topics[].name'
   moldau dev events --dev localhost:8080 > run.json && moldau console --replay run.json --listen localhost:8081`,
 		setup: func(fs *pflag.FlagSet) runner {
 			listen := fs.String("listen", "localhost:8080", "the HTTP address to serve the console on")
-			metrics := fs.StringSlice("metrics-url", nil, "a Prometheus /metrics URL of a Moldau broker to read (repeatable or comma-separated)")
+			metrics := fs.StringSlice("metrics-url", nil, "a Prometheus /metrics URL of a Moldau broker to read, ID=URL to tie it to broker ID (its wires then show bytes per second) (repeatable or comma-separated)")
 			interval := fs.Duration("interval", time.Second, "the time between two polls of the cluster")
 			metricsInterval := fs.Duration("metrics-interval", 5*time.Second, "the time between two reads of the --metrics-url pages")
 			maxClients := fs.Int("max-clients", 32, "how many browser tabs may follow the console at once")

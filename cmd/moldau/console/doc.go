@@ -63,8 +63,11 @@
 // a broker that is not alive is down; a wire of the previous snapshot
 // that reached a broker now down is kept, down and with no rate, until
 // the broker is alive again, so the page shows what the failure cut.
-// Bytes per wire are not measured: the --metrics-url pages are not tied
-// to a broker id, so their rates stay in the metrics table.
+// Bytes per wire are an estimate (flows_bytes.go): a --metrics-url given
+// as ID=URL (or the one URL of a one-broker cluster) is that broker's,
+// and its bytes in, bytes out and replication bytes out per second are
+// shared over its produce, consume and replicate wires by their records
+// per second.
 //
 // DescribeProducers is one more request per leader and poll: on one
 // broker with 100 topics of 10 partitions it took the console's cost to

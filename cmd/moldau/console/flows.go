@@ -85,7 +85,10 @@ type Wire struct {
 	To         string  `json:"to"`
 	Partitions int     `json:"partitions"`
 	Rate       float64 `json:"rate"`
-	Down       bool    `json:"down,omitempty"`
+	// Bytes is bytes per second, estimated from the broker's metrics
+	// (flows_bytes.go); 0 unknown.
+	Bytes float64 `json:"bytes,omitempty"`
+	Down  bool    `json:"down,omitempty"`
 }
 
 // counterKey names one counter the flow meter follows.

@@ -198,3 +198,54 @@ func TestWiredGroupsBound(t *testing.T) {
 		t.Fatalf("wired groups: %d, first %+v; want %d, those with members first", len(got), got[0], maxWiredGroups)
 	}
 }
+
+func TestMetricsTarget(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		broker int32
+		url    string
+	}{
+		{"http://h:9308/metrics", -1, "http://h:9308/metrics"},
+		{"2=http://h:9308/metrics", 2, "http://h:9308/metrics"},
+		{"0=http://h/metrics?a=b", 0, "http://h/metrics?a=b"},
+		{"http://h/metrics?a=b", -1, "http://h/metrics?a=b"},
+		{"x=http://h/metrics", -1, "x=http://h/metrics"},
+		{"-1=http://h/metrics", -1, "-1=http://h/metrics"},
+	} {
+		if b, u := metricsTarget(tc.in); b != tc.broker || u != tc.url {
+			t.Errorf("metricsTarget(%q) = %d, %q; want %d, %q", tc.in, b, u, tc.broker, tc.url)
+		}
+	}
+}
+
+// A broker's byte rates are shared over its wires by their records per
+// second; a broker with no metrics, or a down wire, gets none.
+func TestApplyBytes(t *testing.T) {
+	wires := []Wire{
+		{Kind: WireProduce, From: "producer:a", To: "broker:1", Rate: 30},
+		{Kind: WireProduce, From: "producer:b", To: "broker:1", Rate: 10},
+		{Kind: WireProduce, From: "producer:a", To: "broker:2", Rate: 10},
+		{Kind: WireConsume, From: "broker:1", To: "member:g/m", Rate: 5},
+		{Kind: WireReplicate, From: "broker:1", To: "broker:2", Rate: 40},
+		{Kind: WireReplicate, From: "broker:1", To: "broker:3", Down: true},
+		{Kind: WireGroupCoordinator, From: "group:g", To: "broker:1"},
+	}
+	metrics := []Metrics{
+		{URL: "u1", Broker: 1, BytesInRate: 4000, BytesOutRate: 500, ReplicationBytesOutRate: 4000},
+		{URL: "u2", Broker: -1, BytesInRate: 999},
+	}
+	applyBytes(wires, metrics, []Broker{{ID: 1}, {ID: 2}, {ID: 3}})
+	got := []float64{}
+	for _, w := range wires {
+		got = append(got, w.Bytes)
+	}
+	if want := []float64{3000, 1000, 0, 500, 4000, 0, 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("bytes per wire %v, want %v", got, want)
+	}
+	// One URL without an id on a one-broker cluster is that broker's.
+	one := []Wire{{Kind: WireProduce, From: "producer:a", To: "broker:5", Rate: 1}}
+	applyBytes(one, []Metrics{{URL: "u", Broker: -1, BytesInRate: 100}}, []Broker{{ID: 5}})
+	if one[0].Bytes != 100 {
+		t.Fatalf("one broker, one URL: %v bytes/s, want 100", one[0].Bytes)
+	}
+}

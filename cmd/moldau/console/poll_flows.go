@@ -35,6 +35,7 @@ func (p *Poller) pollFlows(ctx context.Context, s, prev *Snapshot) {
 		s.Producers = append(s.Producers, pf.Producer)
 	}
 	s.Wires = wiresFrom(s, prev, producers, rate)
+	applyBytes(s.Wires, s.Metrics, s.Brokers)
 }
 
 // describeProducers asks the leaders for the active producers of s's

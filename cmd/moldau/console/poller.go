@@ -202,7 +202,6 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 			s.Transactions = prev.Transactions
 		}
 	}
-	p.pollFlows(ctx, s, prev)
 	if err := p.pollInternal(s); err != nil {
 		fail("internal", err)
 	}
@@ -214,6 +213,7 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 	default:
 		s.Metrics = prev.Metrics
 	}
+	p.pollFlows(ctx, s, prev) // after the metrics: the wires' bytes come from them
 	if len(s.Errors) == 0 {
 		s.Errors = nil
 	}

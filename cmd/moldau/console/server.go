@@ -30,7 +30,8 @@ type Config struct {
 	// free one, which Ready is told).
 	Listen string
 	// MetricsURLs are Prometheus /metrics pages to read (Moldau brokers'
-	// moldau.metrics.listener); none: no metrics. MetricsInterval is the
+	// moldau.metrics.listener), each a URL or ID=URL for broker ID's;
+	// none: no metrics. MetricsInterval is the
 	// time between two reads (default 5s: a broker with a thousand
 	// partitions spends about 2 % of a core serving its page every
 	// second, 0.4 % every five).

@@ -176,14 +176,20 @@ type Transaction struct {
 // Metrics is what one --metrics-url said: a few broker totals and their
 // rates per second since the previous scrape (-1 unknown).
 type Metrics struct {
-	URL            string  `json:"url"`
+	URL string `json:"url"`
+	// Broker is the broker the URL was given for (--metrics-url ID=URL),
+	// -1 none.
+	Broker         int32   `json:"broker"`
 	BytesIn        float64 `json:"bytes_in_total"`
 	BytesOut       float64 `json:"bytes_out_total"`
 	MessagesIn     float64 `json:"messages_in_total"`
 	BytesInRate    float64 `json:"bytes_in_per_sec"`
 	BytesOutRate   float64 `json:"bytes_out_per_sec"`
 	MessagesInRate float64 `json:"messages_in_per_sec"`
-	Error          string  `json:"error,omitempty"`
+	// Replication bytes sent by the broker's leaders to followers.
+	ReplicationBytesOut     float64 `json:"replication_bytes_out_total"`
+	ReplicationBytesOutRate float64 `json:"replication_bytes_out_per_sec"`
+	Error                   string  `json:"error,omitempty"`
 }
 
 // Changes is what differs between two snapshots: the parts, and the names

@@ -14,7 +14,8 @@
 // anything is resized or scrolled.
 //
 // Traffic: records travel as dashes from the sender to the receiver,
-// faster, denser and thicker as the rate grows, with the rate as a label;
+// faster, denser and thicker as the rate grows, with the rate as a label
+// (and bytes per second, when the broker's metrics are read);
 // an idle wire is still; a wire to or from a broker that is down is grey
 // and dashed. With prefers-reduced-motion nothing travels (the stylesheet
 // stops every animation) and thickness and label stay. A wire that
@@ -25,7 +26,7 @@
 // the wires give way to the same list as text (#wire-list), which is
 // always there for screen readers.
 
-import { esc, num } from './util.js';
+import { esc, num, bytes } from './util.js';
 
 const maxProducers = 8; // boxes; the others share one
 const maxGroups = 8;
@@ -157,11 +158,12 @@ export class Wires {
       const d = out.get(key);
       if (d) {
         d.rate += w.rate;
+        d.bytes += w.bytes || 0;
         d.partitions += w.partitions;
         d.down = d.down && w.down;
         continue;
       }
-      out.set(key, { key, kind: w.kind, from, to, fromEl, toEl, rate: w.rate, partitions: w.partitions, down: !!w.down });
+      out.set(key, { key, kind: w.kind, from, to, fromEl, toEl, rate: w.rate, bytes: w.bytes || 0, partitions: w.partitions, down: !!w.down });
     }
     return [...out.values()];
   }
@@ -313,7 +315,8 @@ export class Wires {
         e.path.style.animationDuration = '';
         e.path.style.strokeWidth = '';
       }
-      const text = state === 'busy' ? rateText(w.rate) : '';
+      const text = state === 'busy' ? rateText(w.rate) + bytesText(w.bytes) : '';
+      e.path.dataset.bytes = w.bytes;
       if (e.label.textContent !== text) e.label.textContent = text;
     }
     for (const [key, e] of this.paths) {
@@ -353,7 +356,7 @@ export class Wires {
     for (const w of this.current) {
       h += '<li data-kind="' + w.kind + '" data-from="' + esc(w.from) + '" data-to="' + esc(w.to) + '" data-down="' + w.down + '">' +
         esc(sentence(w)) +
-        (w.down ? ' <span class="warn">(down)</span>' : w.kind.endsWith('coordinator') ? '' : ': ' + rateText(w.rate) + ', ' + w.partitions + ' partition' + (w.partitions === 1 ? '' : 's')) + '</li>';
+        (w.down ? ' <span class="warn">(down)</span>' : w.kind.endsWith('coordinator') ? '' : ': ' + rateText(w.rate) + bytesText(w.bytes) + ', ' + w.partitions + ' partition' + (w.partitions === 1 ? '' : 's')) + '</li>';
     }
     if (!h) h = '<li class="muted">no wires</li>';
     if (this.listEl.innerHTML !== h) this.listEl.innerHTML = h;
@@ -372,6 +375,12 @@ export function memberEnd(group, member) {
 function rateText(r) {
   if (!(r > 0)) return 'idle';
   return (r >= 100 ? Math.round(r).toLocaleString('en') : r.toFixed(1)) + ' rec/s';
+}
+
+// bytesText is a wire's bytes per second, estimated from its broker's
+// metrics (--metrics-url ID=URL), if any.
+function bytesText(b) {
+  return b > 0 ? ' · ≈' + bytes(b) + '/s' : '';
 }
 
 function partsText(tps) {
