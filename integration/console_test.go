@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -236,7 +237,7 @@ func TestConsoleBrowser(t *testing.T) {
 			}); })()`, topic))
 	b.screenshot("cells")
 
-	checkGroupLagZero(t, b, seeds, topic)
+	checkGroupLagZero(t, b, seeds, topic, leader)
 	checkInternalTopics(t, b, seeds, topic)
 	// The committed transaction's record at 50 and its marker at 51.
 	b.poll(15*time.Second, "a C marker at offset 51 after the committed transaction",
@@ -244,7 +245,12 @@ func TestConsoleBrowser(t *testing.T) {
 			lane+`.querySelector('.cell[data-offset="50"]').classList.contains('s-r') && /1 commit marker/.test(`+lane+`.getAttribute('aria-label')); })()`)
 	b.screenshot("commit-marker")
 	checkBrokerConfigs(t, b)
+	// Records flowing from now on: the wires carry them.
+	stopProducing := keepProducing(t, seeds[0], topic)
+	_, isr := partitionState(t, adm, topic, 0)
+	checkProducerWires(t, b, leader, slices.DeleteFunc(slices.Clone(isr), func(id int32) bool { return id == leader }))
 	checkReducedMotion(t, b, cl, topic, leader)
+	checkWiresStill(t, b)
 
 	// Stop the leader: its card shows it down (fenced: a stopped broker
 	// stays registered, as in Kafka; dead once it is gone from Metadata
@@ -255,25 +261,32 @@ func TestConsoleBrowser(t *testing.T) {
 			fmt.Sprintf(`[...document.querySelectorAll('.lane.leader[data-topic=%q][data-partition="0"]')].some(l => l.dataset.broker !== "%d")`, topic, leader))
 	t.Logf("stopped broker %d shown as %s", leader, eval[string](b, fmt.Sprintf(`document.querySelector('.broker[data-broker-id="%d"]').dataset.state`, leader)))
 	b.screenshot("broker-stopped")
+	checkWiresAfterLeaderDown(t, b, leader, "")
+	checkNarrow(t, b)
+	defer stopProducing() // checkFirstRender times updates carrying its records
 
 	updates := eval[[]struct {
-		Seq int64 `json:"seq"`
-		Ms  int64 `json:"ms"`
+		Seq    int64 `json:"seq"`
+		Ms     int64 `json:"ms"`
+		Render int64 `json:"render"`
 	}](b, `window.moldauConsole.updates`)
-	var sum, worst int64
+	var sum, worst, rsum, rworst int64
 	for _, u := range updates {
 		sum += u.Ms
 		worst = max(worst, u.Ms)
+		rsum += u.Render
+		rworst = max(rworst, u.Render)
 	}
-	if len(updates) > 0 {
-		t.Logf("snapshot poll -> DOM updated: mean %d ms, worst %d ms over %d snapshots", sum/int64(len(updates)), worst, len(updates))
+	if n := int64(len(updates)); n > 0 {
+		t.Logf("snapshot poll -> DOM updated: mean %d ms, worst %d ms over %d snapshots; drawing it (wires included): mean %d ms, worst %d ms",
+			sum/n, worst, n, rsum/n, rworst)
 	}
 	checkFirstRender(t, b, url, adm, seeds[0]+","+seeds[1]+","+seeds[2])
 }
 
 // checkGroupLagZero consumes everything in a group and waits for the
 // group's row to show lag 0.
-func checkGroupLagZero(t *testing.T, b *browser, seeds []string, topic string) {
+func checkGroupLagZero(t *testing.T, b *browser, seeds []string, topic string, leader int32) {
 	const group = "console-group"
 	cl := newClient(t, seeds[0], kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -295,6 +308,7 @@ func checkGroupLagZero(t *testing.T, b *browser, seeds []string, topic string) {
 	b.do(10*time.Second, chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-group=%q]`, group))))
 	b.poll(10*time.Second, "the group's details", fmt.Sprintf(`!document.getElementById('details').hidden && !!document.querySelector('#details-body tr[data-offset-topic=%q]')`, topic))
 	b.screenshot("group-lag-zero")
+	checkGroupWires(t, b, group, leader)
 	cl.Close()
 }
 
@@ -322,6 +336,10 @@ func checkInternalTopics(t *testing.T, b *browser, seeds []string, topic string)
 		`!!document.querySelector('#internal-table tr[data-event-kind="offset commit"][data-event-group="console-group"]') && `+
 			fmt.Sprintf(`!!document.querySelector('#internal-table tr[data-event-kind="transaction state"][data-event-txn=%q][data-event-state="CompleteCommit"]')`, txnID))
 	t.Logf("transaction committed -> its CompleteCommit record on the page: %v", time.Since(committed).Round(time.Millisecond))
+	installWireHelpers(b)
+	b.poll(15*time.Second, "the transactional producer's box with a wire to its coordinator's card",
+		fmt.Sprintf(`(() => { const bx = [...document.querySelectorAll('.client.producer')].find(e => e.querySelector('h3').textContent === %q);
+		  const w = bx && wire('txn_coordinator', bx.dataset.node, '*'); return !!w && ends(w, bx, card(w.dataset.to.slice(7))); })()`, txnID))
 	eval[bool](b, `(document.getElementById('internal-title').scrollIntoView(), true)`)
 	b.screenshot("internal-topics")
 	eval[bool](b, `(() => { const s = document.getElementById('internal-kind'); s.value = 'transaction state'; s.dispatchEvent(new Event('change')); return true; })()`)
@@ -479,6 +497,11 @@ func checkFirstRender(t *testing.T, b *browser, url string, adm *kadm.Client, se
 			t.Fatalf("first render (%s): %v", view.name, err)
 		}
 		t.Logf("first render of 100 topics x 10 partitions (%s, %d replica lanes): %.0f ms from navigation", view.name, got.Lanes, got.Ms)
+		// The records still produced keep snapshots coming: time five.
+		b.poll(15*time.Second, "five updates", `window.moldauConsole.updates.length >= 5`)
+		t.Logf("updates of 100 topics x 10 partitions (%s): %s", view.name, eval[string](b,
+			`(() => { const u = window.moldauConsole.updates; const ms = u.map(x => x.ms), r = u.map(x => x.render), w = u.map(x => x.wires);
+			  return 'poll -> DOM mean ' + Math.round(ms.reduce((a, b) => a + b, 0) / u.length) + ' ms, worst ' + Math.max(...ms) + ' ms; drawing mean ' + Math.round(r.reduce((a, b) => a + b, 0) / u.length) + ' ms, worst ' + Math.max(...r) + ' ms (wires worst ' + Math.max(...w) + ' ms) over ' + u.length + (matchMedia('(prefers-reduced-motion: reduce)').matches ? ', reduced motion' : ', dashes moving: ' + document.querySelectorAll('#wires path.busy').length); })()`))
 		b.screenshot("first-render-" + view.name)
 		// The page as it opens must be quick; every lane expanded is
 		// measured too, and only reported: on a busy machine it has

@@ -98,6 +98,8 @@ func checkReplay(t *testing.T, b *browser, d *devProcess, leader int32) {
 	// By keyboard: the slider takes End, Home and the arrows.
 	b.do(10*time.Second, chromedp.Focus(chromedp.CSS("#replay-slider")), chromedp.KeyEvent(kb.End))
 	b.poll(15*time.Second, "the last frame, the killed leader crossed out", frame(last)+` && `+down)
+	b.poll(15*time.Second, "the last frame's wires to the killed leader grey", fmt.Sprintf(
+		`(() => { const ws = [...document.querySelectorAll('#wires path.wire')].filter(p => p.dataset.from === 'broker:%[1]d' || p.dataset.to === 'broker:%[1]d'); return ws.length > 0 && ws.every(p => p.dataset.down === 'true'); })()`, leader))
 	b.screenshot("replay-last-frame")
 	b.do(10*time.Second, chromedp.KeyEvent(kb.Home))
 	b.poll(15*time.Second, "back on the first frame", frame(0))

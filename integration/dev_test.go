@@ -237,6 +237,17 @@ func TestDevBrowser(t *testing.T) {
 		`(() => { const r = document.querySelector('tr[data-group="dev-group"]'); return !!r && r.dataset.lag === "0"; })()`)
 	b.screenshot("group-lag-zero")
 
+	// A producer that keeps going: its wire to the leader carries its
+	// records, the group's member reads them from the leader.
+	d.post("/api/dev/producers", dev.ProducerConfig{Name: "p2", Topic: "dev", Rate: 20})
+	checkProducerWires(t, b, leader, slices.DeleteFunc(slices.Clone(p.Replicas), func(id int32) bool { return id == leader }))
+	checkGroupWires(t, b, "dev-group", leader)
+	// A rebalance moves the member's wire: c2 joins, c1 leaves.
+	d.post("/api/dev/consumers", dev.ConsumerConfig{Name: "c2", Group: "dev-group", Topic: "dev"})
+	b.poll(30*time.Second, "c2 in the group's box", `[...box('group:dev-group').querySelectorAll('li[data-node]')].some(li => li.textContent.includes('moldau-dev-c2'))`)
+	d.post("/api/dev/consumers/c1/close", nil)
+	checkRebalanceMovesWire(t, b, "dev-group", leader, "moldau-dev-c1", "moldau-dev-c2")
+
 	killed := time.Now()
 	d.cli("kill", strconv.Itoa(int(leader)))
 	b.poll(20*time.Second, "the killed leader crossed out and another lane leading",
@@ -249,6 +260,7 @@ func TestDevBrowser(t *testing.T) {
 	b.poll(10*time.Second, "the killed broker and the new leader announced",
 		fmt.Sprintf(`(() => { const a = window.moldauConsole.announced || []; return a.some(m => m === 'Broker %d is down' || m === 'Broker %d is fenced') && `, leader, leader)+
 			fmt.Sprintf(`a.some(m => /^Broker \d+ (leads dev-0 \(epoch \d+\)$|now leads \d+ partitions: dev-0,)/.test(m) && !m.startsWith('Broker %d ')); })()`, leader))
+	checkWiresAfterLeaderDown(t, b, leader, "producer:p2")
 	b.poll(10*time.Second, "the kill and the leader change in the event log",
 		`[...document.querySelectorAll('#dev-events li[data-kind="fault"]')].some(li => /kill/.test(li.textContent)) && !!document.querySelector('#dev-events li[data-kind="leader"]')`)
 	b.screenshot("event-log")

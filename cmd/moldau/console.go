@@ -24,8 +24,13 @@ with their lag, transactions, and the records of __consumer_offsets and
 __transaction_state decoded as events (offset commits, group metadata,
 transaction states), newest first. Click a row for its details, a
 broker's name for its configuration (DescribeConfigs, asked for when the
-broker is selected). The metadata log is not readable by clients: the
-console shows the quorum, not its records.
+broker is selected). Producers are boxes left of the broker cards and
+consumer groups (with their members) boxes right of them, joined by
+wires: produce to the leaders, followers fetching from them, members
+fetching from them, groups and transactional producers to their
+coordinators, with records per second moving along them (still with
+reduced motion; grey to a broker that is down). The metadata log is not
+readable by clients: the console shows the quorum, not its records.
 
 The details panel also acts, through the Kafka protocol as Kafka's tools
 do: a partition's preferred or (confirmed twice) unclean leader election
@@ -43,7 +48,7 @@ shows Kafka's error by name. Each action is logged on standard error.
 The console reads the cluster through the Kafka protocol only (Metadata,
 DescribeCluster, DescribeQuorum, DescribeLogDirs, ListOffsets, ListGroups,
 DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
-DescribeTransactions), once per --interval, and pushes a new snapshot to
+DescribeTransactions, DescribeProducers), once per --interval, and pushes a new snapshot to
 the page (server-sent events) when something changed. It follows the two
 internal topics with a consumer (Fetch) from 20 records before each
 partition's end, at most 1 MiB a fetch, and keeps the newest 500 records.
@@ -70,11 +75,12 @@ the current snapshot as JSON, /api/events streams them,
 stops the console.`,
 		example: `  moldau console --brokers localhost:9092
   moldau console --listen :8080 --metrics-url http://localhost:9308/metrics
+  moldau console --metrics-url 1=http://h1:9308/metrics,2=http://h2:9308/metrics,3=http://h3:9308/metrics
   curl -s localhost:8080/api/snapshot | jq '.topics[].name'
   moldau dev events --dev localhost:8080 > run.json && moldau console --replay run.json --listen localhost:8081`,
 		setup: func(fs *pflag.FlagSet) runner {
 			listen := fs.String("listen", "localhost:8080", "the HTTP address to serve the console on")
-			metrics := fs.StringSlice("metrics-url", nil, "a Prometheus /metrics URL of a Moldau broker to read (repeatable or comma-separated)")
+			metrics := fs.StringSlice("metrics-url", nil, "a Prometheus /metrics URL of a Moldau broker to read, ID=URL to tie it to broker ID (its wires then show bytes per second) (repeatable or comma-separated)")
 			interval := fs.Duration("interval", time.Second, "the time between two polls of the cluster")
 			metricsInterval := fs.Duration("metrics-interval", 5*time.Second, "the time between two reads of the --metrics-url pages")
 			maxClients := fs.Int("max-clients", 32, "how many browser tabs may follow the console at once")

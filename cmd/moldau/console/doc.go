@@ -8,7 +8,8 @@
 // DescribeQuorum, DescribeLogDirs, three ListOffsets, a Fetch and an
 // OffsetForLeaderEpoch per leader for the lanes' records, ListGroups,
 // DescribeGroups, ConsumerGroupDescribe, OffsetFetch, ListTransactions,
-// DescribeTransactions; optionally the Prometheus text of --metrics-url)
+// DescribeTransactions, DescribeProducers; optionally the Prometheus text
+// of --metrics-url)
 // and assembles the answers into a [Snapshot]: plain data, the one thing
 // the page renders from. It also follows __consumer_offsets and
 // __transaction_state with a kgo consumer of its own and decodes their
@@ -94,6 +95,40 @@
 // user's topics named before the internal ones), a group rebalanced; at
 // most four messages a snapshot, six on screen, each fading after 8 s.
 //
+// # Flows
+//
+// Snapshot.Producers and Snapshot.Wires are who talks to whom and how
+// fast (flows.go). Producers are the producer ids DescribeProducers lists
+// on the leaders (internal topics left out) with a last timestamp within
+// [producerIdle], named by their transactional id when ListTransactions
+// knows it, plus the producers the embedding program names
+// (Config.Producers: `moldau dev`'s, by client id, with their producer id
+// when idempotent so the two are one box); at most [maxProducers], the
+// fastest first. A wire aggregates partitions, never one per partition:
+// producer to the leader of each partition it wrote, leader to follower
+// (per broker pair and direction), leader to group member for its
+// assigned partitions (the first [maxWiredGroups] groups, those with
+// members first, and their first [maxWiredMembers] members), group to
+// coordinator, transactional producer to coordinator. A wire's rate is
+// records per second over [rateWindow], from counters the poll reads
+// anyway: the leader's high watermark (produced, replicated), the
+// group's committed offsets (consumed), the producer's last sequence
+// number (per producer and partition); a counter that goes down (a new
+// producer epoch, a re-created topic) has no rate. A wire with an end on
+// a broker that is not alive is down; a wire of the previous snapshot
+// that reached a broker now down is kept, down and with no rate, until
+// the broker is alive again, so the page shows what the failure cut.
+// Bytes per wire are an estimate (flows_bytes.go): a --metrics-url given
+// as ID=URL (or the one URL of a one-broker cluster) is that broker's,
+// and its bytes in, bytes out and replication bytes out per second are
+// shared over its produce, consume and replicate wires by their records
+// per second.
+//
+// DescribeProducers is one more request per leader and poll: on one
+// broker with 100 topics of 10 partitions it added 0.1 to 0.15 % of a
+// core to the console's 0.6 to 0.8 % (polling once a second, no
+// producers; see the README).
+//
 // # Broker configuration
 //
 // A broker's configuration is not in the snapshot: the page asks GET
@@ -173,14 +208,16 @@
 // `moldau dev` (package dev) serves this console with more: Config.Mount
 // adds its handlers to the mux and hands it the [Poller], whose snapshots
 // it follows for its event log; Config.Scripts adds its panel's module to
-// the page. A [Recorder] keeps a poller's snapshots as frames (each the
-// top-level fields that changed; of the internal topics' records only
-// those added since the frame before, as the window of 500 would fill
-// nearly every frame) for a [Run], the export of a dev run;
+// the page; Config.Producers names its built-in producers. A [Recorder]
+// keeps a poller's snapshots as frames (each the top-level fields that
+// changed; of the internal topics' records only those added since the
+// frame before, as the window of 500 would fill nearly every frame) for a
+// [Run], the export of a dev run;
 // [ServeReplay] serves the page on a [Replay] of one instead of a poller
 // (both are a source of snapshots to the handler), with its timeline
 // module (web/replay.js) and /api/replay to play, pause and seek. The
 // animated diagram builds on the same Snapshot: new parts
 // are new fields, the page's diagram reads Snapshot.Brokers and
-// Snapshot.Topics.
+// Snapshot.Topics, its wires (web/wires.js) Snapshot.Producers,
+// Snapshot.Groups and Snapshot.Wires.
 package console

@@ -13,9 +13,10 @@ import (
 // The few broker totals the console reads from a Prometheus /metrics page
 // (Moldau's names, which are Kafka's JMX names flattened).
 var metricNames = map[string]func(*Metrics) *float64{
-	"kafka_server_brokertopicmetrics_bytesin_total":    func(m *Metrics) *float64 { return &m.BytesIn },
-	"kafka_server_brokertopicmetrics_bytesout_total":   func(m *Metrics) *float64 { return &m.BytesOut },
-	"kafka_server_brokertopicmetrics_messagesin_total": func(m *Metrics) *float64 { return &m.MessagesIn },
+	"kafka_server_brokertopicmetrics_bytesin_total":             func(m *Metrics) *float64 { return &m.BytesIn },
+	"kafka_server_brokertopicmetrics_bytesout_total":            func(m *Metrics) *float64 { return &m.BytesOut },
+	"kafka_server_brokertopicmetrics_messagesin_total":          func(m *Metrics) *float64 { return &m.MessagesIn },
+	"kafka_server_brokertopicmetrics_replicationbytesout_total": func(m *Metrics) *float64 { return &m.ReplicationBytesOut },
 }
 
 // metricsSample is the previous scrape of one URL, for rates.
@@ -32,9 +33,10 @@ const maxMetricsBytes = 8 << 20
 func (p *Poller) scrapeMetrics(ctx context.Context) []Metrics {
 	out := make([]Metrics, 0, len(p.metrics))
 	for _, u := range p.metrics {
-		m := Metrics{URL: u, BytesInRate: -1, BytesOutRate: -1, MessagesInRate: -1}
+		broker, url := metricsTarget(u)
+		m := Metrics{URL: url, Broker: broker, BytesInRate: -1, BytesOutRate: -1, MessagesInRate: -1, ReplicationBytesOutRate: -1}
 		now := p.now()
-		if err := p.scrapeOne(ctx, u, &m); err != nil {
+		if err := p.scrapeOne(ctx, url, &m); err != nil {
 			m.Error = errorText(err)
 			delete(p.lastMetrics, u)
 			out = append(out, m)
@@ -45,6 +47,7 @@ func (p *Poller) scrapeMetrics(ctx context.Context) []Metrics {
 				m.BytesInRate = rate(last.m.BytesIn, m.BytesIn, dt)
 				m.BytesOutRate = rate(last.m.BytesOut, m.BytesOut, dt)
 				m.MessagesInRate = rate(last.m.MessagesIn, m.MessagesIn, dt)
+				m.ReplicationBytesOutRate = rate(last.m.ReplicationBytesOut, m.ReplicationBytesOut, dt)
 			}
 		}
 		p.lastMetrics[u] = metricsSample{at: now, m: m}

@@ -54,6 +54,10 @@ type Poller struct {
 	// per partition); lastScrape when the last began.
 	metricsEvery time.Duration
 	lastScrape   time.Time
+	// named lists the producers the embedding program knows by name
+	// (Config.Producers); flows keeps the counters behind the rates.
+	named func() []NamedProducer
+	flows flowMeter
 }
 
 // NewPoller returns a poller on cl, which it uses but does not close.
@@ -228,6 +232,7 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 	default:
 		s.Metrics = prev.Metrics
 	}
+	p.pollFlows(ctx, s, prev) // after the metrics: the wires' bytes come from them
 	if len(s.Errors) == 0 {
 		s.Errors = nil
 	}

@@ -120,3 +120,83 @@ func TestPollerInternalTopicsAndConfigs(t *testing.T) {
 		t.Errorf("log.dirs (set) at %d after the first default at %d", i, last)
 	}
 }
+
+// A poller on a real broker sees an idempotent producer through
+// DescribeProducers, with a produce wire to the leader that carries its
+// rate, and a transactional producer by its transactional id with a
+// wire to its coordinator.
+func TestPollerProducersAndWires(t *testing.T) {
+	seed, _ := startBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("w"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "w"); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPoller(cl, 100*time.Millisecond, 5*time.Second, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(p.internal.close)
+	// Keep producing while polling, so the window sees a rate.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")})
+			}
+		}
+	}()
+	s := pollUntil(t, p, "a producer with a produce wire carrying records", func(s *Snapshot) bool {
+		for _, w := range s.Wires {
+			if w.Kind == WireProduce && w.To == "broker:1" && w.Rate > 0 && len(s.Producers) == 1 && "producer:"+s.Producers[0].ID == w.From {
+				return true
+			}
+		}
+		return false
+	})
+	close(stop)
+	<-done
+	if pr := s.Producers[0]; pr.ProducerID < 0 || pr.Rate <= 0 || len(pr.Partitions) != 1 || pr.Partitions[0].Topic != "w" {
+		t.Errorf("producer: %+v", pr)
+	}
+
+	txn, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic("w"), kgo.TransactionalID("wires-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(txn.Close)
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("t")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, p, "the transactional producer by name with a wire to its coordinator", func(s *Snapshot) bool {
+		for _, w := range s.Wires {
+			if w.Kind == WireTxnCoordinator && w.From == "producer:pid-"+fmt.Sprint(txnPID(s, "wires-txn")) && w.To == "broker:1" {
+				return true
+			}
+		}
+		return false
+	})
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// txnPID is the producer id the snapshot names after a transactional id.
+func txnPID(s *Snapshot, id string) int64 {
+	for _, pr := range s.Producers {
+		if pr.TransactionalID == id {
+			return pr.ProducerID
+		}
+	}
+	return -2
+}

@@ -30,7 +30,8 @@ type Config struct {
 	// free one, which Ready is told).
 	Listen string
 	// MetricsURLs are Prometheus /metrics pages to read (Moldau brokers'
-	// moldau.metrics.listener); none: no metrics. MetricsInterval is the
+	// moldau.metrics.listener), each a URL or ID=URL for broker ID's;
+	// none: no metrics. MetricsInterval is the
 	// time between two reads (default 5s: a broker with a thousand
 	// partitions spends about 2 % of a core serving its page every
 	// second, 0.4 % every five).
@@ -55,6 +56,9 @@ type Config struct {
 	// serves (`moldau dev` adds its control API and panel there) and is
 	// given the poller, to follow its snapshots with Current.
 	Mount func(mux *http.ServeMux, p *Poller)
+	// Producers, if set, lists producers known by name (`moldau dev`'s
+	// built-in ones); it is called once a poll and must not block.
+	Producers func() []NamedProducer
 	// Scripts are URLs of extra ES modules the page loads after its own
 	// (the dev panel); none for a plain console.
 	Scripts []string
@@ -108,6 +112,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer cl.Close()
 	poller := NewPoller(cl, cfg.Interval, cfg.Timeout, cfg.MetricsURLs, cfg.Logger)
 	poller.metricsEvery = cfg.MetricsInterval
+	poller.named = cfg.Producers
 	h := newHandler(poller, cfg)
 	if cfg.Mount != nil {
 		cfg.Mount(h.mux, poller)

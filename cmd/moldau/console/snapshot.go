@@ -32,9 +32,12 @@ type Snapshot struct {
 	// Internal is the newest records of __consumer_offsets and
 	// __transaction_state, decoded, oldest first.
 	Internal []InternalEvent `json:"internal,omitempty"`
+	// Producers and Wires are who talks to whom and how fast (flows.go).
+	Producers []Producer `json:"producers,omitempty"`
+	Wires     []Wire     `json:"wires,omitempty"`
 
 	// Errors maps a part ("metadata", "cluster", "quorum", "log_dirs",
-	// "offsets", "records", "groups", "transactions", "internal", "metrics") to why its last poll
+	// "offsets", "records", "groups", "transactions", "internal", "metrics", "producers") to why its last poll
 	// failed; the part then shows its previous value.
 	Errors map[string]string `json:"errors,omitempty"`
 	// Truncated counts what was left out to bound a tick's work
@@ -199,14 +202,20 @@ type Transaction struct {
 // Metrics is what one --metrics-url said: a few broker totals and their
 // rates per second since the previous scrape (-1 unknown).
 type Metrics struct {
-	URL            string  `json:"url"`
+	URL string `json:"url"`
+	// Broker is the broker the URL was given for (--metrics-url ID=URL),
+	// -1 none.
+	Broker         int32   `json:"broker"`
 	BytesIn        float64 `json:"bytes_in_total"`
 	BytesOut       float64 `json:"bytes_out_total"`
 	MessagesIn     float64 `json:"messages_in_total"`
 	BytesInRate    float64 `json:"bytes_in_per_sec"`
 	BytesOutRate   float64 `json:"bytes_out_per_sec"`
 	MessagesInRate float64 `json:"messages_in_per_sec"`
-	Error          string  `json:"error,omitempty"`
+	// Replication bytes sent by the broker's leaders to followers.
+	ReplicationBytesOut     float64 `json:"replication_bytes_out_total"`
+	ReplicationBytesOutRate float64 `json:"replication_bytes_out_per_sec"`
+	Error                   string  `json:"error,omitempty"`
 }
 
 // Changes is what differs between two snapshots: the parts, and the names
@@ -220,11 +229,12 @@ type Changes struct {
 	Transactions bool     `json:"transactions,omitempty"`
 	Metrics      bool     `json:"metrics,omitempty"`
 	Internal     bool     `json:"internal,omitempty"`
+	Flows        bool     `json:"flows,omitempty"` // producers and wires
 }
 
 // Any reports whether anything changed.
 func (c Changes) Any() bool {
-	return c.Cluster || c.Quorum || c.Brokers || len(c.Topics) > 0 || len(c.Groups) > 0 || c.Transactions || c.Metrics || c.Internal
+	return c.Cluster || c.Quorum || c.Brokers || len(c.Topics) > 0 || len(c.Groups) > 0 || c.Transactions || c.Metrics || c.Internal || c.Flows
 }
 
 // Diff compares two snapshots, ignoring Seq and Time. A nil a is the
@@ -243,6 +253,7 @@ func Diff(a, b *Snapshot) Changes {
 	c.Transactions = !sameJSON(a.Transactions, b.Transactions)
 	c.Metrics = !sameJSON(a.Metrics, b.Metrics)
 	c.Internal = !sameJSON(a.Internal, b.Internal)
+	c.Flows = !sameJSON(a.Producers, b.Producers) || !sameJSON(a.Wires, b.Wires)
 	return c
 }
 

@@ -50,6 +50,8 @@ func TestDiff(t *testing.T) {
 		{"group lag", func(s *Snapshot) { s.Groups[0].Lag = 0 }, Changes{Groups: []string{"g"}}},
 		{"transaction state", func(s *Snapshot) { s.Transactions[0].State = "CompleteCommit" }, Changes{Transactions: true}},
 		{"metrics", func(s *Snapshot) { s.Metrics = []Metrics{{URL: "u"}} }, Changes{Metrics: true}},
+		{"a wire's rate", func(s *Snapshot) { s.Wires = []Wire{{Kind: WireProduce, Rate: 1}} }, Changes{Flows: true}},
+		{"a producer", func(s *Snapshot) { s.Producers = []Producer{{ID: "p"}} }, Changes{Flows: true}},
 		{"an internal record", func(s *Snapshot) { s.Internal = []InternalEvent{{Kind: kindOffsetCommit}} }, Changes{Internal: true}},
 	}
 	for _, tc := range tests {

@@ -55,7 +55,10 @@
 // # Traffic, the ledger and the check
 //
 // [Traffic] runs franz-go producers and group consumers through the
-// proxies. Every record carries its id, PRODUCER:SEQ, in the header
+// proxies. The console draws its running producers by name
+// ([Traffic.Named], console.Config.Producers): the partitions and the
+// idempotent producer id come from their acknowledged records, the rate
+// from the records sent. Every record carries its id, PRODUCER:SEQ, in the header
 // moldau-dev-id. The [Ledger] keeps one entry per record sent (its
 // outcome, partition and offset; for a transaction, acknowledged only
 // once committed) and every processing of a record by a consumer. A

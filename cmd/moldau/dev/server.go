@@ -178,6 +178,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		}
 		d.Events.Add("action", text, map[string]any{"kind": a.Kind, "action": a.Name, "target": a.Target, "ok": a.OK, "error": a.Error})
 	}
+	ccfg.Producers = func() []console.NamedProducer { return d.cur().Traffic.Named() }
 	ccfg.Mount = func(mux *http.ServeMux, p *console.Poller) {
 		d.mu.Lock()
 		d.poller = p

@@ -74,9 +74,10 @@ type Traffic struct {
 var errTrafficClosed = errors.New("the cluster is being rebuilt or stopped: start it again once it serves")
 
 type producer struct {
-	cfg    ProducerConfig
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg     ProducerConfig
+	cancel  context.CancelFunc
+	done    chan struct{}
+	written *written
 }
 
 type consumer struct {
@@ -175,7 +176,7 @@ func (t *Traffic) AddProducer(cfg ProducerConfig) error {
 			return fmt.Errorf("producer %s is running", cfg.Name)
 		}
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(t.seeds...), kgo.ClientID("moldau-dev-" + cfg.Name), kgo.DefaultProduceTopic(cfg.Topic),
+	opts := []kgo.Opt{kgo.SeedBrokers(t.seeds...), kgo.ClientID(devClientID(cfg.Name)), kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.AllowAutoTopicCreation(), kgo.RecordDeliveryTimeout(30 * time.Second), kgo.MetadataMinAge(250 * time.Millisecond)}
 	switch cfg.Acks {
 	case "1":
@@ -189,7 +190,7 @@ func (t *Traffic) AddProducer(cfg ProducerConfig) error {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	if cfg.Transactional {
-		opts = append(opts, kgo.TransactionalID("moldau-dev-"+cfg.Name))
+		opts = append(opts, kgo.TransactionalID(devClientID(cfg.Name)))
 	}
 	if cfg.LingerMs > 0 {
 		opts = append(opts, kgo.ProducerLinger(time.Duration(cfg.LingerMs)*time.Millisecond))
@@ -199,20 +200,20 @@ func (t *Traffic) AddProducer(cfg ProducerConfig) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &producer{cfg: cfg, cancel: cancel, done: make(chan struct{})}
+	p := &producer{cfg: cfg, cancel: cancel, done: make(chan struct{}), written: newWritten()}
 	t.producers[cfg.Name] = p
 	t.events.Add("traffic", fmt.Sprintf("producer %s started: topic %s, %.0f/s, acks=%s, idempotent=%v, transactional=%v", cfg.Name, cfg.Topic, cfg.Rate, cfg.Acks, *cfg.Idempotent, cfg.Transactional),
 		map[string]any{"producer": cfg})
 	t.wg.Go(func() {
 		defer close(p.done)
 		defer cl.Close()
-		t.produce(ctx, cl, p.cfg)
+		t.produce(ctx, cl, p.cfg, p.written)
 	})
 	return nil
 }
 
 // produce sends records until ctx is done or Count are sent.
-func (t *Traffic) produce(ctx context.Context, cl *kgo.Client, cfg ProducerConfig) {
+func (t *Traffic) produce(ctx context.Context, cl *kgo.Client, cfg ProducerConfig, w *written) {
 	every := time.Duration(float64(time.Second) * float64(cfg.Burst) / cfg.Rate)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -262,6 +263,9 @@ func (t *Traffic) produce(ctx context.Context, cl *kgo.Client, cfg ProducerConfi
 			// Not ctx: stopping the producer flushes what it sent.
 			cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 				t.ledger.answered(id, r.Partition, r.Offset, err, inTxn)
+				if err == nil {
+					w.acked(r.Partition, r.ProducerID)
+				}
 			})
 			if cfg.Transactional && len(txnIDs) >= cfg.TxnRecords {
 				txns++
@@ -431,7 +435,7 @@ func (t *Traffic) AddConsumer(cfg ConsumerConfig) error {
 		return err
 	}
 	c := &consumer{cfg: cfg, done: make(chan struct{}), crashed: make(chan struct{}), conns: &connSet{conns: map[net.Conn]struct{}{}}}
-	opts := []kgo.Opt{kgo.SeedBrokers(t.seeds...), kgo.ClientID("moldau-dev-" + cfg.Name), kgo.ConsumeTopics(cfg.Topic),
+	opts := []kgo.Opt{kgo.SeedBrokers(t.seeds...), kgo.ClientID(devClientID(cfg.Name)), kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Balancers(balancer),
 		kgo.AutoCommitInterval(time.Duration(cfg.CommitIntervalMs) * time.Millisecond), kgo.SessionTimeout(6 * time.Second),
 		kgo.HeartbeatInterval(500 * time.Millisecond), kgo.AllowAutoTopicCreation(), kgo.Dialer(c.conns.dial(c.crashed)),

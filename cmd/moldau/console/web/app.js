@@ -3,12 +3,14 @@
 //
 // window.moldauConsole exposes timings for tests and the curious:
 // firstRender (ms from navigation start to the first snapshot rendered),
-// seq (the snapshot on screen) and updates (per snapshot: its seq and the
+// seq (the snapshot on screen) and updates (per snapshot: its seq, the
 // ms from the poll that made it to the DOM showing it, from the second
-// snapshot on).
+// snapshot on, render: the ms the page spent drawing it, and wires: the
+// part of that spent on the wires).
 
 import { esc } from './util.js';
 import { Diagram } from './diagram.js';
+import { Wires } from './wires.js';
 import { topicsTable, groupsTable, txnsTable, brokersTable, internalTable, metricsTable } from './tables.js';
 import { details } from './details.js';
 import { renderActions, confirming } from './actions.js';
@@ -41,6 +43,7 @@ let pending = false;
 let force = false;
 const lagHistory = new Map();
 const diagram = new Diagram($('quorum'), $('brokers'), ui);
+const wires = new Wires($('flow'), ui);
 
 function schedule(forced) {
   force = force || forced;
@@ -50,12 +53,16 @@ function schedule(forced) {
 }
 
 function render() {
+  const started = performance.now();
   pending = false;
   const s = snap;
   const focused = document.activeElement && document.activeElement.closest('[data-key],[data-toggle-topic],[data-open-topic],[data-focus]');
   const focusSel = focused && focusSelector(focused);
   renderHeader(s);
   diagram.render(s);
+  const wiresStarted = performance.now();
+  wires.render(s);
+  const wiresMs = performance.now() - wiresStarted;
   $('topics-table').innerHTML = topicsTable(s, ui);
   $('groups-table').innerHTML = groupsTable(s, ui, lagHistory);
   $('txns-table').innerHTML = txnsTable(s, ui);
@@ -73,7 +80,7 @@ function render() {
     const now = performance.now();
     // The first snapshot may be older than the page: it times nothing.
     if (stats.firstRender === null) stats.firstRender = now;
-    else stats.updates.push({ seq: s.seq, ms: Date.now() - s.time });
+    else stats.updates.push({ seq: s.seq, ms: Date.now() - s.time, render: Math.round(now - started), wires: Math.round(wiresMs) });
     if (stats.updates.length > 100) stats.updates.shift();
     stats.seq = s.seq;
     document.body.dataset.seq = s.seq;
