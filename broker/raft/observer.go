@@ -367,10 +367,11 @@ func (o *observer) maybePromoted() error {
 
 // becomeVoter starts the raft node on the observer's log (observer
 // goroutine, which returns after it). Everything in the log is committed
-// and handed to the applier.
+// and handed to the applier. The vote is kept: a voter removed and added
+// back must not vote twice in a term.
 func (n *Node) becomeVoter() error {
 	ml := n.ml
-	ml.hs = &pb.HardState{Term: new(ml.hs.GetTerm()), Vote: new(uint64(0)), Commit: new(ml.last)}
+	ml.hs = &pb.HardState{Term: new(ml.hs.GetTerm()), Vote: new(ml.hs.GetVote()), Commit: new(ml.last)}
 	n.obsMode.Store(false)
 	n.logger.Info("added to the voters; starting as a voter", "log_end_offset", ml.l.LogEndOffset())
 	return n.startVoter(ml.last)
