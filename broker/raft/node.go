@@ -91,6 +91,11 @@ type Node struct {
 	committed uint64
 	confWait  *voterChange
 	confReqs  chan *voterChange
+	// voter is the scope of the voter goroutines, replaced at each start
+	// as a voter.
+	voter *voterScope
+	// voterGoroutines counts the voter goroutines running.
+	voterGoroutines atomic.Int32
 
 	mu      sync.Mutex
 	st      status
@@ -249,7 +254,9 @@ func (n *Node) startVoter(applied uint64) error {
 	}
 	n.rn = rn
 	n.committed = applied
-	n.tr = newTransport(n)
+	n.voter = &voterScope{}
+	n.voter.ctx, n.voter.cancel = context.WithCancel(n.ctx)
+	n.tr = newTransport(n, n.voter.ctx)
 	n.mu.Lock()
 	n.st.conf, n.st.kraftVersion = n.conf, ml.kraftVersion()
 	n.mu.Unlock()
@@ -260,10 +267,31 @@ func (n *Node) startVoter(applied uint64) error {
 	}
 	n.logger.Info("metadata quorum node starting", "voters", n.conf.IDs(), "epoch", ml.hs.GetTerm(),
 		"log_start_offset", ml.l.LogStartOffset(), "log_end_offset", ml.l.LogEndOffset(), "snapshot", ml.snap.String())
-	n.g.Go(n.run)
-	n.g.Go(n.runVoterUpdater)
+	n.goVoter(n.run)
+	scope := n.voter.ctx
+	n.goVoter(func(<-chan struct{}) { n.runVoterUpdater(scope) })
 	n.tr.start()
 	return nil
+}
+
+// voterScope is the lifetime of the goroutines that run only while the
+// node is a voter: the raft goroutine, the transport's senders and the
+// voter updater. ctx ends when the node stops (or stops being a voter).
+type voterScope struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// goVoter starts fn on the node's group as a voter goroutine (counted in
+// voterGoroutines, which tests read to see them gone).
+func (n *Node) goVoter(fn func(done <-chan struct{})) {
+	n.voterGoroutines.Add(1)
+	if !n.g.Go(func(done <-chan struct{}) {
+		defer n.voterGoroutines.Add(-1)
+		fn(done)
+	}) {
+		n.voterGoroutines.Add(-1)
+	}
 }
 
 // Close stops every goroutine of the node and closes its log. Idempotent.
