@@ -91,9 +91,11 @@ type Node struct {
 	committed uint64
 	confWait  *voterChange
 	confReqs  chan *voterChange
-	// voter is the scope of the voter goroutines, replaced at each start
-	// as a voter.
-	voter *voterScope
+	// voter is the scope of the voter goroutines (voter_removal.go),
+	// replaced at each start as a voter; leaderContact is when a leader
+	// was last heard from (or this node last led).
+	voter         *voterScope
+	leaderContact time.Time
 	// voterGoroutines counts the voter goroutines running.
 	voterGoroutines atomic.Int32
 
@@ -106,13 +108,13 @@ type Node struct {
 	fetchWaiters []func()
 	// served caches the snapshot observers fetch.
 	served snapshotCache
-	// obsMode: this node is a metadata observer (OpenObserver, or Open
-	// of a node not in the voter set), not a voter; rn and tr are nil and
-	// obs runs instead of run. promote: it becomes a voter once a
-	// committed VotersRecord names it (Open only).
+	// obsMode: this node is a metadata observer (OpenObserver, Open of a
+	// node not in the voter set, or a voter removed while it ran), not a
+	// voter; obs runs instead of run. promote: it becomes a voter once a
+	// committed VotersRecord names it (not with OpenObserver).
 	obsMode atomic.Bool
 	promote bool
-	obs     *observer
+	obs     atomic.Pointer[observer]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -256,6 +258,7 @@ func (n *Node) startVoter(applied uint64) error {
 	n.committed = applied
 	n.voter = &voterScope{}
 	n.voter.ctx, n.voter.cancel = context.WithCancel(n.ctx)
+	n.leaderContact = cfg.Now()
 	n.tr = newTransport(n, n.voter.ctx)
 	n.mu.Lock()
 	n.st.conf, n.st.kraftVersion = n.conf, ml.kraftVersion()
@@ -276,7 +279,7 @@ func (n *Node) startVoter(applied uint64) error {
 
 // voterScope is the lifetime of the goroutines that run only while the
 // node is a voter: the raft goroutine, the transport's senders and the
-// voter updater. ctx ends when the node stops (or stops being a voter).
+// voter updater. ctx ends when the node stops or turns observer.
 type voterScope struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -440,6 +443,12 @@ func (n *Node) run(done <-chan struct{}) {
 		case <-done:
 			return
 		case <-ticker.C:
+			if reason, removed := n.removedFromVoters(n.cfg.Now()); removed {
+				if err := n.becomeObserver(reason); err != nil {
+					n.fail(err)
+				}
+				return
+			}
 			n.rn.Tick()
 			n.onTick()
 		case msgs := <-n.inbox:
@@ -503,6 +512,9 @@ func (n *Node) step(msgs []*pb.Message) {
 		switch m.GetType() {
 		case pb.MsgAppResp, pb.MsgHeartbeatResp:
 			n.contact[m.GetFrom()] = now
+		}
+		if fromLeader(m.GetType()) {
+			n.leaderContact = now
 		}
 		if m.GetFrom() != from {
 			from = m.GetFrom()
