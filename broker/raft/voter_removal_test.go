@@ -131,6 +131,9 @@ func TestRemovedFollowerTurnsObserver(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, fmt.Sprintf("node %d to be a voter again", f), func() bool { return fn.State() != "observer" })
 	c.waitVoters(1, 2, 3)
+	if info, err := c.nodes[lid].DescribeQuorum(); err != nil || slices.ContainsFunc(info.Observers, func(r ReplicaState) bool { return r.ReplicaID == f }) {
+		t.Fatalf("voter %d is still listed among the observers: %+v (%v)", f, info.Observers, err)
+	}
 	appendAndCommit(t, c.nodes[lid], epoch, "added-back")
 	want = append(want, "added-back")
 	c.waitState(want)
