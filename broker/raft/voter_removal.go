@@ -96,6 +96,7 @@ func (n *Node) becomeObserver(reason string) error {
 	}
 	leo := ml.l.LogEndOffset()
 	ml.l.UpdateHighWatermark(leo)
+	n.rn = nil // dropped with the raft goroutine; a new one if added back
 	n.conf, n.confIndex = ml.latestVoters()
 	n.inflight, n.epochStart = nil, -1
 	clear(n.contact)
