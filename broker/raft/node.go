@@ -689,6 +689,9 @@ func (n *Node) afterReady(rd *raft.Ready) {
 	lead, term := st.Lead, st.GetTerm()
 	changed := lead != n.lastLead || term != n.lastTerm
 	if changed {
+		if lead == n.id || n.lastLead == n.id {
+			n.leaderContact = n.cfg.Now() // leading counts as hearing a leader
+		}
 		after := int64(-1)
 		if lead == n.id {
 			after = n.epochStart

@@ -309,6 +309,11 @@ func (o *observer) learn(brokers []kmsg.FetchResponseBroker) {
 // leader changed.
 func (o *observer) follow(leader, epoch int32) bool {
 	n := o.n
+	if leader == n.cfg.NodeID {
+		// Voters that have not yet heard that this node, removed from
+		// the voters, stopped leading: no leader known.
+		leader = -1
+	}
 	n.mu.Lock()
 	cur := LeaderAndEpoch{LeaderID: n.st.leader, Epoch: n.st.epoch}
 	if epoch < cur.Epoch || (epoch == cur.Epoch && (leader < 0 || leader == cur.LeaderID)) {
