@@ -176,6 +176,17 @@ func TestRemovedLeaderTurnsObserver(t *testing.T) {
 	if _, err := old.DescribeQuorum(); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("the old leader answered DescribeQuorum: %v", err)
 	}
+
+	// Restarted, it opens as the observer it had become.
+	c.stop(lid)
+	c.start(lid)
+	if s := c.nodes[lid].State(); s != "observer" {
+		t.Fatalf("the removed leader restarted as %s", s)
+	}
+	want = append(want, "after-restart")
+	appendAndCommit(t, c.nodes[newLid], newEpoch, "after-restart")
+	c.waitState(want)
+	c.sameOffsets(newLid, lid)
 }
 
 // closeAll closes every node and server of the cluster.
