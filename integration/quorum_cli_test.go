@@ -75,7 +75,8 @@ func quorumNodeEndpoint(cl *kgo.Client, id int32) (string, error) {
 
 // TestQuorumCLI replaces a controller with `moldau cluster quorum
 // add-controller` and `remove-controller` run as processes (through a
-// controller listener and through the brokers), then restarts a
+// controller listener and through the brokers; the removed controller,
+// still running, is then described as an observer), then restarts a
 // controller on another controller port: it tells the leader
 // (UpdateRaftVoter) and DescribeQuorum shows the new endpoint, with the
 // controller caught up.
@@ -163,9 +164,28 @@ func TestQuorumCLI(t *testing.T) {
 		}
 		return err
 	})
-	c.procs[removed].stop(t)
 	want := slices.DeleteFunc([]int32{1, 2, 3, newID}, func(id int32) bool { return id == removed })
 	waitQuorumVoters(t, cl, want, -1)
+	// Still running, the removed controller goes on as an observer
+	// (KIP-853): describe lists it among the observers, fetching.
+	removedAt := time.Now()
+	eventually(t, 30*time.Second, func() error {
+		q, err := describeQuorumCLI(t, "--brokers", seeds)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(q.voterIDs(), removed) {
+			return fmt.Errorf("voters %v", q.voterIDs())
+		}
+		for _, o := range q.Observers {
+			if o.ReplicaID == removed && o.LogEndOffset > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("controller %d is not among the observers %+v", removed, q.Observers)
+	})
+	t.Logf("removed controller %d listed as an observer %v after its removal", removed, time.Since(removedAt).Round(time.Millisecond))
+	c.procs[removed].stop(t)
 
 	// Restart another follower on a new controller port: the leader
 	// cannot reach it at the old one until it writes the new endpoint.

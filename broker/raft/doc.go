@@ -167,6 +167,11 @@
 //     endpoints and directory id, and if they differ (at kraft.version 1)
 //     sends UpdateRaftVoter to the leader over a connection of its own.
 //
+// The raft goroutine, the senders and the voter updater run only while
+// the node is a voter (a voter scope, voter_removal.go): a voter removed
+// while it runs stops them and starts the observer goroutine (below), and
+// an observer added to the voters starts them again.
+//
 // Node.mu guards the status other goroutines read (leader, epoch, high
 // watermark, voters' progress) and the commit waiters; notes.mu the
 // reports left for the raft goroutine; applier.mu the listener's targets.
@@ -201,7 +206,9 @@
 // controller channel. An observer never votes: ScheduleAppend fails with
 // a *NotLeaderError, transport messages are refused, State is
 // "observer". The leader lists the observers that fetched since its
-// election in DescribeQuorum.
+// election in DescribeQuorum. A controller is an observer too while it is
+// not a voter: opened outside the voter set, or removed from it while it
+// runs (see Differences, voters).
 //
 // # Transport
 //
@@ -232,7 +239,27 @@
 //     one at a time. Kafka refuses changes at kraft.version 0; Moldau
 //     upgrades to 1 with the first change. A node not in the set opens as
 //     an observer and becomes a voter when a committed VotersRecord names
-//     it.
+//     it and its log has caught up with the leader's high watermark (its
+//     vote in the current term kept).
+//   - A voter removed while it runs goes on as an observer, as Kafka's
+//     does (voter_removal.go). etcd's leader stops sending to a voter once
+//     it applied its removal, so the voter may never learn that it
+//     committed. A voter turns observer when the newest VotersRecord in
+//     its log (committed or not) lacks it and either it applied that
+//     removal and knows another leader, or it heard no leader (append,
+//     heartbeat, snapshot, timeout-now) for twice the election timeout
+//     (2 s by default; Kafka's follower gives up on its leader after
+//     controller.quorum.fetch.timeout.ms, 2 s, also twice the election
+//     timeout). A leader that removes itself hands off its leadership
+//     first and turns observer once the new leader reaches it or after
+//     that bound. The transition stops the raft goroutine, the transport's
+//     senders and the voter updater, truncates the log to the commit
+//     index (what follows was never known committed here: an observer's
+//     log holds committed batches only), logs one INFO line, and starts
+//     the observer goroutine, which follows the leader by Fetch and is
+//     listed among DescribeQuorum's observers; AddVoter makes it a voter
+//     again. In Kafka the removed replica is an observer from the moment
+//     the VotersRecord is in its log, and keeps fetching throughout.
 //   - UpdateRaftVoter (voter_update.go): as in Kafka, a voter whose entry
 //     differs from its endpoints, directory id or kraft.version range
 //     asks the leader, which writes a VotersRecord with the same id and

@@ -91,6 +91,13 @@ type Node struct {
 	committed uint64
 	confWait  *voterChange
 	confReqs  chan *voterChange
+	// voter is the scope of the voter goroutines (voter_removal.go),
+	// replaced at each start as a voter; leaderContact is when a leader
+	// was last heard from (or this node last led).
+	voter         *voterScope
+	leaderContact time.Time
+	// voterGoroutines counts the voter goroutines running.
+	voterGoroutines atomic.Int32
 
 	mu      sync.Mutex
 	st      status
@@ -101,13 +108,13 @@ type Node struct {
 	fetchWaiters []func()
 	// served caches the snapshot observers fetch.
 	served snapshotCache
-	// obsMode: this node is a metadata observer (OpenObserver, or Open
-	// of a node not in the voter set), not a voter; rn and tr are nil and
-	// obs runs instead of run. promote: it becomes a voter once a
-	// committed VotersRecord names it (Open only).
+	// obsMode: this node is a metadata observer (OpenObserver, Open of a
+	// node not in the voter set, or a voter removed while it ran), not a
+	// voter; obs runs instead of run. promote: it becomes a voter once a
+	// committed VotersRecord names it (not with OpenObserver).
 	obsMode atomic.Bool
 	promote bool
-	obs     *observer
+	obs     atomic.Pointer[observer]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -249,7 +256,10 @@ func (n *Node) startVoter(applied uint64) error {
 	}
 	n.rn = rn
 	n.committed = applied
-	n.tr = newTransport(n)
+	n.voter = &voterScope{}
+	n.voter.ctx, n.voter.cancel = context.WithCancel(n.ctx)
+	n.leaderContact = cfg.Now()
+	n.tr = newTransport(n, n.voter.ctx)
 	n.mu.Lock()
 	n.st.conf, n.st.kraftVersion = n.conf, ml.kraftVersion()
 	n.mu.Unlock()
@@ -260,10 +270,31 @@ func (n *Node) startVoter(applied uint64) error {
 	}
 	n.logger.Info("metadata quorum node starting", "voters", n.conf.IDs(), "epoch", ml.hs.GetTerm(),
 		"log_start_offset", ml.l.LogStartOffset(), "log_end_offset", ml.l.LogEndOffset(), "snapshot", ml.snap.String())
-	n.g.Go(n.run)
-	n.g.Go(n.runVoterUpdater)
+	n.goVoter(n.run)
+	scope := n.voter.ctx
+	n.goVoter(func(<-chan struct{}) { n.runVoterUpdater(scope) })
 	n.tr.start()
 	return nil
+}
+
+// voterScope is the lifetime of the goroutines that run only while the
+// node is a voter: the raft goroutine, the transport's senders and the
+// voter updater. ctx ends when the node stops or turns observer.
+type voterScope struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// goVoter starts fn on the node's group as a voter goroutine (counted in
+// voterGoroutines, which tests read to see them gone).
+func (n *Node) goVoter(fn func(done <-chan struct{})) {
+	n.voterGoroutines.Add(1)
+	if !n.g.Go(func(done <-chan struct{}) {
+		defer n.voterGoroutines.Add(-1)
+		fn(done)
+	}) {
+		n.voterGoroutines.Add(-1)
+	}
 }
 
 // Close stops every goroutine of the node and closes its log. Idempotent.
@@ -412,6 +443,12 @@ func (n *Node) run(done <-chan struct{}) {
 		case <-done:
 			return
 		case <-ticker.C:
+			if reason, removed := n.removedFromVoters(n.cfg.Now()); removed {
+				if err := n.becomeObserver(reason); err != nil {
+					n.fail(err)
+				}
+				return
+			}
 			n.rn.Tick()
 			n.onTick()
 		case msgs := <-n.inbox:
@@ -475,6 +512,9 @@ func (n *Node) step(msgs []*pb.Message) {
 		switch m.GetType() {
 		case pb.MsgAppResp, pb.MsgHeartbeatResp:
 			n.contact[m.GetFrom()] = now
+		}
+		if fromLeader(m.GetType()) {
+			n.leaderContact = now
 		}
 		if m.GetFrom() != from {
 			from = m.GetFrom()
@@ -649,6 +689,9 @@ func (n *Node) afterReady(rd *raft.Ready) {
 	lead, term := st.Lead, st.GetTerm()
 	changed := lead != n.lastLead || term != n.lastTerm
 	if changed {
+		if lead == n.id || n.lastLead == n.id {
+			n.leaderContact = n.cfg.Now() // leading counts as hearing a leader
+		}
 		after := int64(-1)
 		if lead == n.id {
 			after = n.epochStart

@@ -29,7 +29,8 @@ import (
 // __cluster_metadata-0 (the same storage, offsets and raft indices as a
 // voter's: one batch per index) and hands them to the applier, so the
 // state machine, snapshots and clean-up work as on a voter. Everything in
-// an observer's log is committed: it never truncates. It finds the leader
+// an observer's log is committed: it never truncates (a voter turning
+// observer truncates to its commit index first). It finds the leader
 // through the voters' or bootstrap servers' addresses, and follows the
 // leader each response names (NOT_LEADER_OR_FOLLOWER, or a new epoch).
 
@@ -92,21 +93,28 @@ func openObserver(cfg Config, logger *slog.Logger, ml *metadataLog, snap *loaded
 			return nil, fmt.Errorf("raft: registering metrics: %w", err)
 		}
 	}
-	o := &observer{n: n, book: map[int32]string{}}
-	for _, v := range n.conf {
-		if addr := v.Addr(cfg.ListenerName); addr != "" {
-			o.bootstrap = append(o.bootstrap, addr)
-		}
-	}
-	if len(o.bootstrap) == 0 {
-		o.bootstrap = append(o.bootstrap, cfg.Bootstrap...)
-	}
-	n.obs = o
+	o := newObserver(n)
+	n.obs.Store(o)
 	logger.Info("metadata observer starting", "voters", cfg.voterIDs(), "bootstrap", o.bootstrap,
 		"log_start_offset", ml.l.LogStartOffset(), "log_end_offset", leo, "snapshot", ml.snap.String())
 	n.g.Go(o.run)
 	n.g.Go(n.app.run)
 	return n, nil
+}
+
+// newObserver is the observer of n: it looks for the leader through the
+// voters' addresses (but its own), else the bootstrap servers.
+func newObserver(n *Node) *observer {
+	o := &observer{n: n, book: map[int32]string{}}
+	for _, v := range n.conf {
+		if addr := v.Addr(n.cfg.ListenerName); addr != "" && v.ID != n.cfg.NodeID {
+			o.bootstrap = append(o.bootstrap, addr)
+		}
+	}
+	if len(o.bootstrap) == 0 {
+		o.bootstrap = append(o.bootstrap, n.cfg.Bootstrap...)
+	}
+	return o
 }
 
 // ControllerAddress is the controller listener address of node id: a
@@ -116,12 +124,13 @@ func (n *Node) ControllerAddress(id int32) (string, bool) {
 	if addr, ok := n.voterAddr(id); ok {
 		return addr, true
 	}
-	if n.obs == nil {
+	o := n.obs.Load()
+	if o == nil {
 		return "", false
 	}
-	n.obs.mu.Lock()
-	defer n.obs.mu.Unlock()
-	addr, ok := n.obs.book[id]
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	addr, ok := o.book[id]
 	return addr, ok
 }
 
@@ -147,6 +156,7 @@ func (o *observer) run(done <-chan struct{}) {
 			}
 		default:
 		}
+		n.refuseVoterRequests()
 		err := o.fetch()
 		var fatal *observerFatal
 		switch {
@@ -299,6 +309,11 @@ func (o *observer) learn(brokers []kmsg.FetchResponseBroker) {
 // leader changed.
 func (o *observer) follow(leader, epoch int32) bool {
 	n := o.n
+	if leader == n.cfg.NodeID {
+		// Voters that have not yet heard that this node, removed from
+		// the voters, stopped leading: no leader known.
+		leader = -1
+	}
 	n.mu.Lock()
 	cur := LeaderAndEpoch{LeaderID: n.st.leader, Epoch: n.st.epoch}
 	if epoch < cur.Epoch || (epoch == cur.Epoch && (leader < 0 || leader == cur.LeaderID)) {
@@ -345,12 +360,16 @@ func (o *observer) appendBatches(leo int64, chunk []byte, leaderHW int64) error 
 		}
 	}
 	o.published(leaderHW)
-	return o.maybePromoted()
+	return o.maybePromoted(leaderHW)
 }
 
 // maybePromoted returns errPromoted once the log's newest voter set names
-// this node (an observer opened by Open: a controller being added).
-func (o *observer) maybePromoted() error {
+// this node (an observer opened by Open: a controller being added, or a
+// voter removed while it ran) and the log has caught up with leaderHW,
+// the leader's high watermark: a voter removed while it ran truncated its
+// log to its commit index, which may end before the VotersRecord that
+// removed it.
+func (o *observer) maybePromoted(leaderHW int64) error {
 	n := o.n
 	set, idx := n.ml.latestVoters()
 	if idx > n.confIndex {
@@ -359,7 +378,7 @@ func (o *observer) maybePromoted() error {
 		n.st.conf, n.st.kraftVersion = set, n.ml.kraftVersion()
 		n.mu.Unlock()
 	}
-	if _, ok := set.Get(n.cfg.NodeID); ok && n.promote {
+	if _, ok := set.Get(n.cfg.NodeID); ok && n.promote && n.ml.l.LogEndOffset() >= leaderHW {
 		return errPromoted
 	}
 	return nil
@@ -367,10 +386,11 @@ func (o *observer) maybePromoted() error {
 
 // becomeVoter starts the raft node on the observer's log (observer
 // goroutine, which returns after it). Everything in the log is committed
-// and handed to the applier.
+// and handed to the applier. The vote is kept: a voter removed and added
+// back must not vote twice in a term.
 func (n *Node) becomeVoter() error {
 	ml := n.ml
-	ml.hs = &pb.HardState{Term: new(ml.hs.GetTerm()), Vote: new(uint64(0)), Commit: new(ml.last)}
+	ml.hs = &pb.HardState{Term: new(ml.hs.GetTerm()), Vote: new(ml.hs.GetVote()), Commit: new(ml.last)}
 	n.obsMode.Store(false)
 	n.logger.Info("added to the voters; starting as a voter", "log_end_offset", ml.l.LogEndOffset())
 	return n.startVoter(ml.last)
@@ -440,7 +460,7 @@ func (o *observer) fetchSnapshot(conn *observerConn, id OffsetAndEpoch, leaderHW
 	n.ml.l.UpdateHighWatermark(n.ml.l.LogEndOffset())
 	n.logger.Info("installed snapshot from the leader", "snapshot", id.String(), "index", hdr.LastContainedRaftIndex)
 	o.published(leaderHW)
-	return o.maybePromoted()
+	return o.maybePromoted(leaderHW)
 }
 
 // observerConn is the observer's connection to a controller listener,

@@ -53,6 +53,9 @@ func (n *Node) DescribeQuorum() (QuorumInfo, error) {
 		Voters: append([]ReplicaState(nil), n.st.voters...),
 	}
 	for id, o := range n.st.observers {
+		if _, voter := n.st.conf.Get(id); voter {
+			continue // an observer since added to the voters
+		}
 		rs := ReplicaState{ReplicaID: id, LogEndOffset: o.leo, LastFetchTimestamp: o.lastFetch.UnixMilli(), LastCaughtUpTimestamp: -1}
 		if o.leo >= n.st.hw {
 			rs.LastCaughtUpTimestamp = rs.LastFetchTimestamp

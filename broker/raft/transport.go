@@ -162,6 +162,9 @@ func ackBody(code *kerr.Error) []byte {
 // unreachable (and a dropped snapshot failed), as etcd's rafthttp does.
 type transport struct {
 	n *Node
+	// ctx is the voter scope's: it ends, and every sender with it, when
+	// the node stops or turns observer.
+	ctx context.Context
 
 	mu      sync.Mutex
 	peers   map[uint64]*peer
@@ -174,13 +177,14 @@ type peer struct {
 	addr      string
 	queue     chan *pb.Message
 	connected atomic.Bool
-	// ctx ends when the node stops or the peer leaves the voter set.
+	// ctx ends when the node stops or turns observer, or the peer leaves
+	// the voter set.
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-func newTransport(n *Node) *transport {
-	t := &transport{n: n, peers: map[uint64]*peer{}}
+func newTransport(n *Node, ctx context.Context) *transport {
+	t := &transport{n: n, ctx: ctx, peers: map[uint64]*peer{}}
 	t.setPeers(n.conf)
 	return t
 }
@@ -190,7 +194,7 @@ func (t *transport) start() {
 	defer t.mu.Unlock()
 	t.started = true
 	for _, p := range t.peers {
-		t.n.g.Go(p.run)
+		t.n.goVoter(p.run)
 	}
 }
 
@@ -214,10 +218,10 @@ func (t *transport) setPeers(set VoterSet) {
 			p.cancel()
 		}
 		p := &peer{t: t, id: rid, addr: addr, queue: make(chan *pb.Message, n.cfg.PeerQueueSize)}
-		p.ctx, p.cancel = context.WithCancel(n.ctx)
+		p.ctx, p.cancel = context.WithCancel(t.ctx)
 		t.peers[rid] = p
 		if t.started {
-			n.g.Go(p.run)
+			n.goVoter(p.run)
 		}
 	}
 	for rid, p := range t.peers {

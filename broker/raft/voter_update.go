@@ -147,12 +147,13 @@ type voterUpdater struct {
 // runVoterUpdater checks every UpdateVoterPeriod whether the voter set
 // holds this node's current endpoints, and asks the leader to update
 // them if not; after a retriable failure it tries again within a second.
-func (n *Node) runVoterUpdater(done <-chan struct{}) {
+// It returns when scope (the voter scope's context) ends.
+func (n *Node) runVoterUpdater(scope context.Context) {
 	u := &voterUpdater{n: n, leader: -1, epoch: -1}
 	wait := n.cfg.UpdateVoterPeriod
-	for sleep(done, wait) {
+	for sleep(scope.Done(), wait) {
 		wait = n.cfg.UpdateVoterPeriod
-		if err := u.maybeUpdate(); err != nil {
+		if err := u.maybeUpdate(scope); err != nil {
 			n.logger.Info("updating this voter's endpoints in the voter set failed", "err", err)
 			var ke *kerr.Error
 			if !errors.As(err, &ke) || ke.Retriable {
@@ -163,7 +164,7 @@ func (n *Node) runVoterUpdater(done <-chan struct{}) {
 }
 
 // maybeUpdate sends one UpdateRaftVoter if the voter set needs it.
-func (u *voterUpdater) maybeUpdate() error {
+func (u *voterUpdater) maybeUpdate(scope context.Context) error {
 	n := u.n
 	local, ok := n.localVoter()
 	if !ok || n.isObserver() {
@@ -176,7 +177,7 @@ func (u *voterUpdater) maybeUpdate() error {
 		return nil
 	}
 	le := n.LeaderAndEpoch()
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(scope, n.cfg.RequestTimeout)
 	defer cancel()
 	if le.LeaderID == n.cfg.NodeID {
 		n.logger.Info("this leader's entry in the voter set is stale; updating it", "endpoints", local.Endpoints)
@@ -231,6 +232,8 @@ func (u *voterUpdater) send(ctx context.Context, addr string, epoch int32, local
 		return nil, err
 	}
 	defer conn.close()
+	// Turning observer cuts the request short.
+	defer context.AfterFunc(ctx, func() { conn.c.Close() })()
 	req := kmsg.NewPtrUpdateRaftVoterRequest()
 	if n.cfg.ClusterID != "" {
 		req.ClusterID = &n.cfg.ClusterID

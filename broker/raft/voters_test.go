@@ -170,7 +170,7 @@ func TestAddAndRemoveVoters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if set, ok := snapshotVoters(data); !ok || len(set) < 3 {
+		if set, ok := snapshotVoters(data); !ok || len(set) < len(rest) {
 			t.Fatalf("node %d: snapshot %v holds no voter set (%v)", id, ids[len(ids)-1], set)
 		}
 	}
