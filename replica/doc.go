@@ -179,7 +179,7 @@
 // which its Close (from the Manager's) ends, never a request's; a
 // request that ends mid-read drops the stream it was reading. At most 64
 // idle streams are kept, least recently used closed first; one idle 30 s
-// is closed, one whose segment is deleted at once, one whose read fails
+// is closed (within 45 s), one whose segment is deleted at once, one whose read fails
 // is dropped and the fetch read again from a new stream. The records go
 // to the socket from the stream's buffer: the part returned is never
 // written again (later reads land past it, or in a new buffer). The

@@ -30,7 +30,8 @@ const (
 	// plus the part of one batch already read.
 	maxRemoteStreams = 64
 	// remoteStreamIdleTimeout closes a stream no fetch continued for
-	// this long.
+	// this long (looked for every half of it: closed within 1.5 times
+	// it).
 	remoteStreamIdleTimeout = 30 * time.Second
 )
 
@@ -434,7 +435,7 @@ func (ra *remoteReadAhead) removeSegment(id uuid.UUID) {
 	ra.dropIf(func(s *remoteLogInputStream) bool { return s.m.ID.ID == id })
 }
 
-// open returns the number of idle streams.
+// openStreams returns the number of idle streams.
 func (ra *remoteReadAhead) openStreams() int {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
