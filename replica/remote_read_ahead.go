@@ -174,8 +174,11 @@ func (s *remoteLogInputStream) readBatches(offset, maxBytes int64, minOneMessage
 	}
 	recs = s.buf[:n:n]
 	s.buf, s.pos = s.buf[n:], s.pos+int64(n)
-	if next >= 0 {
-		s.next = next
+	s.next = next
+	if next < 0 {
+		// Nothing fitted: the stream is where it was, at or before the
+		// batch holding offset, so a fetch at offset continues it.
+		s.next = offset
 	}
 	return recs, first, next, nil
 }
@@ -275,7 +278,7 @@ func (ra *remoteReadAhead) readFrom(ctx context.Context, s *remoteLogInputStream
 	stop := context.AfterFunc(ctx, s.cancel)
 	recs, first, next, err := s.readBatches(offset, maxBytes, minOneMessage)
 	cut := !stop()
-	if err != nil || cut || s.done() || next < 0 {
+	if err != nil || cut || s.done() {
 		s.close()
 		if err != nil {
 			return nil, -1, -1, fmt.Errorf("reading remote segment %s: %w", s.m.ID, err)

@@ -242,6 +242,37 @@ func TestRemoteReadAheadSeekReopens(t *testing.T) {
 	}
 }
 
+// A fetch whose maxBytes no batch fits (the response is nearly full)
+// answers nothing and keeps its stream where it was: the next fetch at
+// that offset continues it.
+func TestRemoteReadAheadKeepsStreamWhenNothingFits(t *testing.T) {
+	rt := newReadAheadTest(t)
+	seg := rt.segments(t)[0]
+	d := rt.fetch(t, 0, 1000)
+	for i := 0; i < 2; i++ {
+		e, err := rt.rlm.Read(context.Background(), rt.tp, d.NextOffset, 10, false, false)
+		if err != nil || e.Records.Size != 0 || e.NextOffset != -1 {
+			t.Fatalf("a fetch of 10 bytes: %d bytes, next %d, %v", e.Records.Size, e.NextOffset, err)
+		}
+	}
+	got := rt.fetch(t, d.NextOffset, 1<<20)
+	if opens, _, _ := rt.store.counts(); opens[seg.ID.ID] != 1 {
+		t.Fatalf("the segment was opened %d times", opens[seg.ID.ID])
+	}
+	if got.FirstBatchOffset != d.NextOffset || got.NextOffset != seg.EndOffset+1 {
+		t.Fatalf("after the empty answers: batches %d to %d, want %d to %d", got.FirstBatchOffset, got.NextOffset, d.NextOffset, seg.EndOffset+1)
+	}
+	// A new stream that answers nothing is kept too.
+	other := rt.segments(t)[1]
+	if e, err := rt.rlm.Read(context.Background(), rt.tp, other.StartOffset+5, 10, false, false); err != nil || e.Records.Size != 0 {
+		t.Fatalf("a fetch of 10 bytes: %d bytes, %v", e.Records.Size, err)
+	}
+	got = rt.fetch(t, other.StartOffset+5, 1000)
+	if opens, _, _ := rt.store.counts(); opens[other.ID.ID] != 1 || got.FirstBatchOffset > other.StartOffset+5 || got.NextOffset <= other.StartOffset+5 {
+		t.Fatalf("opened %d times; batches %d to %d for offset %d", opens[other.ID.ID], got.FirstBatchOffset, got.NextOffset, other.StartOffset+5)
+	}
+}
+
 // A stream no fetch continues is closed after the idle time.
 func TestRemoteReadAheadClosesIdleStreams(t *testing.T) {
 	rt := newReadAheadTest(t)
