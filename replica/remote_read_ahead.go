@@ -291,7 +291,7 @@ func (ra *remoteReadAhead) readFrom(ctx context.Context, s *remoteLogInputStream
 
 // take removes the idle stream at key and returns it, once its
 // read-ahead (if one runs) has ended; nil if there is none, or ctx ended
-// first (the stream is then closed by its read-ahead).
+// first (the read-ahead is then cancelled, and the stream closed).
 func (ra *remoteReadAhead) take(ctx context.Context, key remoteStreamKey) *remoteLogInputStream {
 	ra.mu.Lock()
 	s := ra.streams[key]
@@ -310,6 +310,9 @@ func (ra *remoteReadAhead) take(ctx context.Context, key remoteStreamKey) *remot
 		return s
 	case <-ctx.Done():
 	}
+	// The read-ahead is cut short (a store that hangs would hold it
+	// otherwise) and closes the stream; or it ended meanwhile.
+	s.cancel()
 	ra.mu.Lock()
 	if s.readingAhead != nil {
 		s.dropped = true

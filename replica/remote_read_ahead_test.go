@@ -406,3 +406,77 @@ func TestRemoteReadAheadRequestEndsMidRead(t *testing.T) {
 		t.Fatal("the stream did not outlive its request")
 	}
 }
+
+// hangingStore's streams deliver their first limit bytes, then hang
+// until their context ends, as a store that stops answering.
+type hangingStore struct {
+	*remote.LocalTieredStorage
+	limit int
+	mu    sync.Mutex
+	live  int
+}
+
+func (s *hangingStore) FetchLogSegment(ctx context.Context, m *remote.RemoteLogSegmentMetadata, start, end int64) (io.ReadCloser, error) {
+	rc, err := s.LocalTieredStorage.FetchLogSegment(ctx, m, start, end)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.live++
+	s.mu.Unlock()
+	return &hangingReader{rc: rc, ctx: ctx, left: s.limit, s: s}, nil
+}
+
+func (s *hangingStore) liveStreams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live
+}
+
+type hangingReader struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	left   int
+	s      *hangingStore
+	closed bool
+}
+
+func (r *hangingReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		<-r.ctx.Done()
+		return 0, r.ctx.Err()
+	}
+	n, err := r.rc.Read(p[:min(len(p), r.left)])
+	r.left -= n
+	return n, err
+}
+
+func (r *hangingReader) Close() error {
+	r.s.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		r.s.live--
+	}
+	r.s.mu.Unlock()
+	return r.rc.Close()
+}
+
+// A fetch that gives up waiting for its stream's read-ahead (the store
+// hangs) cancels it: the stream is closed, nothing is left reading.
+func TestRemoteReadAheadCancelsHangingReadAhead(t *testing.T) {
+	rt := newReadAheadTest(t)
+	store := &hangingStore{LocalTieredStorage: rt.store.LocalTieredStorage, limit: 1000}
+	rlm := NewRemoteLogManager(1, store, rt.md, slogDiscard(), nil)
+	t.Cleanup(rlm.Close)
+	d, err := rlm.Read(context.Background(), rt.tp, 0, 1000, true, false)
+	if err != nil || d.NextOffset <= 0 {
+		t.Fatalf("first fetch: next %d, %v", d.NextOffset, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	rlm.Read(ctx, rt.tp, d.NextOffset, 1000, true, false) // waits for the hanging read-ahead, then gives up
+	waitFor(t, "the hanging stream to close", func() bool { return store.liveStreams() == 0 })
+	if n := rlm.readAhead.openStreams(); n != 0 {
+		t.Fatalf("%d streams kept", n)
+	}
+}
