@@ -478,15 +478,18 @@ func spliceRegions(enc *Response, flexible bool, slices []log.FileSlice) *Respon
 			panic("kapi: fetch response marker not found")
 		}
 		p += cursor
-		// Bytes in memory (read from remote storage) are copied into
-		// the response: there is no file to send them from. They
-		// cannot fail to read; if they did, the partition gets none.
-		var inline []byte
+		// Bytes in memory (read from remote storage) are a region of
+		// their own, written from where they are. A slice with neither
+		// (an FS without *os.File) is read into the response; if that
+		// fails, the partition gets none.
+		inline, inMemory := s.Bytes()
 		size := s.Size
 		if s.File == nil {
-			var err error
-			if inline, err = s.ReadInto(nil); err != nil {
-				inline = nil
+			if !inMemory {
+				var err error
+				if inline, err = s.ReadInto(nil); err != nil {
+					inline = nil
+				}
 			}
 			size = int64(len(inline))
 		}
@@ -499,12 +502,16 @@ func spliceRegions(enc *Response, flexible bool, slices []log.FileSlice) *Respon
 			out = binary.BigEndian.AppendUint32(out, uint32(size))
 		}
 		cursor = p + markerLen
-		if s.File == nil {
+		switch {
+		case s.File != nil:
+			regions = append(regions, FileRegion{At: len(out), File: s.File, Off: s.Pos, Len: s.Size})
+		case inMemory && size > 0:
+			regions = append(regions, FileRegion{At: len(out), Bytes: inline, Len: size})
+		default:
 			out = append(out, inline...)
 			continue
 		}
-		regions = append(regions, FileRegion{At: len(out), File: s.File, Off: s.Pos, Len: s.Size})
-		total += s.Size
+		total += size
 	}
 	out = append(out, buf[cursor:]...)
 	binary.BigEndian.PutUint32(out, uint32(int64(len(out)-4)+total))

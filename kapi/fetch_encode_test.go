@@ -29,6 +29,7 @@ func TestEncodeWithRegionsMatchesKmsg(t *testing.T) {
 		{File: f, Pos: 100, Size: 200},    // 1-byte uvarint
 		{File: f, Pos: 1000, Size: 20000}, // 3-byte uvarint
 		{File: f, Pos: 0, Size: int64(len(data))},
+		log.BytesSlice(data[5000:9000]), // bytes in memory (remote storage): a region of their own
 	}
 	h := New(Config{})
 	for v := int16(4); v <= 18; v++ {
@@ -56,7 +57,9 @@ func TestEncodeWithRegionsMatchesKmsg(t *testing.T) {
 					n := ti*3 + pi
 					if n < len(slices) {
 						s := slices[n]
-						if inline {
+						if b, ok := s.Bytes(); ok && inline {
+							rp.RecordBatches = b
+						} else if inline {
 							rp.RecordBatches = data[s.Pos : s.Pos+s.Size]
 						} else {
 							rp.RecordBatches = regionMarker(n)
@@ -76,7 +79,11 @@ func TestEncodeWithRegionsMatchesKmsg(t *testing.T) {
 		at := 0
 		for _, reg := range got.Regions {
 			wire = append(wire, got.Buf[at:reg.At]...)
-			wire = append(wire, data[reg.Off:reg.Off+reg.Len]...)
+			if reg.File == nil {
+				wire = append(wire, reg.Bytes...)
+			} else {
+				wire = append(wire, data[reg.Off:reg.Off+reg.Len]...)
+			}
 			at = reg.At
 		}
 		wire = append(wire, got.Buf[at:]...)

@@ -71,12 +71,15 @@ type Response struct {
 }
 
 // FileRegion is a byte range of a file that is written to the socket at
-// offset At of Response.Buf (before Buf[At:]).
+// offset At of Response.Buf (before Buf[At:]); or, with Bytes set (File
+// nil, Len their length), bytes in memory (records read from remote
+// storage), written as they are rather than copied into Buf.
 type FileRegion struct {
-	At   int
-	File *os.File
-	Off  int64
-	Len  int64
+	At    int
+	File  *os.File
+	Off   int64
+	Len   int64
+	Bytes []byte
 }
 
 // Size is the total number of bytes the response puts on the wire.

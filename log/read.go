@@ -17,6 +17,7 @@ type FileSlice struct {
 	Size int64
 
 	ra io.ReaderAt // used when File is nil (an FS without *os.File)
+	b  []byte      // the bytes themselves, for a BytesSlice
 }
 
 func (fs FileSlice) readerAt() io.ReaderAt {
@@ -31,7 +32,12 @@ func (fs FileSlice) readerAt() io.ReaderAt {
 func (fs FileSlice) Sub(off, n int64) FileSlice {
 	off = min(max(off, 0), fs.Size)
 	n = min(max(n, 0), fs.Size-off)
-	return FileSlice{File: fs.File, Pos: fs.Pos + off, Size: n, ra: fs.ra}
+	sub := FileSlice{File: fs.File, Pos: fs.Pos + off, Size: n, ra: fs.ra}
+	if fs.b != nil {
+		sub.b = fs.b[sub.Pos : sub.Pos+n]
+		sub.ra, sub.Pos = bytes.NewReader(sub.b), 0
+	}
+	return sub
 }
 
 // ReadInto appends the slice's bytes to dst (pread: no shared file
@@ -193,5 +199,11 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneMessage 
 // BytesSlice is a FileSlice over bytes in memory: batches read from
 // remote storage, sent like any other.
 func BytesSlice(b []byte) FileSlice {
-	return FileSlice{Size: int64(len(b)), ra: bytes.NewReader(b)}
+	return FileSlice{Size: int64(len(b)), ra: bytes.NewReader(b), b: b}
+}
+
+// Bytes returns the bytes of a BytesSlice, without copying them; false
+// for a slice of a file.
+func (fs FileSlice) Bytes() ([]byte, bool) {
+	return fs.b, fs.b != nil
 }

@@ -168,7 +168,23 @@
 // the next copy waits, over remote.log.manager.fetch.max.bytes.per.second
 // a consumer fetch gets nothing from the store until the rate is under it. Remote reads
 // keep the segments' offset and time indexes in an in-memory cache
-// (remote_index_cache.go, 64 MiB). ListOffsets -2 answers the log start
+// (remote_index_cache.go, 64 MiB), and the stream of each remote segment
+// a consumer reads in order (remote_read_ahead.go, a RemoteLogInputStream
+// kept between fetches): keyed by segment id and the offset where the
+// last fetch ended, so the consumer's next fetch continues it without
+// opening the object, looking up the index or reading a byte twice (a
+// batch past maxBytes stays buffered); after each fetch it reads ahead,
+// on a goroutine of the RemoteLogManager's, up to that fetch's size (1
+// MiB at most). Streams are opened on the RemoteLogManager's context,
+// which its Close (from the Manager's) ends, never a request's; a
+// request that ends mid-read drops the stream it was reading. At most 64
+// idle streams are kept, least recently used closed first; one idle 30 s
+// is closed (within 45 s), one whose segment is deleted at once, one whose read fails
+// is dropped and the fetch read again from a new stream. The records go
+// to the socket from the stream's buffer: the part returned is never
+// written again (later reads land past it, or in a new buffer). The
+// read-ahead's lock is a leaf: the store is never called under it, and a
+// fetch waits for a running read-ahead of its stream outside it. ListOffsets -2 answers the log start
 // below the local one, -4 the local start, -5 the highest offset copied,
 // and a timestamp is searched in the remote segments below the local
 // start first (their time and offset indexes, then the batches). A

@@ -245,6 +245,8 @@ func (m *Manager) Close() {
 	m.metrics.unregister()
 	if rl := m.remote.Load(); rl != nil {
 		rl.metrics.unregister()
+		// After the readers (m.bg): no remote read keeps a stream now.
+		rl.cfg.Manager.Close()
 	}
 	if m.offlineGauge != nil {
 		m.cfg.Registerer.Unregister(m.offlineGauge)

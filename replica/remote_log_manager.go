@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -54,6 +55,11 @@ type RemoteLogManager struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	indexes  *remoteIndexCache
+	// readAhead keeps the streams of the segments consumers read in
+	// order, on ctx, which Close ends.
+	readAhead *remoteReadAhead
+	ctx       context.Context
+	cancel    context.CancelFunc
 	// metrics, once the ReplicaManager runs it (nil: none).
 	metrics *remoteLogMetrics
 	// copyQuota is remote.log.manager.copy.max.bytes.per.second (Kafka's
@@ -69,8 +75,18 @@ func NewRemoteLogManager(brokerID int32, rsm remote.RemoteStorageManager, rlmm R
 	if now == nil {
 		now = time.Now
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &RemoteLogManager{brokerID: brokerID, rsm: rsm, rlmm: rlmm, logger: logger, now: now,
-		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes), copyQuota: NewReplicationQuota(11, time.Second, nil)}
+		indexes: newRemoteIndexCache(defaultRemoteIndexCacheBytes), readAhead: newRemoteReadAhead(ctx, rsm, now),
+		ctx: ctx, cancel: cancel, copyQuota: NewReplicationQuota(11, time.Second, nil)}
+}
+
+// Close closes the streams kept open for remote reads and waits for
+// their read-aheads; reads after it open and close their own. The store
+// is the caller's. Idempotent.
+func (r *RemoteLogManager) Close() {
+	r.cancel()
+	r.readAhead.close()
 }
 
 // waitCopyQuota waits until the copy quota allows another segment, then
@@ -221,6 +237,7 @@ func (r *RemoteLogManager) deleteRemoteSegment(ctx context.Context, m *remote.Re
 		}
 	}
 	r.indexes.remove(m.ID.ID)
+	r.readAhead.removeSegment(m.ID.ID)
 	err := r.rsm.DeleteLogSegmentData(ctx, m)
 	r.metrics.deleted(m.ID.TopicIdPartition.Topic, err)
 	if err != nil {
@@ -317,18 +334,11 @@ func (r *RemoteLogManager) read(ctx context.Context, tp remote.TopicIdPartition,
 	if err != nil {
 		return none, err
 	}
-	pos, err := r.positionOf(ctx, m, offset)
+	recs, first, next, pos, err := r.readAhead.read(ctx, m, offset, int64(maxBytes), minOneMessage, func() (int64, error) {
+		return r.positionOf(ctx, m, offset)
+	})
 	if err != nil {
 		return none, err
-	}
-	rc, err := r.rsm.FetchLogSegment(ctx, m, pos, -1)
-	if err != nil {
-		return none, fmt.Errorf("fetching remote segment %s: %w", m.ID, err)
-	}
-	defer rc.Close()
-	recs, first, next, err := readBatchesFrom(bufio.NewReaderSize(rc, 64<<10), offset, int64(maxBytes), int64(m.SegmentSizeInBytes)-pos, minOneMessage)
-	if err != nil {
-		return none, fmt.Errorf("reading remote segment %s: %w", m.ID, err)
 	}
 	d := log.FetchData{Records: log.BytesSlice(recs), FirstBatchOffset: first, NextOffset: next,
 		FetchOffsetMetadata: log.LogOffsetMetadata{MessageOffset: offset, SegmentBaseOffset: m.StartOffset, RelativePosition: pos}}
@@ -363,66 +373,22 @@ func (r *RemoteLogManager) segmentFor(tp remote.TopicIdPartition, offset int64) 
 }
 
 // positionOf finds the position to scan from in the segment's remote
-// offset index: the last entry at or below offset.
+// offset index: the last entry at or below offset (a binary search: the
+// entries ascend).
 func (r *RemoteLogManager) positionOf(ctx context.Context, m *remote.RemoteLogSegmentMetadata, offset int64) (int64, error) {
 	idx, err := r.indexes.get(ctx, r.rsm, m, remote.IndexOffset)
 	if err != nil {
 		return 0, err
 	}
-	var pos int64
-	for i := 0; i+log.OffsetIndexEntrySize <= len(idx); i += log.OffsetIndexEntrySize {
-		rel := int64(binary.BigEndian.Uint32(idx[i:]))
-		if m.StartOffset+rel > offset {
-			break
-		}
-		pos = int64(binary.BigEndian.Uint32(idx[i+4:]))
+	n := len(idx) / log.OffsetIndexEntrySize
+	// The first entry above offset; the one before it is the answer.
+	i := sort.Search(n, func(i int) bool {
+		return m.StartOffset+int64(binary.BigEndian.Uint32(idx[i*log.OffsetIndexEntrySize:])) > offset
+	})
+	if i == 0 {
+		return 0, nil
 	}
-	return pos, nil
-}
-
-// readBatchesFrom skips batches ending before offset, then reads whole
-// batches up to maxBytes. remaining is what the segment's metadata says
-// is left from here: a batch claiming more is corrupt, and no length read
-// from the store allocates more than that.
-func readBatchesFrom(r io.Reader, offset, maxBytes, remaining int64, minOneMessage bool) (recs []byte, first, next int64, err error) {
-	first, next = -1, -1
-	hdr := make([]byte, log.BatchHeaderSize)
-	for {
-		if _, err := io.ReadFull(r, hdr); err != nil {
-			if errors.Is(err, io.EOF) {
-				return recs, first, next, nil
-			}
-			return nil, -1, -1, err
-		}
-		h, err := log.ParseBatchHeader(hdr)
-		if err != nil {
-			return nil, -1, -1, err
-		}
-		size := int64(h.TotalSize())
-		if size > remaining {
-			return nil, -1, -1, fmt.Errorf("batch at offset %d claims %d bytes, past the segment's end (%d left)", h.BaseOffset, size, remaining)
-		}
-		remaining -= size
-		if h.LastOffset() < offset {
-			if _, err := io.CopyN(io.Discard, r, size-log.BatchHeaderSize); err != nil {
-				return nil, -1, -1, err
-			}
-			continue
-		}
-		if int64(len(recs))+size > maxBytes && !(len(recs) == 0 && minOneMessage) {
-			return recs, first, next, nil
-		}
-		start := len(recs)
-		recs = append(recs, hdr...)
-		recs = append(recs, make([]byte, size-log.BatchHeaderSize)...)
-		if _, err := io.ReadFull(r, recs[start+log.BatchHeaderSize:]); err != nil {
-			return nil, -1, -1, err
-		}
-		if first < 0 {
-			first = h.BaseOffset
-		}
-		next = h.NextOffset()
-	}
+	return int64(binary.BigEndian.Uint32(idx[(i-1)*log.OffsetIndexEntrySize+4:])), nil
 }
 
 // abortedIn returns the segment's aborted transactions overlapping

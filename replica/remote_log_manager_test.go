@@ -288,10 +288,14 @@ func TestRemoteReadRefusesOversizedBatch(t *testing.T) {
 	raw, _ := b.Build(nil)
 	bad := slices.Clone(raw)
 	bad[8], bad[9], bad[10], bad[11] = 0x7f, 0xff, 0xff, 0xff // length
-	if _, _, _, err := readBatchesFrom(bytes.NewReader(bad), 0, 1<<20, int64(len(bad)), true); err == nil {
+	stream := func(b []byte) *remoteLogInputStream {
+		m := &remote.RemoteLogSegmentMetadata{SegmentSizeInBytes: int32(len(b))}
+		return &remoteLogInputStream{m: m, rc: io.NopCloser(bytes.NewReader(b)), cancel: func() {}, next: -1}
+	}
+	if _, _, _, err := stream(bad).readBatches(0, 1<<20, true); err == nil {
 		t.Fatal("a batch claiming 2 GiB was read")
 	}
-	recs, first, next, err := readBatchesFrom(bytes.NewReader(raw), 0, 1<<20, int64(len(raw)), true)
+	recs, first, next, err := stream(raw).readBatches(0, 1<<20, true)
 	if err != nil || !bytes.Equal(recs, raw) || first != 0 || next != 1 {
 		t.Fatalf("good batch: %v first %d next %d", err, first, next)
 	}

@@ -16,7 +16,9 @@ func release(resp *kapi.Response) {
 	}
 }
 
-// writeResponse writes resp: Buf with its file regions spliced in.
+// writeResponse writes resp: Buf with its regions spliced in. Bytes in
+// memory go out with the parts of Buf around them in one writev(2); file
+// regions by writeRegion.
 func (c *connection) writeResponse(resp *kapi.Response) error {
 	if resp.NoResponse || (len(resp.Buf) == 0 && len(resp.Regions) == 0) {
 		return nil
@@ -28,27 +30,42 @@ func (c *connection) writeResponse(resp *kapi.Response) error {
 		_, err := c.nc.Write(resp.Buf)
 		return err
 	}
+	var pending net.Buffers
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		_, err := pending.WriteTo(c.nc)
+		pending = pending[:0]
+		return err
+	}
 	pos := 0
 	for i := range resp.Regions {
 		reg := &resp.Regions[i]
-		if reg.At < pos || reg.At > len(resp.Buf) || reg.Len < 0 || reg.File == nil {
+		if reg.At < pos || reg.At > len(resp.Buf) || reg.Len < 0 || (reg.File == nil && int64(len(reg.Bytes)) != reg.Len) {
 			return fmt.Errorf("invalid file region %d (at %d, len %d) in a response of %d bytes", i, reg.At, reg.Len, len(resp.Buf))
 		}
 		if reg.At > pos {
-			if _, err := c.nc.Write(resp.Buf[pos:reg.At]); err != nil {
-				return err
-			}
+			pending = append(pending, resp.Buf[pos:reg.At])
 			pos = reg.At
+		}
+		if reg.File == nil {
+			if reg.Len > 0 {
+				pending = append(pending, reg.Bytes)
+			}
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 		if err := c.writeRegion(reg); err != nil {
 			return err
 		}
 	}
 	if pos < len(resp.Buf) {
-		_, err := c.nc.Write(resp.Buf[pos:])
-		return err
+		pending = append(pending, resp.Buf[pos:])
 	}
-	return nil
+	return flush()
 }
 
 // maxSendfileChunk bounds one sendfile(2) call (Linux caps it near 2 GiB).

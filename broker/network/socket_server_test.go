@@ -488,6 +488,8 @@ func TestIdleConnectionClosed(t *testing.T) {
 	}
 }
 
+// File regions go out by sendfile at their own offsets, and bytes in
+// memory between them as they are.
 func TestFileRegionUsesSendfile(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "segment")
 	if err != nil {
@@ -505,9 +507,10 @@ func TestFileRegionUsesSendfile(t *testing.T) {
 		buf := []byte("sizecorrheadmidtail")
 		regions := []kapi.FileRegion{
 			{At: 12, File: f, Off: 1000, Len: 2 << 20},
+			{At: 15, Bytes: []byte("memory"), Len: 6}, // bytes in memory, between two files' regions
 			{At: 15, File: f, Off: 17, Len: 5},
 		}
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4+(2<<20)+5))
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4+(2<<20)+6+5))
 		binary.BigEndian.PutUint32(buf[4:], uint32(r.CorrelationID))
 		respond(&kapi.Response{Buf: buf, Regions: regions, Release: func() { released.Add(1) }})
 	})
@@ -522,6 +525,7 @@ func TestFileRegionUsesSendfile(t *testing.T) {
 		want = append(want, "head"...)
 		want = append(want, data[1000:1000+2<<20]...)
 		want = append(want, "mid"...)
+		want = append(want, "memory"...)
 		want = append(want, data[17:22]...)
 		want = append(want, "tail"...)
 		if !bytes.Equal(got, want) {

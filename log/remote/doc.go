@@ -17,6 +17,14 @@
 // (metadata_partitioner.go), and the per-partition cache they build
 // (metadata_cache.go, metadata_store.go).
 //
+// A stream from FetchLogSegment may be read over many fetches: package
+// replica keeps the stream of the segment a consumer reads in order open
+// between its fetches (up to 30 s idle) and reads it to the segment's
+// end, so a segment is fetched once per consumer pass (one ranged GET on
+// S3, whose connection is then reused). Its context is the
+// RemoteLogManager's, not a request's; cancelling it, or Close, must end
+// a read in progress and release the stream (a file, an HTTP body).
+//
 // The topic-based metadata manager that writes and applies
 // __remote_log_metadata is replica.TopicBasedRemoteLogMetadataManager (it
 // appends through the ReplicaManager and reads the metadata partitions'

@@ -210,7 +210,8 @@ type RemoteStorageManager interface {
 	// segment id and returns custom metadata to keep with it (nil: none).
 	CopyLogSegmentData(ctx context.Context, m *RemoteLogSegmentMetadata, data LogSegmentData) ([]byte, error)
 	// FetchLogSegment returns the segment's bytes from startPos to endPos
-	// inclusive (endPos < 0: to the end). The caller closes it.
+	// inclusive (endPos < 0: to the end). The caller closes it, maybe
+	// only after several fetches read from it (ctx then outlives them).
 	FetchLogSegment(ctx context.Context, m *RemoteLogSegmentMetadata, startPos, endPos int64) (io.ReadCloser, error)
 	// FetchIndex returns one of the segment's index files.
 	FetchIndex(ctx context.Context, m *RemoteLogSegmentMetadata, t IndexType) (io.ReadCloser, error)
