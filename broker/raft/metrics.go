@@ -80,8 +80,8 @@ func (m *raftMetrics) Collect(ch chan<- prometheus.Metric) {
 	gauge("high_watermark", float64(st.hw))
 	gauge("log_end_offset", float64(st.leo))
 	gauge("log_end_epoch", float64(n.ml.l.LatestEpoch()))
-	if n.tr != nil && state != "observer" {
-		gauge("number_unknown_voter_connections", float64(n.tr.disconnected()))
+	if tr := n.trShared.Load(); tr != nil && state != "observer" {
+		gauge("number_unknown_voter_connections", float64(tr.disconnected()))
 	}
 	now := time.Now()
 	m.mu.Lock()

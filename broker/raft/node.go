@@ -98,6 +98,9 @@ type Node struct {
 	leaderContact time.Time
 	// voterGoroutines counts the voter goroutines running.
 	voterGoroutines atomic.Int32
+	// trShared is tr for other goroutines (the metrics): tr is the raft
+	// goroutine's, replaced when an observer becomes a voter.
+	trShared atomic.Pointer[transport]
 
 	mu      sync.Mutex
 	st      status
@@ -260,6 +263,7 @@ func (n *Node) startVoter(applied uint64) error {
 	n.voter.ctx, n.voter.cancel = context.WithCancel(n.ctx)
 	n.leaderContact = cfg.Now()
 	n.tr = newTransport(n, n.voter.ctx)
+	n.trShared.Store(n.tr)
 	n.mu.Lock()
 	n.st.conf, n.st.kraftVersion = n.conf, ml.kraftVersion()
 	n.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -207,4 +208,36 @@ func TestVoterChangesOneAtATime(t *testing.T) {
 	// voter need not learn it).
 	c.stop(others[0])
 	c.waitVoters(slices.DeleteFunc([]int32{1, 2, 3}, func(id int32) bool { return id == others[0] })...)
+}
+
+// The metrics of a node read its transport while the node is promoted
+// from observer to voter (which makes the transport): no data race.
+func TestMetricsWhileObserverPromoted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := newCluster(t, 3, func(cfg *Config) {
+		if cfg.NodeID == 4 {
+			cfg.Registerer = reg
+		}
+	})
+	lid, _ := c.leader(10 * time.Second)
+	c.addController(4)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				reg.Gather()
+			}
+		}
+	}()
+	if err := retryChange(t, func(ctx context.Context) error { return c.nodes[lid].AddVoter(ctx, c.voter(4)) }); err != nil {
+		t.Fatalf("add voter 4: %v", err)
+	}
+	waitFor(t, 10*time.Second, "node 4 to become a voter", func() bool { return c.nodes[4].State() != "observer" })
+	close(stop)
+	<-done
 }
