@@ -91,7 +91,12 @@ func TestPollerMetadataLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	pollUntil(t, p, "the topic", hasMetadata("TopicRecord m, id "))
-	pollUntil(t, p, "its partition 1", hasMetadata("PartitionRecord m-1: replicas [1], leader 1, ISR [1]"))
+	before := pollUntil(t, p, "its partition 1", hasMetadata("PartitionRecord m-1: replicas [1], leader 1, ISR [1]"))
+	// A recording keeps them as additions to the window, as the
+	// internal topics' records.
+	rec := NewRecorder()
+	rec.interval = 0
+	rec.Add(before)
 	v := "1234567"
 	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &v}}, "m")
 	if err == nil {
@@ -101,6 +106,18 @@ func TestPollerMetadataLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := pollUntil(t, p, "the config", hasMetadata("ConfigRecord topic m: retention.ms=1234567"))
+	rec.Add(s)
+	frames, _ := rec.Frames()
+	if len(frames) != 2 {
+		t.Fatalf("%d frames recorded, want 2", len(frames))
+	}
+	added := string(frames[1].Patch[internalAddedField])
+	if _, whole := frames[1].Patch[internalField]; whole || !strings.Contains(added, "ConfigRecord topic m: retention.ms=1234567") {
+		t.Errorf("the second frame does not add the config's record: %v", frames[1].Patch)
+	}
+	if !s.MetadataLog {
+		t.Error("the snapshot does not say the metadata log is followed")
+	}
 	if s.Errors["metadata_log"] != "" {
 		t.Errorf("metadata_log part: %s", s.Errors["metadata_log"])
 	}

@@ -247,6 +247,7 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 		}
 	}
 	// The metadata log's events join the internal topics' window.
+	s.MetadataLog = len(p.meta.bootstrap) > 0
 	got, err := p.pollMetadataLog(s)
 	if err != nil {
 		fail("metadata_log", err)
