@@ -1,0 +1,113 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/moldau/moldau/cmd/moldau/console"
+)
+
+// The console given the controller listeners (--bootstrap-controller)
+// shows the metadata log's records as events: a topic created, its
+// partitions' leaders moving when the active controller's node stops
+// (written by the controller elected after it, whose log the console
+// must follow), and a config altered after that.
+func TestConsoleMetadataLog(t *testing.T) {
+	c := startReplicatedCluster(t)
+	var ctrls []string
+	for _, n := range c.nodes {
+		ctrls = append(ctrls, fmt.Sprintf("127.0.0.1:%d", n.ctrl))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- console.Serve(ctx, console.Config{Brokers: c.seeds(), Controllers: ctrls, Listen: "127.0.0.1:0",
+			Interval: 200 * time.Millisecond, Ready: func(a net.Addr) { addr <- a }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("console.Serve: %v", err)
+		}
+	})
+	var url string
+	select {
+	case a := <-addr:
+		url = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("console.Serve: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("console did not listen within 10s")
+	}
+	waitEvent := func(what string, match func(console.InternalEvent) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			s, err := consoleSnapshot(url)
+			if err == nil && slices.ContainsFunc(s.Internal, func(e console.InternalEvent) bool {
+				return e.Kind == "metadata" && e.Topic == "__cluster_metadata" && match(e)
+			}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not in the console's events within 20s (last error %v, errors %v)", what, err, s.Errors)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	prefix := func(p string) func(console.InternalEvent) bool {
+		return func(e console.InternalEvent) bool { return strings.HasPrefix(e.Text, p) }
+	}
+
+	adm := newAdmin(t, strings.Join(c.seeds(), ","))
+	const topic = "console-meta"
+	if _, err := adm.CreateTopic(ctxTimeout(t, 10*time.Second), 3, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent("the topic's record", prefix("TopicRecord "+topic+", id "))
+	for p := range 3 {
+		waitISR(t, adm, topic, int32(p), 3)
+	}
+
+	md, err := adm.Metadata(ctxTimeout(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := md.Controller
+	var led []int32 // the partitions the active controller's node leads
+	for _, p := range md.Topics[topic].Partitions {
+		if p.Leader == active {
+			led = append(led, p.Partition)
+		}
+	}
+	t.Logf("stopping node %d, the active controller, leader of %s partitions %v", active, topic, led)
+	c.stop(int(active - 1))
+
+	// Its partitions get another leader, and the console reads it.
+	for _, p := range led {
+		waitEvent(fmt.Sprintf("partition %d's new leader", p), func(e console.InternalEvent) bool {
+			var leader int32
+			_, err := fmt.Sscanf(e.Text, "PartitionChangeRecord "+topic+fmt.Sprintf("-%d: leader %%d", p), &leader)
+			return err == nil && leader != active
+		})
+	}
+	// A record the new leader writes reaches the console too.
+	adm = newAdmin(t, strings.Join(c.seeds(), ","))
+	v := "7654321"
+	resp, err := adm.AlterTopicConfigs(ctxTimeout(t, 10*time.Second), []kadm.AlterConfig{{Name: "retention.ms", Value: &v}}, topic)
+	if err == nil {
+		_, err = resp.On(topic, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvent("the config written by the new controller", prefix("ConfigRecord topic "+topic+": retention.ms=7654321"))
+}
