@@ -111,3 +111,45 @@ func TestConsoleMetadataLog(t *testing.T) {
 	}
 	waitEvent("the config written by the new controller", prefix("ConfigRecord topic "+topic+": retention.ms=7654321"))
 }
+
+// `moldau dev` gives its console the controllers: the dev topic's
+// records show among the events, and after a rebuild the new cluster's.
+func TestDevConsoleMetadataLog(t *testing.T) {
+	d := startDev(t, "--partitions", "1")
+	topicRecord := func(s *console.Snapshot) error {
+		for _, tp := range s.Topics {
+			if tp.Name != "dev" {
+				continue
+			}
+			want := "TopicRecord dev, id " + tp.ID
+			if slices.ContainsFunc(s.Internal, func(e console.InternalEvent) bool { return e.Kind == "metadata" && e.Text == want }) {
+				return nil
+			}
+			return fmt.Errorf("no %q among the events (metadata log followed: %v, errors %v)", want, s.MetadataLog, s.Errors)
+		}
+		return fmt.Errorf("no topic dev yet")
+	}
+	eventually(t, 60*time.Second, func() error {
+		s, err := consoleSnapshot(d.url)
+		if err != nil {
+			return err
+		}
+		return topicRecord(s)
+	})
+	first, err := consoleSnapshot(d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cli("rebuild", "--nodes", "1", "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1",
+		"--producers", "0", "--consumers", "0")
+	eventually(t, 60*time.Second, func() error {
+		s, err := consoleSnapshot(d.url)
+		if err != nil {
+			return err
+		}
+		if s.ClusterID == first.ClusterID {
+			return fmt.Errorf("still cluster %s", s.ClusterID)
+		}
+		return topicRecord(s)
+	})
+}
