@@ -9,10 +9,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/moldau/moldau/cmd/moldau/console"
 )
+
+// serveConsole serves a console of cfg on a free port and returns its
+// base URL; it stops when the test ends.
+func serveConsole(t *testing.T, cfg console.Config) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	cfg.Listen, cfg.Ready = "127.0.0.1:0", func(a net.Addr) { addr <- a }
+	go func() { done <- console.Serve(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("console.Serve: %v", err)
+		}
+	})
+	select {
+	case a := <-addr:
+		return "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("console.Serve: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("console did not listen within 10s")
+	}
+	return ""
+}
 
 // The console given the controller listeners (--bootstrap-controller)
 // shows the metadata log's records as events: a topic created, its
@@ -25,28 +52,7 @@ func TestConsoleMetadataLog(t *testing.T) {
 	for _, n := range c.nodes {
 		ctrls = append(ctrls, fmt.Sprintf("127.0.0.1:%d", n.ctrl))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- console.Serve(ctx, console.Config{Brokers: c.seeds(), Controllers: ctrls, Listen: "127.0.0.1:0",
-			Interval: 200 * time.Millisecond, Ready: func(a net.Addr) { addr <- a }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("console.Serve: %v", err)
-		}
-	})
-	var url string
-	select {
-	case a := <-addr:
-		url = "http://" + a.String()
-	case err := <-done:
-		t.Fatalf("console.Serve: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("console did not listen within 10s")
-	}
+	url := serveConsole(t, console.Config{Brokers: c.seeds(), Controllers: ctrls, Interval: 200 * time.Millisecond})
 	waitEvent := func(what string, match func(console.InternalEvent) bool) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
@@ -152,4 +158,36 @@ func TestDevConsoleMetadataLog(t *testing.T) {
 		}
 		return topicRecord(s)
 	})
+}
+
+// The page: with the controllers, the internal topics' table holds the
+// metadata log's records, the kind filter shows them alone, and the
+// note says where they come from; without, the note says how to have
+// them.
+func TestConsoleMetadataLogBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	b := startBroker(t, "", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"controller.listener.names=CONTROLLER", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")
+	seed, ctrl := b.Addr("").String(), b.Addr("CONTROLLER").String()
+	if _, err := newAdmin(t, seed).CreateTopic(ctxTimeout(t, 10*time.Second), 1, 1, nil, "meta-page"); err != nil {
+		t.Fatal(err)
+	}
+	with := serveConsole(t, console.Config{Brokers: []string{seed}, Controllers: []string{ctrl}, Interval: 200 * time.Millisecond})
+	without := serveConsole(t, console.Config{Brokers: []string{seed}, Interval: 200 * time.Millisecond})
+	br := newBrowser(t, chromium)
+
+	br.do(15*time.Second, chromedp.Navigate(with+"/"))
+	br.poll(15*time.Second, "the topic's record in the table, and the note naming __cluster_metadata",
+		`[...document.querySelectorAll('#internal-table tr[data-event-kind="metadata"]')].some(r => r.textContent.includes('TopicRecord meta-page, id ')) && `+
+			`document.getElementById('metadata-log-note').textContent.includes('__cluster_metadata')`)
+	eval[bool](br, `(() => { const s = document.getElementById('internal-kind'); s.value = 'metadata'; s.dispatchEvent(new Event('change')); return true; })()`)
+	br.poll(10*time.Second, "only metadata records under the filter",
+		`(() => { const rows = [...document.querySelectorAll('#internal-table tbody tr')]; return rows.length > 0 && rows.every(r => r.dataset.eventKind === 'metadata'); })()`)
+	eval[bool](br, `(document.getElementById('internal-title').scrollIntoView(), true)`)
+	br.screenshot("metadata-log")
+
+	br.do(15*time.Second, chromedp.Navigate(without+"/"))
+	br.poll(15*time.Second, "the note saying how to follow the metadata log",
+		`document.getElementById('metadata-log-note').textContent.includes('--bootstrap-controller') && `+
+			`!document.querySelector('#internal-table tr[data-event-kind="metadata"]')`)
 }

@@ -45,14 +45,12 @@ func decodeMetadata(value []byte, names func(uuid.UUID) (string, bool)) Internal
 	case *metadata.ConfigRecord:
 		text = configChange(r)
 	case *metadata.RegisterBrokerRecord:
-		var eps []string
-		for _, ep := range r.EndPoints {
-			eps = append(eps, fmt.Sprintf("%s://%s:%d", ep.Name, ep.Host, ep.Port))
-		}
-		text = fmt.Sprintf("broker %d, epoch %d, %s", r.BrokerID, r.BrokerEpoch, strings.Join(eps, ","))
+		text = fmt.Sprintf("broker %d, epoch %d, %s", r.BrokerID, r.BrokerEpoch, endpoints(r.EndPoints))
 		if r.Fenced {
 			text += ", fenced"
 		}
+	case *metadata.RegisterControllerRecord:
+		text = fmt.Sprintf("controller %d, %s", r.ControllerID, endpoints(r.EndPoints))
 	case *metadata.UnregisterBrokerRecord:
 		text = fmt.Sprintf("broker %d, epoch %d", r.BrokerID, r.BrokerEpoch)
 	case *metadata.FenceBrokerRecord:
@@ -82,6 +80,15 @@ func decodeMetadata(value []byte, names func(uuid.UUID) (string, bool)) Internal
 	return e
 }
 
+// endpoints are a registration's listeners, NAME://host:port.
+func endpoints(eps []metadata.BrokerEndpoint) string {
+	var out []string
+	for _, ep := range eps {
+		out = append(out, fmt.Sprintf("%s://%s:%d", ep.Name, ep.Host, ep.Port))
+	}
+	return strings.Join(out, ",")
+}
+
 // partitionChange names what a PartitionChangeRecord changes; its
 // fields are absent when unchanged.
 func partitionChange(topic string, r *metadata.PartitionChangeRecord) string {
@@ -107,6 +114,12 @@ func partitionChange(topic string, r *metadata.PartitionChangeRecord) string {
 	}
 	if r.EligibleLeaderReplicas != nil {
 		parts = append(parts, fmt.Sprintf("ELR %v", r.EligibleLeaderReplicas))
+	}
+	if r.LeaderRecoveryState >= 0 {
+		parts = append(parts, fmt.Sprintf("leader recovery state %d", r.LeaderRecoveryState))
+	}
+	if r.Directories != nil {
+		parts = append(parts, fmt.Sprintf("log dirs of %d replicas", len(r.Directories)))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "changed")

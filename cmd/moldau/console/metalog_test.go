@@ -207,6 +207,10 @@ func TestDecodeMetadata(t *testing.T) {
 	}{
 		{pc, "PartitionChangeRecord orders-3: leader 2, ISR [2 3]"},
 		{&metadata.RemoveTopicRecord{TopicID: id}, "RemoveTopicRecord orders"},
+		{&metadata.PartitionChangeRecord{TopicID: id, PartitionID: 0, Leader: metadata.NoLeaderChange, LeaderRecoveryState: -1,
+			Directories: []uuid.UUID{{1}}}, "PartitionChangeRecord orders-0: log dirs of 1 replicas"},
+		{&metadata.RegisterControllerRecord{ControllerID: 3, EndPoints: []metadata.BrokerEndpoint{{Name: "CONTROLLER", Host: "h", Port: 9093}}},
+			"RegisterControllerRecord controller 3, CONTROLLER://h:9093"},
 		{&metadata.FenceBrokerRecord{ID: 2, Epoch: 40}, "FenceBrokerRecord broker 2, epoch 40"},
 		{&metadata.BrokerRegistrationChangeRecord{BrokerID: 2, BrokerEpoch: 40, Fenced: -1}, "BrokerRegistrationChangeRecord broker 2, epoch 40: unfenced"},
 		{&metadata.FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 27}, "FeatureLevelRecord metadata.version = 27"},
