@@ -205,6 +205,9 @@ func (m *metaReader) handle(res metaResult, s *Snapshot) ([]InternalEvent, error
 		return nil, nil // not a failure: the next Fetch goes to the leader
 	case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.UnknownLeaderEpoch):
 		return nil, nil // the epoch is learnt: ask again
+	case errors.Is(err, kerr.UnknownTopicID), errors.Is(err, kerr.UnknownTopicOrPartition):
+		m.next()
+		return nil, fmt.Errorf("%s: %w (is it a controller listener?)", res.addr, err)
 	case err != nil:
 		m.next()
 		return nil, fmt.Errorf("%s: %w", res.addr, err)

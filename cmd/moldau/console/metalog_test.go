@@ -161,6 +161,21 @@ func TestPollerMetadataLogBacklog(t *testing.T) {
 	}
 }
 
+// A broker listener given as a controller: the error says what to check.
+func TestPollerMetadataLogOnBrokerListener(t *testing.T) {
+	seed, _ := startBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	p := metadataPoller(t, cl, seed, 0)
+	s := pollUntil(t, p, "an error naming the listener", func(s *Snapshot) bool {
+		return strings.Contains(s.Errors["metadata_log"], seed) && strings.Contains(s.Errors["metadata_log"], "controller listener")
+	})
+	t.Logf("metadata_log: %s", s.Errors["metadata_log"])
+}
+
 // A Fetch answered NOT_LEADER_OR_FOLLOWER by a controller that is not
 // the leader sends the next one to the leader it names (NodeEndpoints),
 // with its epoch; one with no endpoint to the next bootstrap controller.
