@@ -193,18 +193,17 @@ func (m *metaReader) handle(res metaResult, s *Snapshot) ([]InternalEvent, error
 	}
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case errors.Is(err, kerr.NotLeaderForPartition):
-		m.addr = ""
-		for _, b := range resp.Brokers {
-			if b.NodeID == rp.CurrentLeader.LeaderID && b.NodeID >= 0 {
-				m.addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-			}
-		}
-		if m.addr == "" {
+		if m.addr = leaderAddr(resp, rp.CurrentLeader.LeaderID); m.addr == "" {
 			m.next()
 		}
 		return nil, nil // not a failure: the next Fetch goes to the leader
 	case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.UnknownLeaderEpoch):
-		return nil, nil // the epoch is learnt: ask again
+		// The epoch is learnt: ask again, the leader if it is named (a
+		// Kafka controller checks the epoch before whether it leads).
+		if a := leaderAddr(resp, rp.CurrentLeader.LeaderID); a != "" {
+			m.addr = a
+		}
+		return nil, nil
 	case errors.Is(err, kerr.UnknownTopicID), errors.Is(err, kerr.UnknownTopicOrPartition):
 		m.next()
 		return nil, fmt.Errorf("%s: %w (is it a controller listener?)", res.addr, err)
@@ -228,6 +227,17 @@ func (m *metaReader) handle(res metaResult, s *Snapshot) ([]InternalEvent, error
 		return nil, nil
 	}
 	return m.decode(rp, s), nil
+}
+
+// leaderAddr is the endpoint an answer gives the leader (NodeEndpoints,
+// Fetch v16+), "" when it names none.
+func leaderAddr(resp *kmsg.FetchResponse, leader int32) string {
+	for _, b := range resp.Brokers {
+		if b.NodeID == leader && leader >= 0 {
+			return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+	}
+	return ""
 }
 
 // startNear decides, on the first answer, where the events start: at
