@@ -206,7 +206,9 @@
 // controller channel. An observer never votes: ScheduleAppend fails with
 // a *NotLeaderError, transport messages are refused, State is
 // "observer". The leader lists the observers that fetched since its
-// election in DescribeQuorum. A controller is an observer too while it is
+// election in DescribeQuorum; a Fetch with no replica id (-1, as `moldau
+// console --bootstrap-controller` sends) is answered but not listed, as
+// Kafka's leader ignores it. A controller is an observer too while it is
 // not a voter: opened outside the voter set, or removed from it while it
 // runs (see Differences, voters).
 //

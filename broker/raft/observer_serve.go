@@ -153,6 +153,9 @@ func (n *Node) fetchMetadata(replica int32, offset int64, maxBytes int32) kmsg.F
 		n.mu.Lock()
 		leader, epoch, hw, snap, stopped := n.st.leader, n.st.epoch, n.st.hw, n.st.snap, n.err != nil
 		isLeader := leader == n.cfg.NodeID && n.st.hwKnown
+		// A fetcher with no replica id (below 0: a client such as the
+		// console) is answered but not tracked, as Kafka's
+		// LeaderState.updateReplicaState ignores it: it is no observer.
 		if _, known := n.st.observers[replica]; isLeader && replica >= 0 && (known || len(n.st.observers) < maxObservers) {
 			op := observerProgress{leo: offset, lastFetch: n.cfg.Now(), caughtUp: n.st.observers[replica].caughtUp}
 			if offset >= hw {

@@ -210,3 +210,31 @@ func TestLeaderAnswersWaitingFetchLater(t *testing.T) {
 		t.Fatal("a waiting fetch outlived the node")
 	}
 }
+
+// A Fetch with no replica id (-1: the console, or any client that is
+// not a replica) is answered, and, as Kafka's leader ignores it
+// (LeaderState.updateReplicaState), the leader keeps no state for it:
+// DescribeQuorum lists no observer.
+func TestLeaderDoesNotListFetcherWithoutID(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	lid, epoch := c.leader(10 * time.Second)
+	n := c.nodes[lid]
+	appendAndCommit(t, n, epoch, "a")
+	for _, version := range []int16{12, 17} {
+		req := kmsg.NewPtrFetchRequest() // ReplicaID and ReplicaState.ID -1
+		req.Version, req.MaxBytes = version, 1<<20
+		tp := kmsg.NewFetchRequestTopic()
+		tp.Topic, tp.TopicID = MetadataTopicPartition.Topic, MetadataTopicID
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.PartitionMaxBytes = 1 << 20
+		tp.Partitions = append(tp.Partitions, p)
+		req.Topics = append(req.Topics, tp)
+		if p := n.HandleFetch(req).Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+			t.Fatalf("v%d fetch with no replica id: %v, %d bytes", version, kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+		}
+	}
+	info, err := n.DescribeQuorum()
+	if err != nil || len(info.Observers) != 0 {
+		t.Fatalf("DescribeQuorum observers after fetches with no replica id: %+v (%v)", info.Observers, err)
+	}
+}

@@ -42,9 +42,12 @@ func (c *clientFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.commandConfig, "command-config", "", commandConfigHelp)
 }
 
-func (c *clientFlags) seeds() []string {
+func (c *clientFlags) seeds() []string { return hostList(c.brokers) }
+
+// hostList splits a comma-separated host:port list, blanks left out.
+func hostList(list string) []string {
 	var out []string
-	for _, s := range strings.Split(c.brokers, ",") {
+	for _, s := range strings.Split(list, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
 		}

@@ -29,8 +29,20 @@ consumer groups (with their members) boxes right of them, joined by
 wires: produce to the leaders, followers fetching from them, members
 fetching from them, groups and transactional producers to their
 coordinators, with records per second moving along them (still with
-reduced motion; grey to a broker that is down). The metadata log is not
-readable by clients: the console shows the quorum, not its records.
+reduced motion; grey to a broker that is down).
+
+Brokers do not serve the metadata log (__cluster_metadata) to clients,
+but the quorum's leader does on the controller listener: with
+--bootstrap-controller the console follows it from the active controller
+with Fetch, as an observer with no replica id (-1, as a consumer), which
+the leader counts toward nothing and does not list among DescribeQuorum's
+observers. Its records show among the events as kind "metadata" (topics
+and partitions created, partition changes with their leader and ISR,
+configs, brokers registered, fenced and unfenced, feature levels,
+producer id blocks), from at most 200 records before the high watermark,
+at most 256 KiB a fetch and one fetch at a time; a metadata snapshot is
+skipped, not read. A controller that is not the leader names the leader,
+which the next fetch goes to. Sensitive config values are not shown.
 
 The details panel also acts, through the Kafka protocol as Kafka's tools
 do: a partition's preferred or (confirmed twice) unclean leader election
@@ -75,6 +87,7 @@ the current snapshot as JSON, /api/events streams them,
 stops the console.`,
 		example: `  moldau console --brokers localhost:9092
   moldau console --listen :8080 --metrics-url http://localhost:9308/metrics
+  moldau console --brokers localhost:9092 --bootstrap-controller localhost:9093
   moldau console --metrics-url 1=http://h1:9308/metrics,2=http://h2:9308/metrics,3=http://h3:9308/metrics
   curl -s localhost:8080/api/snapshot | jq '.topics[].name'
   moldau dev events --dev localhost:8080 > run.json && moldau console --replay run.json --listen localhost:8081`,
@@ -86,6 +99,7 @@ stops the console.`,
 			maxClients := fs.Int("max-clients", 32, "how many browser tabs may follow the console at once")
 			replay := fs.String("replay", "", "play back this run exported by 'moldau dev events' instead of polling a cluster")
 			readOnly := fs.Bool("read-only", false, "show the cluster only: no actions in the details panel, and POST /api/act/... answers 403")
+			ctrls := fs.String("bootstrap-controller", "", "comma-separated host:port list of controller listeners: follow the metadata log (__cluster_metadata) from the active controller and show its records as events")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *replay != "" {
 					return replayConsole(ctx, e, *replay, *listen, *maxClients)
@@ -100,7 +114,7 @@ stops the console.`,
 				cfg := console.Config{
 					Brokers: seeds, Listen: *listen, MetricsURLs: *metrics, MetricsInterval: *metricsInterval, Interval: *interval,
 					Timeout: min(e.client.timeout, 5*time.Second), DialTimeout: e.client.dialTimeout, MaxClients: *maxClients,
-					ReadOnly: *readOnly,
+					ReadOnly: *readOnly, Controllers: hostList(*ctrls),
 					// Info: the actions taken from the page, one line each.
 					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 					Ready: func(addr net.Addr) {

@@ -13,7 +13,9 @@
 // and assembles the answers into a [Snapshot]: plain data, the one thing
 // the page renders from. It also follows __consumer_offsets and
 // __transaction_state with a kgo consumer of its own and decodes their
-// records with kmsg into [InternalEvent]s (see "Internal topics"). Each part of a snapshot comes from one API; when
+// records with kmsg into [InternalEvent]s (see "Internal topics"), and
+// with Config.Controllers the metadata log (see "The metadata log").
+// Each part of a snapshot comes from one API; when
 // an API fails, that part keeps its previous value and Snapshot.Errors
 // names the part and the cause. An API the cluster does not serve
 // (UNSUPPORTED_VERSION, or absent from ApiVersions) leaves its part empty
@@ -39,9 +41,48 @@
 // from the metadata; a record of an unknown type or version is shown by
 // type, version and size; a tombstone is a deletion. Transactional offset
 // commits are read uncommitted: they show when written, before their
-// transaction ends. The metadata log (__cluster_metadata) is not
-// readable by clients in Kafka, nor here: the quorum is shown from
-// DescribeQuorum instead.
+// transaction ends.
+//
+// # The metadata log
+//
+// Brokers do not serve __cluster_metadata to clients, in Kafka nor
+// here, but the quorum's leader answers Fetch of __cluster_metadata-0 on
+// the controller listener, for its observers (broker/raft's
+// observer_serve.go; Kafka's KafkaRaftClient.handleFetchRequest). Given
+// Config.Controllers (--bootstrap-controller), the poller follows it
+// there (metalog.go) as a read-only observer with no replica id:
+// ReplicaID and ReplicaState.ID -1, as a consumer. Kafka's leader keeps
+// no state for a fetcher whose id is below 0
+// (LeaderState.updateReplicaState), so it counts toward neither the
+// high watermark nor the voters' lag and is not among DescribeQuorum's
+// observers; Moldau's leader does the same. A Fetch names the fetch
+// offset with the epoch of the batch before it and a current leader
+// epoch at least that (Kafka answers INVALID_REQUEST otherwise, and
+// FENCED_LEADER_EPOCH, with the epoch, to an old one: the next Fetch
+// carries it). The first answer gives the high watermark; the events
+// start [metadataBacklog] records before it when the log holds more,
+// fetched with the leader's epoch (Kafka validates an offset against
+// the epoch's end only). An answer naming a snapshot (the offset is
+// below the log start) moves the fetch offset to the snapshot's end:
+// the snapshot is not fetched. Kafka's leader answers past the high
+// watermark (uncommitted batches); only the whole batches below it are
+// read, so an event is never one the quorum may yet lose. A
+// NOT_LEADER_OR_FOLLOWER answer names the leader and, from v16, its
+// endpoint (NodeEndpoints): the next Fetch goes there; without an
+// endpoint, or after a failure, to the next bootstrap controller.
+//
+// One Fetch is in flight at a time, on a goroutine of its own, waiting
+// at most the poll interval (100 to 500 ms) for records and answering
+// at most [metadataFetchBytes]; a tick takes its answer if it came,
+// never waiting, and sends the next. Each record is decoded with
+// broker/metadata's codec (Kafka's MetadataRecordSerde framing) into an
+// [InternalEvent] of kind "metadata" (Topic __cluster_metadata,
+// partition 0): the record type's name and its main fields in words,
+// topic ids named by the TopicRecords read and the Metadata's topics;
+// a config that names a password, a secret or a JAAS configuration is
+// shown without its value. The events join the internal topics'
+// window of the newest [maxInternalEvents]. Control records (leader
+// changes, voter sets) are not shown.
 //
 // # The lanes' records
 //
@@ -200,15 +241,19 @@
 // [Serve] starts the poller and the HTTP server and waits for ctx; on
 // cancellation it shuts the server down (closing the event streams) and
 // waits for every goroutine it started before returning. [Poller.Run]
-// closes the consumer of the internal topics (and its goroutines) when
-// it returns.
+// closes the consumer of the internal topics (and its goroutines) and
+// stops the metadata log's Fetch in flight (waiting for its goroutine)
+// when it returns.
 //
 // # Extensions
 //
 // `moldau dev` (package dev) serves this console with more: Config.Mount
 // adds its handlers to the mux and hands it the [Poller], whose snapshots
 // it follows for its event log; Config.Scripts adds its panel's module to
-// the page; Config.Producers names its built-in producers. A [Recorder]
+// the page; Config.Producers names its built-in producers;
+// Config.Controllers are its controllers (their proxies' addresses,
+// dialled directly, as the leader names them in NodeEndpoints), and a
+// rebuilt cluster's go to [Poller.SetControllers]. A [Recorder]
 // keeps a poller's snapshots as frames (each the top-level fields that
 // changed; of the internal topics' records only those added since the
 // frame before, as the window of 500 would fill nearly every frame) for a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,12 +43,18 @@ type Poller struct {
 	cur     *Snapshot
 	changed chan struct{} // closed when cur is replaced
 	next    *kgo.Client   // SetClient's client, taken by the next poll
+	// nextCtrls is SetControllers' list, taken by the next poll when
+	// ctrlsSet.
+	nextCtrls    []string
+	nextCtrlOpts []kgo.Opt
+	ctrlsSet     bool
 
 	// Owned by the polling goroutine.
 	tick        int
 	unsupported map[string]int // part -> first tick to ask again
 	lastMetrics map[string]metricsSample
 	internal    internalReader
+	meta        metaReader        // the metadata log, with --bootstrap-controller
 	cells       map[tp]cellsState // per partition, its last read of the records' shape
 	// metricsEvery is the time between two scrapes of the metrics pages
 	// (a Moldau broker's /metrics costs it a fraction of a millisecond
@@ -90,9 +97,20 @@ func (p *Poller) SetClient(cl *kgo.Client) {
 	p.next = cl
 }
 
+// SetControllers makes the next polls follow the metadata log from the
+// controllers at addrs (host:port of their listeners; none: not at all),
+// starting over. opts are added to the clients' options (a dialer, TLS,
+// SASL).
+func (p *Poller) SetControllers(addrs []string, opts ...kgo.Opt) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nextCtrls, p.nextCtrlOpts, p.ctrlsSet = slices.Clone(addrs), opts, true
+}
+
 // Run polls until ctx is done, then closes the consumer of the internal
-// topics that the polls started.
+// topics and the metadata log's Fetch that the polls started.
 func (p *Poller) Run(ctx context.Context) {
+	defer p.meta.close()
 	defer p.internal.close()
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -122,9 +140,16 @@ func (p *Poller) Poll(ctx context.Context) bool {
 		clear(p.lastMetrics)
 		clear(p.cells)
 	}
+	ctrls, ctrlOpts, ctrlsSet := p.nextCtrls, p.nextCtrlOpts, p.ctrlsSet
+	p.nextCtrls, p.nextCtrlOpts, p.ctrlsSet = nil, nil, false
 	p.mu.Unlock()
-	if swapped {
-		p.internal.close() // outside the lock: Current must not wait for a consumer to close
+	// Outside the lock: Current must not wait for a consumer to close.
+	if swapped || ctrlsSet {
+		p.internal.close() // the window holds both logs' events: start over
+		p.meta.close()
+	}
+	if ctrlsSet {
+		p.meta.bootstrap, p.meta.opts = ctrls, ctrlOpts
 	}
 	prev, _ := p.Current()
 	next := p.build(ctx, prev)
@@ -221,6 +246,13 @@ func (p *Poller) build(ctx context.Context, prev *Snapshot) *Snapshot {
 			s.Transactions = prev.Transactions
 		}
 	}
+	// The metadata log's events join the internal topics' window.
+	s.MetadataLog = len(p.meta.bootstrap) > 0
+	got, err := p.pollMetadataLog(s)
+	if err != nil {
+		fail("metadata_log", err)
+	}
+	p.internal.events = appendEvents(p.internal.events, got, maxInternalEvents)
 	if err := p.pollInternal(s); err != nil {
 		fail("internal", err)
 	}

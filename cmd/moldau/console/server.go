@@ -26,6 +26,12 @@ var webFS embed.FS
 type Config struct {
 	// Brokers are the seed brokers, host:port.
 	Brokers []string
+	// Controllers, if set, are controller listeners (host:port) to
+	// follow the metadata log from (--bootstrap-controller): the
+	// console fetches __cluster_metadata from the active one as an
+	// observer with no replica id, and shows its records as events of
+	// kind "metadata". ClientOpts apply to them too.
+	Controllers []string
 	// Listen is the HTTP address (default localhost:8080; port 0 picks a
 	// free one, which Ready is told).
 	Listen string
@@ -113,6 +119,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	poller := NewPoller(cl, cfg.Interval, cfg.Timeout, cfg.MetricsURLs, cfg.Logger)
 	poller.metricsEvery = cfg.MetricsInterval
 	poller.named = cfg.Producers
+	poller.meta.bootstrap, poller.meta.opts = cfg.Controllers, controllerOpts(cfg)
 	h := newHandler(poller, cfg)
 	if cfg.Mount != nil {
 		cfg.Mount(h.mux, poller)
@@ -132,6 +139,13 @@ func NewClient(cfg Config) (*kgo.Client, error) {
 		kgo.RetryTimeout(cfg.Timeout),
 		kgo.MetadataMinAge(cfg.Interval / 2),
 	}, cfg.ClientOpts...)...)
+}
+
+// controllerOpts are the options of the clients that fetch the metadata
+// log: cfg's dial timeout and ClientOpts. A Fetch is sent once, never
+// retried: the next tick sends the next.
+func controllerOpts(cfg Config) []kgo.Opt {
+	return append([]kgo.Opt{kgo.DialTimeout(cfg.DialTimeout)}, cfg.ClientOpts...)
 }
 
 // ServeReplay serves a console that plays run back instead of polling a

@@ -30,14 +30,18 @@ type Snapshot struct {
 	Transactions []Transaction `json:"transactions"`
 	Metrics      []Metrics     `json:"metrics,omitempty"`
 	// Internal is the newest records of __consumer_offsets and
-	// __transaction_state, decoded, oldest first.
+	// __transaction_state, and of __cluster_metadata when MetadataLog,
+	// decoded, oldest first.
 	Internal []InternalEvent `json:"internal,omitempty"`
+	// MetadataLog says the console follows the metadata log (it was
+	// given controllers: --bootstrap-controller).
+	MetadataLog bool `json:"metadata_log,omitempty"`
 	// Producers and Wires are who talks to whom and how fast (flows.go).
 	Producers []Producer `json:"producers,omitempty"`
 	Wires     []Wire     `json:"wires,omitempty"`
 
 	// Errors maps a part ("metadata", "cluster", "quorum", "log_dirs",
-	// "offsets", "records", "groups", "transactions", "internal", "metrics", "producers") to why its last poll
+	// "offsets", "records", "groups", "transactions", "internal", "metadata_log", "metrics", "producers") to why its last poll
 	// failed; the part then shows its previous value.
 	Errors map[string]string `json:"errors,omitempty"`
 	// Truncated counts what was left out to bound a tick's work
@@ -252,7 +256,7 @@ func Diff(a, b *Snapshot) Changes {
 	c.Groups = diffByName(a.Groups, b.Groups, func(g Group) string { return g.ID })
 	c.Transactions = !sameJSON(a.Transactions, b.Transactions)
 	c.Metrics = !sameJSON(a.Metrics, b.Metrics)
-	c.Internal = !sameJSON(a.Internal, b.Internal)
+	c.Internal = !sameJSON(a.Internal, b.Internal) || a.MetadataLog != b.MetadataLog
 	c.Flows = !sameJSON(a.Producers, b.Producers) || !sameJSON(a.Wires, b.Wires)
 	return c
 }

@@ -371,13 +371,28 @@ func (c *Cluster) Seeds() []string {
 	return s
 }
 
-// Direct maps a client proxy's address to the node's own listener, for
-// the dev process's own observers (the console, the log checks), which
-// must see a node that is cut off from the clients.
+// Controllers are the controller proxies' addresses: the voters' as
+// controller.quorum.voters names them, and so as the quorum's leader
+// names itself in a Fetch answer (NodeEndpoints).
+func (c *Cluster) Controllers() []string {
+	var s []string
+	for _, n := range c.Nodes {
+		s = append(s, n.ctrlProxy.Addr())
+	}
+	return s
+}
+
+// Direct maps a client or controller proxy's address to the node's own
+// listener, for the dev process's own observers (the console, the log
+// checks), which must see a node that is cut off from the clients or
+// its peers.
 func (c *Cluster) Direct(addr string) string {
 	for _, n := range c.Nodes {
-		if n.clientProxy.Addr() == addr {
+		switch addr {
+		case n.clientProxy.Addr():
 			return fmt.Sprintf("127.0.0.1:%d", n.clientPort)
+		case n.ctrlProxy.Addr():
+			return fmt.Sprintf("127.0.0.1:%d", n.controllerPort)
 		}
 	}
 	return addr

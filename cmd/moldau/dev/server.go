@@ -195,7 +195,8 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 // straight to the nodes (not through the proxies, so that a node cut off
 // from the clients is still seen).
 func (d *Dev) consoleConfig(c *Cluster) console.Config {
-	return console.Config{Brokers: c.Seeds(), Interval: 500 * time.Millisecond, ClientOpts: []kgo.Opt{kgo.Dialer(c.DirectDialer())}}
+	return console.Config{Brokers: c.Seeds(), Controllers: c.Controllers(), Interval: 500 * time.Millisecond,
+		ClientOpts: []kgo.Opt{kgo.Dialer(c.DirectDialer())}}
 }
 
 // startSession starts a cluster of st's shape in the data folder, its
@@ -290,6 +291,8 @@ func (d *Dev) Rebuild(st Settings) error {
 	d.s = s
 	if d.poller != nil {
 		d.poller.SetClient(cl)
+		ccfg := d.consoleConfig(s.Cluster)
+		d.poller.SetControllers(ccfg.Controllers, ccfg.ClientOpts...)
 	}
 	d.mu.Unlock()
 	return nil

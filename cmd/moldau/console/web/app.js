@@ -52,6 +52,18 @@ function schedule(forced) {
   requestAnimationFrame(render);
 }
 
+// renderMetadataLogNote says whether the table holds the metadata log's
+// records, and how to have them when it does not.
+function renderMetadataLogNote(s) {
+  const note = $('metadata-log-note');
+  const following = !!s.metadata_log;
+  if (note.dataset.following === String(following)) return;
+  note.dataset.following = String(following);
+  note.innerHTML = following
+    ? 'With those of <code>__cluster_metadata</code> (kind metadata), fetched from the active controller.'
+    : 'The metadata log is not served to clients by the brokers: start the console with <code>--bootstrap-controller</code> (the controller listeners) to follow it here.';
+}
+
 function render() {
   const started = performance.now();
   pending = false;
@@ -68,6 +80,7 @@ function render() {
   $('txns-table').innerHTML = txnsTable(s, ui);
   $('brokers-table').innerHTML = brokersTable(s, ui);
   $('internal-table').innerHTML = internalTable(s, ui);
+  renderMetadataLogNote(s);
   $('metrics-section').hidden = !(s.metrics && s.metrics.length);
   if (s.metrics) $('metrics-table').innerHTML = metricsTable(s);
   renderDetails(s);

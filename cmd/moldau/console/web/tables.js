@@ -71,8 +71,9 @@ export function brokersTable(snap, ui) {
   return table(['Id', 'Address', 'Rack', 'State', 'Size', 'Log dirs'], rows, 'No brokers.');
 }
 
-// internalTable lists the decoded records of __consumer_offsets and
-// __transaction_state, newest first, of one kind if ui.internalKind is
+// internalTable lists the decoded records of __consumer_offsets,
+// __transaction_state and (with --bootstrap-controller)
+// __cluster_metadata, newest first, of one kind if ui.internalKind is
 // set. A tombstone (a deletion) is struck through.
 export function internalTable(snap, ui) {
   const events = snap.internal || [];
