@@ -111,8 +111,15 @@ stops the console.`,
 				if len(seeds) == 0 {
 					return usageErrorf(e, "--brokers is empty")
 				}
+				// --command-config: TLS and SASL, for the brokers and
+				// the controllers alike.
+				security, err := commandConfigOpts(e.client.commandConfig)
+				if err != nil {
+					return usageErrorf(e, "%v", err)
+				}
 				cfg := console.Config{
-					Brokers: seeds, Listen: *listen, MetricsURLs: *metrics, MetricsInterval: *metricsInterval, Interval: *interval,
+					ClientOpts: security,
+					Brokers:    seeds, Listen: *listen, MetricsURLs: *metrics, MetricsInterval: *metricsInterval, Interval: *interval,
 					Timeout: min(e.client.timeout, 5*time.Second), DialTimeout: e.client.dialTimeout, MaxClients: *maxClients,
 					ReadOnly: *readOnly, Controllers: hostList(*ctrls),
 					// Info: the actions taken from the page, one line each.
