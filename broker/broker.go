@@ -492,6 +492,10 @@ func (b *Broker) newSocketServers() error {
 	data.MemoryPool = b.requestMemory
 	data.ConnectionQuotas = &quotas
 	data.ProtectedListener = cfg.InterBrokerListenerName
+	if b.sharePartitions != nil {
+		// A share session ends with the connection that opened it.
+		data.DisconnectListeners = append(data.DisconnectListeners, b.sharePartitions.Sessions())
+	}
 	b.socket, err = network.NewSocketServer(data)
 	return err
 }

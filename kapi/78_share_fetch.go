@@ -18,6 +18,10 @@ package kapi
 // READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions);
 // an unknown topic id is UNKNOWN_TOPIC_ID. Records are spliced from the
 // log without copying, as Fetch's.
+//
+// The request that opens a share session (epoch 0) ties it to its
+// connection, as Kafka 4.1's: when that connection closes, the session
+// ends and what its member acquired is given back (replica/share).
 
 import (
 	"time"
@@ -41,7 +45,7 @@ func (h *Handler) handleShareFetch(rc *RequestContext, kreq kmsg.Request) {
 		return
 	}
 	fr := share.FetchRequest{
-		Group: group, Member: member, SessionEpoch: req.ShareSessionEpoch,
+		Group: group, Member: member, SessionEpoch: req.ShareSessionEpoch, ConnID: rc.ConnID,
 		MaxWait:  time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
 		MaxBytes: min(req.MaxBytes, h.cfg.Broker.FetchMaxBytes), MaxRecords: int(req.MaxRecords),
 		RecordLimit: req.Version >= 2 && req.ShareAcquireMode == 1,

@@ -374,6 +374,7 @@ func (c *connection) close() {
 	if s.limits != nil {
 		s.limits.closeReason.WithLabelValues(c.processor.listener, why).Inc()
 	}
+	s.notifyDisconnect(c.id)
 }
 
 // respond is the request's respond function, handed to the handler.

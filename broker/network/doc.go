@@ -101,6 +101,21 @@
 // Connection ids are Kafka's: "localHost:localPort-remoteHost:remotePort-index",
 // index counting the processor's connections.
 //
+// # Connection close listeners
+//
+// Config.DisconnectListeners are told of every connection that closes, by
+// its id, whatever closed it (the peer, an I/O error, the idle timeout,
+// the handler, eviction, shutdown): Kafka's ConnectionDisconnectListener,
+// which its Processor calls from close and processDisconnected. The share
+// session cache is one (replica/share: a share session ends with the
+// connection that opened it). A listener runs on the closing connection's
+// goroutine once its socket is closed and it is unregistered, so it costs
+// nothing per request and must be cheap and must not block; a panic in
+// one is logged and swallowed, as Kafka swallows a listener's exception.
+// A connection is closed only once its request in flight is answered
+// (it is muted meanwhile), except by a forced shutdown, so a listener is
+// not told of a connection whose request is still being handled.
+//
 // # Resizing at run time
 //
 // num.io.threads and num.network.threads are dynamic, as in Kafka: the

@@ -93,8 +93,11 @@ type Config struct {
 	// messages on the controller listener); any other unknown key closes
 	// the connection.
 	PrivateAPIKeys []int16
-	Logger         *slog.Logger // nil discards
-	Metrics        *Metrics     // nil: no metrics
+	// DisconnectListeners are told of every connection that closes,
+	// whatever closed it (Kafka's ConnectionDisconnectListener).
+	DisconnectListeners []ConnectionDisconnectListener
+	Logger              *slog.Logger // nil discards
+	Metrics             *Metrics     // nil: no metrics
 }
 
 const (

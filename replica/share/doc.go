@@ -91,6 +91,34 @@
 // group takes, are seen; a write fenced for its state epoch drops the
 // share partition too.
 //
+// # A session ends with its connection
+//
+// As in Kafka 4.1 (ShareSessionCache's connection disconnect listener), a
+// share session belongs to the connection whose ShareFetch opened it
+// (epoch 0): the socket server calls SessionCache.OnDisconnect for every
+// connection that closes, and the sessions opened on it are removed and
+// their members' acquired records given back at once, as when the member
+// closes its session with the final epoch, so other members get them
+// without waiting for the acquisition lock to run out. Later requests
+// of the session on other connections change nothing: only the opening
+// connection counts. A session re-opened (epoch 0) on another connection
+// belongs to that one, and the old connection's close leaves it alone
+// (Kafka's KAFKA-19950 fix); so does one closed already. Such removals
+// count in kafka_server_sharesessioncache_sharesessionevictions_total,
+// with the idle evictions.
+//
+// OnDisconnect runs on the closing connection's goroutine: it only takes
+// the sessions out under the cache's lock; the release (and the group's
+// share partitions dropped if it was its last session here) runs on a
+// goroutine of the manager's. A share fetch of the session in flight on
+// another connection may acquire records after that release: a fetch
+// that acquired anything looks at its member's session afterwards, and if
+// the member has none any more, gives them back and answers
+// SHARE_SESSION_NOT_FOUND. The fetch acquires before it looks and the
+// session is removed before its release, so one of the two always gives
+// the records back. Acknowledgements in flight are applied or refused as
+// for any session that ended (records given back are no longer held).
+//
 // The writes of one share partition never overtake each other: one is in
 // flight at a time, and the changes made meanwhile go in the next, the
 // newer state of an offset overriding the older (overlay). So the
@@ -102,4 +130,9 @@
 // A SharePartition's methods are safe for concurrent use; each holds the
 // partition's mutex for its whole run and calls nothing outside the
 // package while holding it.
+//
+// Lock order: SessionCache.mu is never held while calling out
+// (onGroupEmpty and onMemberLeave run after it is released), and
+// the manager takes it only on its own, never inside Manager.mu or a
+// share partition's mutex.
 package share

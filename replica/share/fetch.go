@@ -17,9 +17,12 @@ import (
 type FetchRequest struct {
 	Group, Member string
 	SessionEpoch  int32
-	MaxWait       time.Duration
-	MaxBytes      int32
-	MaxRecords    int
+	// ConnID is the connection the request came on (Kafka's connection
+	// id): a request opening a session ties the session to it.
+	ConnID     string
+	MaxWait    time.Duration
+	MaxBytes   int32
+	MaxRecords int
 	// RecordLimit is ShareFetch v2's record-limit acquire mode.
 	RecordLimit bool
 	Add, Forget []TopicIDPartition
@@ -71,7 +74,7 @@ func (m *Manager) Fetch(req FetchRequest, done func(FetchResponse)) {
 		done(FetchResponse{Err: kerr.InvalidRequest})
 		return
 	}
-	parts, err := m.sessions.Update(SessionUpdate{Group: req.Group, Member: req.Member, Epoch: req.SessionEpoch, Add: req.Add, Forget: req.Forget})
+	parts, err := m.sessions.Update(SessionUpdate{Group: req.Group, Member: req.Member, Epoch: req.SessionEpoch, Add: req.Add, Forget: req.Forget, ConnID: req.ConnID})
 	if err != nil {
 		done(FetchResponse{Err: err})
 		return
@@ -206,18 +209,20 @@ func (m *Manager) closeSession(ctx context.Context, group, member string, parts 
 // releaseMember gives back what member holds in the partitions of its
 // closed session, and returns once that is persisted (or failed: the
 // records are available here anyway, and a new leader finds them so too).
+// name, when not nil, must still name each partition's topic.
 func (m *Manager) releaseMember(ctx context.Context, group, member string, parts []TopicIDPartition, name func([16]byte) (string, bool)) {
 	var waits []chan error
 	for _, tip := range parts {
-		topic, ok := name(tip.TopicID)
-		if !ok {
-			continue
-		}
 		m.mu.Lock()
 		e := m.parts[Key{GroupID: group, TopicID: tip.TopicID, Partition: tip.Partition}]
 		m.mu.Unlock()
-		if e == nil || e.tp.Topic != topic {
+		if e == nil {
 			continue
+		}
+		if name != nil {
+			if topic, ok := name(tip.TopicID); !ok || e.tp.Topic != topic {
+				continue
+			}
 		}
 		select {
 		case <-e.loaded:
@@ -252,6 +257,17 @@ func (m *Manager) fetchLoop(ctx context.Context, req FetchRequest, parts []Topic
 	for {
 		wake := m.wakeChan()
 		results, waitOn, n := m.fetchOnce(ctx, req, parts, gc)
+		if n > 0 && !m.sessions.Has(req.Group, req.Member) {
+			// The session ended while this fetch was acquiring (its
+			// connection closed, or the member closed it on another):
+			// its release may have run before these records were
+			// acquired, so they are given back here, not left locked
+			// for a response nobody reads. Acquiring before looking
+			// at the session, and removing the session before
+			// releasing, leaves no record behind either way.
+			m.releaseMember(ctx, req.Group, req.Member, acquiredIn(results), req.TopicName)
+			return FetchResponse{Err: kerr.ShareSessionNotFound}
+		}
 		if n > 0 || !m.opts.Now().Before(deadline) || ctx.Err() != nil || len(waitOn) == 0 || m.shuttingDown.Load() {
 			return FetchResponse{Partitions: mergeResults(acked, results), LockTimeout: gc.RecordLockDuration}
 		}
@@ -265,6 +281,17 @@ func (m *Manager) fetchLoop(ctx context.Context, req FetchRequest, parts []Topic
 		case <-ctx.Done():
 		}
 	}
+}
+
+// acquiredIn is the partitions where results acquired records.
+func acquiredIn(results []PartitionResult) []TopicIDPartition {
+	var out []TopicIDPartition
+	for _, r := range results {
+		if len(r.Acquired) > 0 {
+			out = append(out, r.TopicIDPartition)
+		}
+	}
+	return out
 }
 
 // fetchOnce reads each partition once; it returns the results, where to

@@ -99,7 +99,9 @@ func NewManager(o Options) *Manager {
 	}
 	m := &Manager{opts: o, sessions: NewSessionCache(o.Config.MaxShareSessions, o.Config.SessionIdleTimeout, o.Now), parts: map[Key]*partitionEntry{}}
 	m.sessions.onGroupEmpty = m.dropGroup
-	m.metrics = newMetrics(o.Registerer, m.inFlight)
+	m.sessions.onMemberLeave = m.memberLeft
+	m.metrics = newMetrics(o.Registerer, m.inFlight, func() float64 { return float64(m.sessions.Len()) })
+	m.sessions.evicted = m.metrics.sessionEvictions.Inc
 	return m
 }
 
@@ -255,6 +257,20 @@ func (m *Manager) dropGroup(group string) {
 	for _, e := range dropped {
 		e.stopTimer()
 	}
+}
+
+// memberLeft gives back what a member acquired in the session its closed
+// connection took away (Kafka's ShareGroupListener.onMemberLeave, which
+// releases the member's session): the same as a session closed with the
+// final epoch, on a goroutine of the manager's, since the caller is the
+// closing connection's.
+func (m *Manager) memberLeft(group, member string, parts []TopicIDPartition) {
+	m.opts.Logger.Debug("share session ended with its connection", "group", group, "member", member, "partitions", len(parts))
+	m.g.Go(func(stop <-chan struct{}) {
+		ctx, cancel := routine.Context(stop)
+		defer cancel()
+		m.closeSession(ctx, group, member, parts, nil)
+	})
 }
 
 // forget drops a failed entry so the next request loads it again.

@@ -104,6 +104,9 @@ type managerFixture struct {
 	l     *log.Log
 	tip   TopicIDPartition
 	names func([16]byte) (string, bool)
+	// deliveryLimit is group.share.delivery.count.limit, 3 unless a
+	// test raises it before its first fetch.
+	deliveryLimit int16
 }
 
 func newManagerFixture(t *testing.T, batches, perBatch int) *managerFixture {
@@ -124,14 +127,14 @@ func newManagerFixture(t *testing.T, batches, perBatch int) *managerFixture {
 		}
 	}
 	id := [16]byte{1}
-	f := &managerFixture{p: &memPersister{states: map[Key]PersistedState{}}, l: l, tip: TopicIDPartition{TopicID: id, Partition: 0}}
+	f := &managerFixture{p: &memPersister{states: map[Key]PersistedState{}}, l: l, tip: TopicIDPartition{TopicID: id, Partition: 0}, deliveryLimit: 3}
 	f.names = func(got [16]byte) (string, bool) { return "orders", got == id }
 	f.m = NewManager(Options{
 		Config:    ManagerConfig{MaxInFlightRecords: 1000},
 		Log:       testLog{l: l, tp: log.TopicPartition{Topic: "orders", Partition: 0}},
 		Persister: f.p,
 		GroupConfig: func(string) GroupConfig {
-			return GroupConfig{AutoOffsetReset: "earliest", RecordLockDuration: 30 * time.Second, DeliveryCountLimit: 3}
+			return GroupConfig{AutoOffsetReset: "earliest", RecordLockDuration: 30 * time.Second, DeliveryCountLimit: f.deliveryLimit}
 		},
 	})
 	t.Cleanup(f.m.Close)

@@ -21,14 +21,18 @@ type metrics struct {
 	ackRequests    prometheus.Counter
 	failedAckRequs prometheus.Counter
 	inFlight       prometheus.GaugeFunc
-	all            []prometheus.Collector
-	reg            prometheus.Registerer
+	sessions       prometheus.GaugeFunc
+	// sessionEvictions: sessions the cache removed, idle ones for room
+	// and those whose connection closed.
+	sessionEvictions prometheus.Counter
+	all              []prometheus.Collector
+	reg              prometheus.Registerer
 }
 
 // ackTypeNames are Kafka's AcknowledgeType names, the ack-type tag.
 var ackTypeNames = map[AcknowledgeType]string{AckGap: "Gap", AckAccept: "Accept", AckRelease: "Release", AckReject: "Reject", AckRenew: "Renew"}
 
-func newMetrics(reg prometheus.Registerer, inFlight func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, inFlight, sessions func() float64) *metrics {
 	m := &metrics{
 		shareAcks: prometheus.NewCounter(prometheus.CounterOpts{Name: "kafka_server_share_group_metrics_share_acknowledgement_total",
 			Help: "Acknowledgement requests and ShareFetches carrying acknowledgements (Kafka's share-acknowledgement)."}),
@@ -47,9 +51,13 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) *metrics {
 			Help: "ShareAcknowledge requests that failed (Kafka's FailedShareAcknowledgementRequestsPerSec)."}),
 		inFlight: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kafka_server_sharepartitionmetrics_inflightmessagecount",
 			Help: "Records in flight (acquired or available again) over the share partitions led here (Kafka's InFlightMessageCount, summed)."}, inFlight),
+		sessions: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kafka_server_sharesessioncache_sharesessionscount",
+			Help: "Share sessions open on this broker (Kafka's ShareSessionCache ShareSessionsCount)."}, sessions),
+		sessionEvictions: prometheus.NewCounter(prometheus.CounterOpts{Name: "kafka_server_sharesessioncache_sharesessionevictions_total",
+			Help: "Share sessions removed by the broker: their connection closed, or idle and evicted for a new one (Kafka's ShareSessionEvictionsPerSec)."}),
 		reg: reg,
 	}
-	m.all = []prometheus.Collector{m.shareAcks, m.recordAcks, m.loadTime, m.fetches, m.failedFetches, m.ackRequests, m.failedAckRequs, m.inFlight}
+	m.all = []prometheus.Collector{m.shareAcks, m.recordAcks, m.loadTime, m.fetches, m.failedFetches, m.ackRequests, m.failedAckRequs, m.inFlight, m.sessions, m.sessionEvictions}
 	if reg != nil {
 		for _, c := range m.all {
 			reg.MustRegister(c)

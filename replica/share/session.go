@@ -37,6 +37,11 @@ type shareSession struct {
 	epoch         int32
 	partitions    map[TopicIDPartition]bool
 	lastUsed      time.Time
+	// connID is the connection whose ShareFetch opened the session
+	// (Kafka's client connection id); "" for none. The session ends
+	// when that connection closes, whichever connections the member's
+	// later requests come on.
+	connID string
 }
 
 // SessionCache holds the share sessions of this broker, at most
@@ -45,6 +50,12 @@ type shareSession struct {
 // behind: when the cache is full, the session used least recently is
 // evicted if it has been idle for idleTimeout, longer than a member can
 // stay in its group without a heartbeat.
+//
+// A session also ends with the connection that opened it (Kafka 4.1's
+// connection disconnect listener): the socket server calls OnDisconnect
+// for every connection that closes, and the sessions opened on it are
+// removed and their members' acquired records given back through
+// onMemberLeave, as a closed session's are.
 type SessionCache struct {
 	max         int
 	idleTimeout time.Duration
@@ -53,9 +64,20 @@ type SessionCache struct {
 	mu       sync.Mutex
 	sessions map[[2]string]*shareSession
 	byGroup  map[string]int
+	// byConn maps a connection id to the sessions opened on it (a
+	// client may open several members' sessions on one connection).
+	byConn map[string]map[[2]string]struct{}
 	// onGroupEmpty is told of a group whose last session here was
 	// evicted (a closed one is the caller's to handle).
 	onGroupEmpty func(group string)
+	// onMemberLeave is told of each session removed because its
+	// connection closed, with its partitions, without the lock; it
+	// must not block (it runs on the closing connection's goroutine).
+	onMemberLeave func(group, member string, parts []TopicIDPartition)
+	// evicted counts sessions removed by the cache itself: idle ones
+	// evicted for room and those whose connection closed (Kafka's
+	// ShareSessionEvictionsPerSec); nil: not counted.
+	evicted func()
 }
 
 // NewSessionCache makes a cache of at most max sessions; a session idle
@@ -64,7 +86,8 @@ func NewSessionCache(max int, idleTimeout time.Duration, now func() time.Time) *
 	if now == nil {
 		now = time.Now
 	}
-	return &SessionCache{max: max, idleTimeout: idleTimeout, now: now, sessions: map[[2]string]*shareSession{}, byGroup: map[string]int{}}
+	return &SessionCache{max: max, idleTimeout: idleTimeout, now: now, sessions: map[[2]string]*shareSession{}, byGroup: map[string]int{},
+		byConn: map[string]map[[2]string]struct{}{}}
 }
 
 // GroupSessions is the number of sessions of group here.
@@ -74,12 +97,38 @@ func (c *SessionCache) GroupSessions(group string) int {
 	return c.byGroup[group]
 }
 
-// add puts s in the cache; mu held.
+// add puts s in the cache, in place of the member's session if it had
+// one; mu held.
 func (c *SessionCache) add(k [2]string, s *shareSession) {
-	if c.sessions[k] == nil {
+	if old := c.sessions[k]; old == nil {
 		c.byGroup[s.group]++
+	} else {
+		// The replaced session's connection no longer ends the member's
+		// session (Kafka's KAFKA-19950: a re-opened session is not
+		// removed when the old connection closes).
+		c.unlinkConn(k, old.connID)
 	}
 	c.sessions[k] = s
+	if s.connID != "" {
+		keys := c.byConn[s.connID]
+		if keys == nil {
+			keys = map[[2]string]struct{}{}
+			c.byConn[s.connID] = keys
+		}
+		keys[k] = struct{}{}
+	}
+}
+
+// unlinkConn forgets that the session of k was opened on connID; mu held.
+func (c *SessionCache) unlinkConn(k [2]string, connID string) {
+	keys := c.byConn[connID]
+	if keys == nil {
+		return
+	}
+	delete(keys, k)
+	if len(keys) == 0 {
+		delete(c.byConn, connID)
+	}
 }
 
 // remove takes the session of k out; it reports whether its group has no
@@ -90,6 +139,7 @@ func (c *SessionCache) remove(k [2]string) bool {
 		return false
 	}
 	delete(c.sessions, k)
+	c.unlinkConn(k, s.connID)
 	if c.byGroup[s.group]--; c.byGroup[s.group] <= 0 {
 		delete(c.byGroup, s.group)
 		return true
@@ -112,6 +162,9 @@ func (c *SessionCache) evictIdle() (bool, string) {
 		return false, ""
 	}
 	group := c.sessions[oldest].group
+	if c.evicted != nil {
+		c.evicted()
+	}
 	if c.remove(oldest) {
 		return true, group
 	}
@@ -123,6 +176,9 @@ type SessionUpdate struct {
 	Group, Member string
 	Epoch         int32
 	Add, Forget   []TopicIDPartition
+	// ConnID is the connection the ShareFetch came on: one that opens
+	// the session ties it to that connection.
+	ConnID string
 }
 
 // Update applies a ShareFetch's session fields and returns the partitions
@@ -150,7 +206,7 @@ func (c *SessionCache) Update(u SessionUpdate) (_ []TopicIDPartition, err error)
 				empty = append(empty, g)
 			}
 		}
-		s = &shareSession{group: u.Group, member: u.Member, partitions: map[TopicIDPartition]bool{}}
+		s = &shareSession{group: u.Group, member: u.Member, partitions: map[TopicIDPartition]bool{}, connID: u.ConnID}
 		c.add(k, s)
 	case FinalSessionEpoch:
 		if s == nil {
@@ -225,6 +281,46 @@ func (c *SessionCache) Remove(group, member string) []TopicIDPartition {
 		empty = append(empty, group)
 	}
 	return s.list()
+}
+
+// OnDisconnect is the socket server's connection disconnect listener
+// (Kafka's ShareSessionCache.ClientConnectionDisconnectListener): the
+// sessions opened on the closed connection are removed and onMemberLeave
+// is told of each. A session closed already (final epoch) or re-opened on
+// another connection is left alone. It costs one map lookup for a
+// connection that opened no session.
+func (c *SessionCache) OnDisconnect(connID string) {
+	type left struct {
+		group, member string
+		parts         []TopicIDPartition
+	}
+	var gone []left
+	c.mu.Lock()
+	for k := range c.byConn[connID] {
+		s := c.sessions[k]
+		if s == nil || s.connID != connID {
+			continue
+		}
+		c.remove(k) // the listener drops the group's partitions once it released them
+		gone = append(gone, left{s.group, s.member, s.list()})
+	}
+	delete(c.byConn, connID)
+	c.mu.Unlock()
+	for _, l := range gone {
+		if c.evicted != nil {
+			c.evicted()
+		}
+		if c.onMemberLeave != nil {
+			c.onMemberLeave(l.group, l.member, l.parts)
+		}
+	}
+}
+
+// Has reports whether member has a session.
+func (c *SessionCache) Has(group, member string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[[2]string{group, member}] != nil
 }
 
 // Len is the number of open sessions.
