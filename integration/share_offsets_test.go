@@ -31,11 +31,19 @@ func alterShareOffsets(t *testing.T, cl *kgo.Client, group string, offsets map[s
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctxTimeout(t, 20*time.Second), cl)
-	if err != nil {
-		t.Fatalf("AlterShareGroupOffsets: %v", err)
+	// A coordinator still loading (just started or moved) answers a
+	// retriable error for the whole request: retried, as clients do.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := req.RequestWith(ctxTimeout(t, 20*time.Second), cl)
+		if err != nil {
+			t.Fatalf("AlterShareGroupOffsets: %v", err)
+		}
+		if e := kerr.ErrorForCode(resp.ErrorCode); e == nil || !kerr.IsRetriable(e) || time.Now().After(deadline) {
+			return resp
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return resp
 }
 
 // describeShareOffsets returns topic -> partition -> the partition's
