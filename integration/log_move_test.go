@@ -428,9 +428,14 @@ func TestReassignWithLogDirs(t *testing.T) {
 	if cur, fut := where(2); len(cur) != 1 || cur[0] != extra[1] || fut != "" {
 		t.Fatalf("broker 2 holds %s-0 in %v (future %q), want %s", topic, cur, fut, extra[1])
 	}
-	if got := lmPartitionDirs(t, nodes[1].dir, topic); len(got) != 0 {
-		t.Fatalf("broker 2's first dir holds %v", got)
-	}
+	// The old copy is renamed -delete and deleted in the background:
+	// gone soon after the move, not at once.
+	eventually(t, 10*time.Second, func() error {
+		if got := lmPartitionDirs(t, nodes[1].dir, topic); len(got) != 0 {
+			return fmt.Errorf("broker 2's first dir holds %v", got)
+		}
+		return nil
+	})
 	from, _ := where(1)
 	to := extra[0]
 	if len(from) == 1 && from[0] == extra[0] {
