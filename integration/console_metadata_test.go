@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -14,32 +12,6 @@ import (
 
 	"github.com/moldau/moldau/cmd/moldau/console"
 )
-
-// serveConsole serves a console of cfg on a free port and returns its
-// base URL; it stops when the test ends.
-func serveConsole(t *testing.T, cfg console.Config) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	cfg.Listen, cfg.Ready = "127.0.0.1:0", func(a net.Addr) { addr <- a }
-	go func() { done <- console.Serve(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("console.Serve: %v", err)
-		}
-	})
-	select {
-	case a := <-addr:
-		return "http://" + a.String()
-	case err := <-done:
-		t.Fatalf("console.Serve: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("console did not listen within 10s")
-	}
-	return ""
-}
 
 // The console given the controller listeners (--bootstrap-controller)
 // shows the metadata log's records as events: a topic created, its

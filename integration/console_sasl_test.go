@@ -3,15 +3,10 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"syscall"
 	"testing"
 	"time"
 )
-
-var consoleURL = regexp.MustCompile(`serving (http://\S+) `)
 
 // `moldau console --command-config` reaches a cluster over SASL: the
 // properties file's security settings are the console's client's, as
@@ -26,30 +21,7 @@ func TestConsoleCommandConfigSASL(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(extra ...string) string {
-		args := append([]string{"console", "--brokers", seed, "--listen", "127.0.0.1:0", "--interval", "200ms"}, extra...)
-		cmd := exec.Command(moldauBinary(t), args...)
-		out := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			cmd.Wait()
-			if t.Failed() {
-				t.Logf("moldau console %v:\n%s", extra, out.String())
-			}
-		})
-		var url string
-		eventually(t, 15*time.Second, func() error {
-			m := consoleURL.FindStringSubmatch(out.String())
-			if m == nil {
-				return fmt.Errorf("no URL yet: %q", out.String())
-			}
-			url = m[1]
-			return nil
-		})
-		return url
+		return runConsole(t, append([]string{"--brokers", seed, "--interval", "200ms"}, extra...)...)
 	}
 	secured := start("--command-config", props)
 	eventually(t, 30*time.Second, func() error {

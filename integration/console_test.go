@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,12 +32,18 @@ import (
 // base URL; it stops when the test ends.
 func startConsole(t testing.TB, seeds []string, interval time.Duration) string {
 	t.Helper()
+	return serveConsole(t, console.Config{Brokers: seeds, Interval: interval})
+}
+
+// serveConsole serves a console of cfg (console.Serve, in-process) on a
+// free port and returns its base URL; it stops when the test ends.
+func serveConsole(t testing.TB, cfg console.Config) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- console.Serve(ctx, console.Config{Brokers: seeds, Listen: "127.0.0.1:0", Interval: interval, Ready: func(a net.Addr) { addr <- a }})
-	}()
+	cfg.Listen, cfg.Ready = "127.0.0.1:0", func(a net.Addr) { addr <- a }
+	go func() { done <- console.Serve(ctx, cfg) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -51,6 +59,40 @@ func startConsole(t testing.TB, seeds []string, interval time.Duration) string {
 		t.Fatal("console did not listen within 10s")
 	}
 	return ""
+}
+
+// consoleURL is the address `moldau console` says it serves on (on a
+// cluster or replaying a run).
+var consoleURL = regexp.MustCompile(`serving (http://[0-9.:]+) `)
+
+// runConsole starts `moldau console ARGS --listen 127.0.0.1:0` as a
+// process and returns its base URL; it is stopped (SIGTERM) when the
+// test ends, its output logged if the test failed.
+func runConsole(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(moldauBinary(t), append(append([]string{"console"}, args...), "--listen", "127.0.0.1:0")...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("moldau console %v:\n%s", args, out.String())
+		}
+	})
+	var url string
+	eventually(t, 15*time.Second, func() error {
+		m := consoleURL.FindStringSubmatch(out.String())
+		if m == nil {
+			return fmt.Errorf("no URL yet: %q", out.String())
+		}
+		url = m[1]
+		return nil
+	})
+	return url
 }
 
 // consoleSnapshot reads /api/snapshot.

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,8 +13,6 @@ import (
 
 	"github.com/moldau/moldau/cmd/moldau/console"
 )
-
-var replayURL = regexp.MustCompile(`serving (http://[0-9.:]+) replaying`)
 
 // checkReplay exports the run of a `moldau dev` whose leader was killed
 // (`moldau dev events`), replays it with `moldau console --replay` as a
@@ -63,28 +58,7 @@ func checkReplay(t *testing.T, b *browser, d *devProcess, leader int32) {
 		t.Fatal("the run's export holds no events")
 	}
 
-	cmd := exec.Command(moldauBinary(t), "console", "--replay", file, "--listen", "127.0.0.1:0")
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("moldau console --replay output:\n%s", out.String())
-		}
-	})
-	var url string
-	eventually(t, 15*time.Second, func() error {
-		m := replayURL.FindStringSubmatch(out.String())
-		if m == nil {
-			return fmt.Errorf("no URL yet: %q", out.String())
-		}
-		url = m[1]
-		return nil
-	})
+	url := runConsole(t, "--replay", file)
 
 	last := len(run.Frames) - 1
 	frame := func(i int) string { return fmt.Sprintf(`document.getElementById('replay')?.dataset.frame === "%d"`, i) }
