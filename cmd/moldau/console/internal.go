@@ -87,12 +87,7 @@ func (p *Poller) pollInternal(s *Snapshot) error {
 			firstErr = fmt.Errorf("%s-%d: %w", topic, partition, err)
 		}
 	})
-	ids := map[uuid.UUID]string{}
-	for _, t := range s.Topics {
-		if id, err := uuid.Parse(t.ID); err == nil {
-			ids[id] = t.Name
-		}
-	}
+	ids := topicIDs(s)
 	names := func(id uuid.UUID) (string, bool) { n, ok := ids[id]; return n, ok }
 	var got []InternalEvent
 	fs.EachRecord(func(rec *kgo.Record) {
@@ -102,6 +97,18 @@ func (p *Poller) pollInternal(s *Snapshot) error {
 	})
 	r.events = appendEvents(r.events, got, maxInternalEvents)
 	return firstErr
+}
+
+// topicIDs names the topics of s by id, to read the records that name
+// them by id (the KIP-848 records, the metadata log).
+func topicIDs(s *Snapshot) map[uuid.UUID]string {
+	ids := make(map[uuid.UUID]string, len(s.Topics))
+	for _, t := range s.Topics {
+		if id, err := uuid.Parse(t.ID); err == nil {
+			ids[id] = t.Name
+		}
+	}
+	return ids
 }
 
 // consume starts the consumer on topics, or adds them to it. A fetch

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/moldau/moldau/broker/metadata"
 	"github.com/moldau/moldau/broker/uuid"
+	"github.com/moldau/moldau/log"
 )
 
 // Bounds of following the metadata log.
@@ -273,12 +273,7 @@ func (m *metaReader) decode(rp *kmsg.FetchResponseTopicPartition, s *Snapshot) [
 	cut := *rp
 	cut.RecordBatches = batches
 	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from, Topic: metadataTopic}, &cut, kgo.DefaultDecompressor(), nil)
-	ids := map[uuid.UUID]string{}
-	for _, t := range s.Topics {
-		if id, err := uuid.Parse(t.ID); err == nil {
-			ids[id] = t.Name
-		}
-	}
+	ids := topicIDs(s)
 	names := func(id uuid.UUID) (string, bool) {
 		if n, ok := m.names[id]; ok {
 			return n, true
@@ -316,19 +311,14 @@ func topicRecord(value []byte) (uuid.UUID, string, bool) {
 // epoch (end 0 when there is none).
 func committedBatches(b []byte, hw int64) (whole []byte, end int64, epoch int32) {
 	n := 0
-	for rest := b; len(rest) >= 27; {
-		base := int64(binary.BigEndian.Uint64(rest))
-		size := int(int32(binary.BigEndian.Uint32(rest[8:])))
-		if size < 15 || 12+size > len(rest) || rest[16] != 2 {
-			break
+	for rest := b; ; {
+		h, err := log.ParseBatchHeader(rest)
+		if err != nil || h.TotalSize() > len(rest) || h.LastOffset() >= hw {
+			break // a partial batch, one at or past hw, or not a batch
 		}
-		last := base + int64(int32(binary.BigEndian.Uint32(rest[23:])))
-		if last >= hw {
-			break
-		}
-		end, epoch = last+1, int32(binary.BigEndian.Uint32(rest[12:]))
-		n += 12 + size
-		rest = rest[12+size:]
+		end, epoch = h.NextOffset(), h.PartitionLeaderEpoch
+		n += h.TotalSize()
+		rest = rest[h.TotalSize():]
 	}
 	return b[:n], end, epoch
 }
